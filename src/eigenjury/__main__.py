@@ -1,0 +1,5 @@
+import sys
+
+from eigenjury.cli import main
+
+sys.exit(main())

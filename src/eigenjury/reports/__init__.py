@@ -1,0 +1,1 @@
+"""Outputs: JSON records and terminal tables."""

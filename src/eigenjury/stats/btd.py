@@ -1,0 +1,287 @@
+"""The low-rank Bradley-Terry-Davidson model of pairwise verdicts with ties.
+
+Judge i has a lens u_i, evaluee j a disposition v_j, s_ij = u_i . v_j. A verdict on
+(first j, second k) is a softmax over three logits
+
+    tie:    log lambda_i + (s_ij + s_ik) / 2
+    first:  s_ij + gamma_i / 2
+    second: s_ik - gamma_i / 2
+
+which is Davidson's tie model with lambda_i the tie propensity. gamma_i is the judge's
+position bias: the log-odds advantage of whichever response is shown first. It
+cancels in the tie logit and is kept out of the trust matrix, so a judge that
+favours the first slot does not move anyone's trust. With gamma = 0 this is exactly
+P(1) = pi_ij / D, P(2) = pi_ik / D, P(0) = lambda_i sqrt(pi_ij pi_ik) / D.
+
+Only U V^T up to a per-judge constant, lambda and gamma are identified; the small
+L2 penalty picks one representative of the rest. The objective is the mean
+negative log-likelihood per verdict plus the penalty, so it depends on the data
+only through verdict proportions: duplicating every verdict changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, VerdictCounts, tally
+
+# Bounds on log lambda and gamma: far beyond any real judge, they only stop a judge
+# that never ties (or always picks one slot) from driving a parameter to infinity.
+_LOG_BOUND = 15.0
+
+
+def davidson_nll(
+    s1: FloatArray, s2: FloatArray, log_tie: FloatArray, gamma: FloatArray, n: FloatArray
+) -> tuple[float, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Negative log-likelihood of counts `n` (cells x 3) and its gradient per cell.
+
+    Returns (nll, d/ds1, d/ds2, d/dlog_tie, d/dgamma); the pieces every pairwise model
+    in eigenjury chains through its own parameters.
+    """
+    half = 0.5 * gamma
+    logits = np.stack([log_tie + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1)
+    top = logits.max(axis=1, keepdims=True)
+    expd = np.exp(logits - top)
+    z = expd.sum(axis=1, keepdims=True)
+    total = n.sum(axis=1)
+    nll = float(total @ (top[:, 0] + np.log(z[:, 0])) - np.sum(n * logits))
+    resid = total[:, None] * (expd / z) - n  # d nll / d logits
+    g_tie = resid[:, TIE]
+    return (
+        nll,
+        resid[:, FIRST] + 0.5 * g_tie,
+        resid[:, SECOND] + 0.5 * g_tie,
+        g_tie,
+        0.5 * (resid[:, FIRST] - resid[:, SECOND]),
+    )
+
+
+@dataclass(frozen=True)
+class BTDParams:
+    """A point in parameter space: lenses U, dispositions V, log tie, position bias."""
+
+    lenses: FloatArray  # (models, dim)
+    dispositions: FloatArray  # (models, dim)
+    log_tie: FloatArray  # (models,)
+    position_bias: FloatArray  # (models,)
+
+    def pack(self) -> FloatArray:
+        return np.concatenate(
+            [self.lenses.ravel(), self.dispositions.ravel(), self.log_tie, self.position_bias]
+        )
+
+    @classmethod
+    def unpack(cls, x: FloatArray, n_models: int, dim: int) -> BTDParams:
+        md = n_models * dim
+        return cls(
+            x[:md].reshape(n_models, dim),
+            x[md : 2 * md].reshape(n_models, dim),
+            x[2 * md : 2 * md + n_models],
+            x[2 * md + n_models :],
+        )
+
+
+def btd_objective(
+    x: FloatArray, counts: VerdictCounts, dim: int, l2: float, position_bias: bool
+) -> tuple[float, FloatArray]:
+    """Mean NLL per verdict + (l2/2)(|U|^2 + |V|^2), and its exact gradient."""
+    m = counts.n_models
+    p = BTDParams.unpack(x, m, dim)
+    scores = p.lenses @ p.dispositions.T  # (judge, evaluee)
+    gamma = p.position_bias[counts.judge] if position_bias else np.zeros(counts.n_cells)
+    nll, g1, g2, g_tie, g_gamma = davidson_nll(
+        scores[counts.judge, counts.first],
+        scores[counts.judge, counts.second],
+        p.log_tie[counts.judge],
+        gamma,
+        counts.n,
+    )
+    w = 1.0 / counts.total
+    g_scores = tally(counts.judge * m + counts.first, g1, m * m)
+    g_scores += tally(counts.judge * m + counts.second, g2, m * m)
+    g_scores = g_scores.reshape(m, m) * w
+    grad = np.concatenate(
+        [
+            (g_scores @ p.dispositions + l2 * p.lenses).ravel(),
+            (g_scores.T @ p.lenses + l2 * p.dispositions).ravel(),
+            tally(counts.judge, g_tie, m) * w,
+            tally(counts.judge, g_gamma, m) * w if position_bias else np.zeros(m),
+        ]
+    )
+    penalty = 0.5 * l2 * (np.sum(p.lenses**2) + np.sum(p.dispositions**2))
+    return nll * w + penalty, grad
+
+
+@dataclass
+class _Solution:
+    params: BTDParams
+    objective: float
+    n_iter: int
+    converged: bool
+    message: str
+    grad_norm: float
+
+
+class LowRankBTD:
+    """Maximum-likelihood low-rank Bradley-Terry-Davidson fit (L-BFGS, analytic gradient).
+
+    Parameters
+    ----------
+    dim : latent dimension d of lenses and dispositions.
+    l2 : L2 penalty on lenses and dispositions, per verdict (see module docstring).
+    position_bias : fit a per-judge first-slot advantage gamma_i.
+    restarts : seeded starts; the problem is non-convex, the best objective wins.
+    tol : gradient tolerance (projected, per verdict) of the optimiser.
+    max_iter : iteration cap per start.
+    seed : seed for the random starts.
+
+    Fitted attributes: ``lenses_``, ``dispositions_``, ``tie_propensity_``,
+    ``position_bias_``, ``judge_mask_`` (models with judge data), ``loglik_`` (total,
+    unpenalised), ``objective_``, ``n_iter_``, ``converged_``, ``grad_norm_``,
+    ``restart_objectives_``, ``n_verdicts_``, ``n_cells_``, ``params_``.
+    """
+
+    def __init__(
+        self,
+        dim: int = 2,
+        *,
+        l2: float = 1e-4,
+        position_bias: bool = True,
+        restarts: int = 4,
+        tol: float = 1e-9,
+        max_iter: int = 5000,
+        seed: int | None = 0,
+    ) -> None:
+        self.dim = dim
+        self.l2 = l2
+        self.position_bias = position_bias
+        self.restarts = restarts
+        self.tol = tol
+        self.max_iter = max_iter
+        self.seed = seed
+
+    def fit(self, counts: VerdictCounts, init: BTDParams | None = None) -> LowRankBTD:
+        """Fit to `counts`; with `init`, one warm start from it instead of the restarts."""
+        if self.dim < 1:
+            raise ValueError(f"dim must be at least 1, got {self.dim}")
+        if counts.total <= 0:
+            raise ValueError("no verdicts to fit")
+        m = counts.n_models
+        if init is not None:
+            starts = [init]
+        else:
+            rng = np.random.default_rng(self.seed)
+            starts = [_informed_start(counts, self.dim, rng)]
+            starts += [_random_start(m, self.dim, rng) for _ in range(self.restarts - 1)]
+        solutions = [self._solve(counts, s) for s in starts]
+        best = min(solutions, key=lambda s: s.objective)
+        self.params_ = best.params
+        self.restart_objectives_ = np.array([s.objective for s in solutions])
+        self.objective_ = best.objective
+        self.n_iter_ = best.n_iter
+        self.converged_ = best.converged
+        self.message_ = best.message
+        self.grad_norm_ = best.grad_norm
+        self.judge_mask_ = counts.judge_totals() > 0
+        self.lenses_ = best.params.lenses
+        self.dispositions_ = best.params.dispositions
+        self.tie_propensity_ = np.exp(best.params.log_tie)
+        self.position_bias_ = best.params.position_bias
+        self.n_verdicts_ = counts.total
+        self.n_cells_ = counts.n_cells
+        self.loglik_ = self.loglik(counts)
+        return self
+
+    def _solve(self, counts: VerdictCounts, start: BTDParams) -> _Solution:
+        m, d = counts.n_models, self.dim
+        bounds = [(None, None)] * (2 * m * d) + [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
+        if not self.position_bias:
+            bounds[-m:] = [(0.0, 0.0)] * m
+        x0 = start.pack().copy()
+        if not self.position_bias:
+            x0[-m:] = 0.0
+        res = minimize(
+            btd_objective,
+            x0,
+            args=(counts, d, self.l2, self.position_bias),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": self.max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": self.tol},
+        )
+        _, grad = btd_objective(res.x, counts, d, self.l2, self.position_bias)
+        lower = np.array([b[0] if b[0] is not None else -np.inf for b in bounds])
+        upper = np.array([b[1] if b[1] is not None else np.inf for b in bounds])
+        projected = np.where(
+            ((res.x <= lower) & (grad > 0)) | ((res.x >= upper) & (grad < 0)), 0.0, grad
+        )
+        grad_norm = float(np.max(np.abs(projected)))
+        converged = bool(res.success) or grad_norm <= 10 * self.tol
+        return _Solution(
+            BTDParams.unpack(res.x, m, d),
+            float(res.fun),
+            int(res.nit),
+            converged,
+            str(res.message),
+            grad_norm,
+        )
+
+    def scores(self) -> FloatArray:
+        """s_ij = u_i . v_j for every judge i and evaluee j."""
+        return np.asarray(self.lenses_ @ self.dispositions_.T)
+
+    def loglik(self, counts: VerdictCounts) -> float:
+        """Total log-likelihood of `counts` under the fitted parameters."""
+        s = self.scores()
+        gamma = self.position_bias_[counts.judge]
+        nll = davidson_nll(
+            s[counts.judge, counts.first],
+            s[counts.judge, counts.second],
+            np.log(self.tie_propensity_)[counts.judge],
+            gamma,
+            counts.n,
+        )[0]
+        return -nll
+
+    def predict_proba(
+        self, judge: NDArray[np.int64], first: NDArray[np.int64], second: NDArray[np.int64]
+    ) -> FloatArray:
+        """P(tie, first, second) for each (judge, first, second) triple."""
+        s = self.scores()
+        half = 0.5 * self.position_bias_[judge]
+        s1, s2 = s[judge, first], s[judge, second]
+        logits = np.stack(
+            [np.log(self.tie_propensity_[judge]) + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1
+        )
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
+        return np.asarray(e / e.sum(axis=1, keepdims=True))
+
+
+def _informed_start(counts: VerdictCounts, dim: int, rng: np.random.Generator) -> BTDParams:
+    """Shared lens along axis 0, dispositions from smoothed win log-odds, tie rate per judge."""
+    m = counts.n_models
+    wins, ties = counts.pooled()
+    won = wins.sum(axis=1) + 0.5 * ties.sum(axis=1) + 1.0
+    lost = wins.sum(axis=0) + 0.5 * ties.sum(axis=1) + 1.0
+    lenses = 0.1 * rng.standard_normal((m, dim))
+    lenses[:, 0] += 1.0
+    dispositions = 0.1 * rng.standard_normal((m, dim))
+    dispositions[:, 0] = np.log(won / lost)
+    per_judge = np.stack([tally(counts.judge, counts.n[:, r], m) for r in range(3)])
+    tie_share = (per_judge[TIE] + 0.5) / (per_judge.sum(axis=0) + 1.5)
+    log_tie = np.log(2 * tie_share / (1 - tie_share))
+    return BTDParams(lenses, dispositions, log_tie, np.zeros(m))
+
+
+def _random_start(m: int, dim: int, rng: np.random.Generator) -> BTDParams:
+    return BTDParams(
+        rng.standard_normal((m, dim)),
+        rng.standard_normal((m, dim)),
+        rng.normal(-1.0, 0.5, m),
+        np.zeros(m),
+    )

@@ -1,0 +1,304 @@
+"""Verdict tables and the sufficient statistics every peer-ranking fit works on.
+
+Judge i compares evaluee j (shown first) with evaluee k (shown second) and returns
+0 (tie), 1 (first better) or 2 (second better). The pairwise likelihoods used here
+depend on the data only through weighted counts per (judge, first, second, verdict),
+so fitting cost is set by the number of distinct cells, never by the number of
+verdicts. Judges and evaluees share one namespace (`models`): in peer ranking the
+population plays both roles, and EigenTrust needs that identification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+TIE, FIRST, SECOND = 0, 1, 2
+VERDICT_NAMES = ("tie", "first", "second")
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+
+# Above this many (judge, first, second) keys the collapse sorts instead of counting densely.
+_DENSE_KEY_LIMIT = 50_000_000
+
+
+def tally(index: IntArray, weights: FloatArray | None, size: int) -> FloatArray:
+    """Sum `weights` (default 1) per index value in [0, size): the scatter-add behind
+    every count and gradient here."""
+    return np.asarray(np.bincount(index, weights, minlength=size), dtype=np.float64)
+
+
+class DataError(ValueError):
+    """The verdicts cannot support the requested fit (a user-facing, fixable problem)."""
+
+
+@dataclass(frozen=True, eq=False)
+class VerdictTable:
+    """Verdicts as integer-coded columns.
+
+    `judge`, `first` and `second` index `models`; `scenario` indexes `scenarios`.
+    `weight` gives each row's share of one judgment (1 unless several criterion rows
+    come from the same judgment, which then share a total weight of 1).
+    """
+
+    scenario: IntArray
+    judge: IntArray
+    first: IntArray
+    second: IntArray
+    verdict: IntArray
+    models: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    weight: FloatArray
+
+    @classmethod
+    def from_columns(
+        cls,
+        scenario: Sequence[object] | NDArray[np.generic],
+        judge: Sequence[object] | NDArray[np.generic],
+        first: Sequence[object] | NDArray[np.generic],
+        second: Sequence[object] | NDArray[np.generic],
+        verdict: Sequence[int] | NDArray[np.integer],
+        criterion: Sequence[object] | NDArray[np.generic] | None = None,
+    ) -> VerdictTable:
+        """Code named columns. With `criterion`, rows of one judgment share weight 1."""
+        judge_a, first_a, second_a = (np.asarray(c).astype(str) for c in (judge, first, second))
+        models, coded = np.unique(np.concatenate([judge_a, first_a, second_a]), return_inverse=True)
+        n = len(judge_a)
+        scen_names, scen_codes = np.unique(np.asarray(scenario).astype(str), return_inverse=True)
+        verdict_a = np.asarray(verdict, dtype=np.int64)
+        if verdict_a.size and (verdict_a.min() < 0 or verdict_a.max() > 2):
+            raise DataError("verdicts must be 0 (tie), 1 (first better) or 2 (second better)")
+        table = cls(
+            scenario=scen_codes.astype(np.int64),
+            judge=coded[:n].astype(np.int64),
+            first=coded[n : 2 * n].astype(np.int64),
+            second=coded[2 * n :].astype(np.int64),
+            verdict=verdict_a,
+            models=tuple(str(m) for m in models),
+            scenarios=tuple(str(s) for s in scen_names),
+            weight=np.ones(n),
+        )
+        if criterion is not None:
+            table = table.with_weight(judgment_weights(table))
+        return table
+
+    def __len__(self) -> int:
+        return len(self.verdict)
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    def with_weight(self, weight: FloatArray) -> VerdictTable:
+        return VerdictTable(
+            self.scenario,
+            self.judge,
+            self.first,
+            self.second,
+            self.verdict,
+            self.models,
+            self.scenarios,
+            np.asarray(weight, dtype=np.float64),
+        )
+
+    def select(self, mask: NDArray[np.bool_]) -> VerdictTable:
+        """Rows where `mask` holds; names and codes are kept as they are."""
+        return VerdictTable(
+            self.scenario[mask],
+            self.judge[mask],
+            self.first[mask],
+            self.second[mask],
+            self.verdict[mask],
+            self.models,
+            self.scenarios,
+            self.weight[mask],
+        )
+
+    def without_self_judgments(self) -> VerdictTable:
+        """Drop comparisons in which the judge is one of the two evaluees."""
+        return self.select((self.judge != self.first) & (self.judge != self.second))
+
+
+def judgment_weights(table: VerdictTable) -> FloatArray:
+    """Weight 1/C for each of the C criterion rows of one judgment.
+
+    A judgment is one (scenario, judge, first, second) call; counting its criterion
+    rows as independent verdicts would overstate the evidence C-fold.
+    """
+    key = np.stack([table.scenario, table.judge, table.first, table.second])
+    _, inverse, sizes = np.unique(key, axis=1, return_inverse=True, return_counts=True)
+    return 1.0 / sizes[inverse.ravel()]
+
+
+@dataclass(frozen=True, eq=False)
+class VerdictCounts:
+    """Weighted verdict counts per distinct (judge, first, second) cell.
+
+    `n[c]` holds the (tie, first, second) counts of cell c. Cells with zero weight are
+    allowed and contribute nothing, so resampled counts can share one cell layout.
+    """
+
+    judge: IntArray
+    first: IntArray
+    second: IntArray
+    n: FloatArray
+    models: tuple[str, ...]
+
+    @classmethod
+    def from_table(cls, table: VerdictTable) -> VerdictCounts:
+        return ScenarioCounts.from_table(table).counts()
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.judge)
+
+    @property
+    def total(self) -> float:
+        return float(self.n.sum())
+
+    def with_n(self, n: FloatArray) -> VerdictCounts:
+        return VerdictCounts(self.judge, self.first, self.second, n, self.models)
+
+    def judge_totals(self) -> FloatArray:
+        """Verdict weight each model gave as a judge."""
+        return tally(self.judge, self.n.sum(axis=1), self.n_models)
+
+    def evaluee_totals(self) -> FloatArray:
+        """Verdict weight in which each model was one of the two evaluees."""
+        per_cell = self.n.sum(axis=1)
+        return tally(self.first, per_cell, self.n_models) + tally(
+            self.second, per_cell, self.n_models
+        )
+
+    def pooled(self) -> tuple[FloatArray, FloatArray]:
+        """Judges pooled: (wins, ties), wins[j, k] = times j beat k in either slot."""
+        m = self.n_models
+        wins = tally(self.first * m + self.second, self.n[:, FIRST], m * m)
+        wins += tally(self.second * m + self.first, self.n[:, SECOND], m * m)
+        ties = tally(self.first * m + self.second, self.n[:, TIE], m * m).reshape(m, m)
+        return wins.reshape(m, m), ties + ties.T
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioCounts:
+    """Counts kept per scenario, so that scenarios (clusters) can be reweighted.
+
+    The cluster bootstrap and scenario-split validation both need counts under a
+    weight per scenario; with this layout each such count is one `bincount`.
+    """
+
+    cells: VerdictCounts  # cell layout; its `n` holds the full-data counts
+    entry_scenario: IntArray  # per (scenario, cell, verdict) entry
+    entry_slot: IntArray  # cell * 3 + verdict
+    entry_weight: FloatArray
+    n_scenarios: int
+
+    @classmethod
+    def from_table(cls, table: VerdictTable) -> ScenarioCounts:
+        m = table.n_models
+        key = (table.judge * m + table.first) * m + table.second
+        if m**3 <= _DENSE_KEY_LIMIT:
+            present = np.bincount(key, minlength=m**3) > 0
+            cell_of_key = np.cumsum(present) - 1
+            cell = cell_of_key[key]
+            cell_keys = np.flatnonzero(present)
+        else:
+            cell_keys, cell = np.unique(key, return_inverse=True)
+        n_cells = len(cell_keys)
+        slot = cell * 3 + table.verdict
+        n = tally(slot, table.weight, 3 * n_cells).reshape(n_cells, 3)
+        judge, rest = np.divmod(cell_keys, m * m)
+        first, second = np.divmod(rest, m)
+        cells = VerdictCounts(judge, first, second, n, table.models)
+        entry = table.scenario * (3 * n_cells) + slot
+        uniq, inverse = np.unique(entry, return_inverse=True)
+        weight = tally(inverse, table.weight, len(uniq))
+        scen, slot_u = np.divmod(uniq, 3 * n_cells)
+        return cls(cells, scen, slot_u, weight, len(table.scenarios))
+
+    def counts(self, scenario_weight: FloatArray | None = None) -> VerdictCounts:
+        """Counts with each scenario's verdicts multiplied by its weight (default 1)."""
+        if scenario_weight is None:
+            return self.cells
+        w = self.entry_weight * scenario_weight[self.entry_scenario]
+        n = tally(self.entry_slot, w, 3 * self.cells.n_cells)
+        return self.cells.with_n(n.reshape(-1, 3))
+
+
+@dataclass(frozen=True)
+class DesignReport:
+    """What the verdicts can and cannot support; errors block the fit."""
+
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> DesignReport:
+    """Find models without data, never-judging judges, a disconnected graph, thin data."""
+    names = np.asarray(counts.models, dtype=object)
+    errors: list[str] = []
+    warnings: list[str] = []
+    evaluee_n = counts.evaluee_totals()
+    judge_n = counts.judge_totals()
+    never_evaluated = evaluee_n <= 0
+    if counts.total <= 0:
+        return DesignReport(("there are no usable verdicts",), ())
+    if never_evaluated.any():
+        listed = _list(names[never_evaluated])
+        errors.append(
+            f"{listed} never appear as an evaluee (first or second) in a usable verdict; "
+            "every judge must also be judged, since EigenTrust weighs a judge by its own "
+            "standing; remove their rows or add verdicts on their responses"
+        )
+    evaluated = ~never_evaluated
+    if evaluated.sum() > 1:
+        m = counts.n_models
+        used = counts.n.sum(axis=1) > 0
+        graph = coo_matrix(
+            (np.ones(int(used.sum())), (counts.first[used], counts.second[used])), shape=(m, m)
+        )
+        n_comp, label = connected_components(graph, directed=False)
+        groups = [names[(label == c) & evaluated] for c in range(n_comp)]
+        groups = [g for g in groups if len(g)]
+        if len(groups) > 1:
+            shown = "; ".join(f"{{{_list(g)}}}" for g in groups[:4])
+            errors.append(
+                f"the comparison graph falls into {len(groups)} disconnected groups ({shown}); "
+                "scores across groups are not comparable; add verdicts that compare models "
+                "of different groups"
+            )
+    no_judging = evaluated & (judge_n <= 0)
+    if no_judging.any() and not no_judging.all():
+        warnings.append(
+            f"{_list(names[no_judging])} never judge; their trust is spread uniformly "
+            "(the PageRank convention for dangling rows)"
+        )
+    thin_e = evaluated & (evaluee_n < min_verdicts)
+    if thin_e.any():
+        warnings.append(
+            f"thin data: {_list(names[thin_e])} appear in fewer than {min_verdicts:g} verdicts "
+            "as an evaluee; their intervals will be wide"
+        )
+    thin_j = (judge_n > 0) & (judge_n < min_verdicts)
+    if thin_j.any():
+        warnings.append(
+            f"thin data: {_list(names[thin_j])} gave fewer than {min_verdicts:g} verdicts "
+            "as a judge; their lens and tie propensity are poorly determined"
+        )
+    return DesignReport(tuple(errors), tuple(warnings))
+
+
+def _list(names: NDArray[np.object_] | Sequence[str], limit: int = 8) -> str:
+    shown = [f"'{n}'" for n in list(names)[:limit]]
+    more = len(names) - limit
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")

@@ -1,0 +1,247 @@
+"""Read and write verdict files (CSV, JSONL, Parquet) with errors that point at the bad cell.
+
+A verdict file has the columns scenario, judge, first, second, verdict and
+optionally criterion. Verdict values are 0 (tie), 1 (first better), 2 (second
+better). Every problem is reported with the file, the line (or Parquet row) and the
+column, and what to do about it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eigenjury.errors import InputError
+from eigenjury.stats.verdicts import VerdictTable
+
+REQUIRED = ("scenario", "judge", "first", "second", "verdict")
+OPTIONAL = ("criterion",)
+FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+_MISSING = {"", "nan", "null", "none", "na", "n/a"}
+_PARQUET_HINT = "reading or writing Parquet needs pyarrow: pip install 'eigenjury[parquet]'"
+
+Location = tuple[str, int]  # ("line" | "row", number)
+
+
+def file_format(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(
+            f"unknown file type '{path.suffix or '(none)'}'; use .csv, .jsonl or .parquet",
+            path=path,
+        )
+    return fmt
+
+
+def read_verdicts(path: str | Path, *, criterion: str | None = None) -> VerdictTable:
+    """Load and validate a verdict file.
+
+    With a criterion column, each judgment's C criterion rows share weight 1; with
+    `criterion`, only that criterion's rows are kept.
+    """
+    path = Path(path)
+    fmt = file_format(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    rows = {"csv": _csv_rows, "jsonl": _jsonl_rows, "parquet": _parquet_rows}[fmt](path)
+    columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL)}
+    has_criterion: bool | None = None
+    for where, record in rows:
+        if has_criterion is None:
+            has_criterion = "criterion" in record
+        _check_record(path, where, record, has_criterion)
+        for name in REQUIRED[:4]:
+            columns[name].append(str(record[name]).strip())
+        columns["verdict"].append(_parse_verdict(path, where, record["verdict"]))
+        if has_criterion:
+            columns["criterion"].append(str(record["criterion"]).strip())
+    if not columns["verdict"]:
+        raise InputError(
+            "the file has no verdicts; expected rows with " + ", ".join(REQUIRED), path=path
+        )
+    if criterion is not None:
+        if not has_criterion:
+            raise InputError(
+                f"--criterion {criterion!r} was given but the file has no criterion column",
+                path=path,
+            )
+        keep = np.asarray(columns["criterion"]) == criterion
+        if not keep.any():
+            present = ", ".join(sorted(set(columns["criterion"]))[:10])
+            raise InputError(f"no rows have criterion {criterion!r}; present: {present}", path=path)
+        columns = {k: list(np.asarray(v, dtype=object)[keep]) for k, v in columns.items() if v}
+        has_criterion = False
+    return VerdictTable.from_columns(
+        columns["scenario"],
+        columns["judge"],
+        columns["first"],
+        columns["second"],
+        columns["verdict"],
+        criterion=columns["criterion"] if has_criterion else None,
+    )
+
+
+def write_verdicts(table: VerdictTable, path: str | Path) -> None:
+    """Write a verdict table in the format its suffix names."""
+    path = Path(path)
+    fmt = file_format(path)
+    models = np.asarray(table.models, dtype=object)
+    scenarios = np.asarray(table.scenarios, dtype=object)
+    columns = {
+        "scenario": scenarios[table.scenario],
+        "judge": models[table.judge],
+        "first": models[table.first],
+        "second": models[table.second],
+        "verdict": table.verdict,
+    }
+    if fmt == "csv":
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(REQUIRED)
+            writer.writerows(zip(*(columns[c] for c in REQUIRED), strict=True))
+    elif fmt == "jsonl":
+        with path.open("w", encoding="utf-8") as f:
+            for s, j, a, b, v in zip(*(columns[c] for c in REQUIRED), strict=True):
+                record = {"scenario": s, "judge": j, "first": a, "second": b, "verdict": int(v)}
+                f.write(json.dumps(record) + "\n")
+    else:
+        pa, pq = _pyarrow(path)
+        pq.write_table(pa.table({c: list(columns[c]) for c in REQUIRED}), path)
+
+
+def _check_record(path: Path, where: Location, record: Mapping[str, Any], criterion: bool) -> None:
+    kind, number = where
+    loc: dict[str, Any] = {"path": path, kind: number}
+    for name in (*REQUIRED, *(("criterion",) if criterion else ())):
+        if name not in record:
+            raise InputError(f"missing field '{name}'", **loc)
+        if _is_missing(record[name]):
+            raise InputError(
+                f"missing value ({record[name]!r}); every verdict needs a value here",
+                column=name,
+                **loc,
+            )
+    if str(record["first"]).strip() == str(record["second"]).strip():
+        raise InputError(
+            f"first and second are both '{record['first']}'; a verdict compares two different "
+            "evaluees",
+            **loc,
+        )
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    return isinstance(value, str) and value.strip().lower() in _MISSING
+
+
+def _parse_verdict(path: Path, where: Location, value: Any) -> int:
+    parsed: float | None = None
+    if isinstance(value, bool):
+        parsed = None
+    elif isinstance(value, int | float):
+        parsed = float(value)
+    elif isinstance(value, str):
+        try:
+            parsed = float(value.strip())
+        except ValueError:
+            parsed = None
+    if parsed not in (0.0, 1.0, 2.0):
+        raise InputError(
+            f"verdict {value!r} is not 0 (tie), 1 (first better) or 2 (second better)",
+            column="verdict",
+            path=path,
+            **{where[0]: where[1]},
+        )
+    return int(parsed)
+
+
+def _check_header(path: Path, found: list[str]) -> None:
+    missing = [c for c in REQUIRED if c not in found]
+    if missing:
+        raise InputError(
+            f"missing column(s) {', '.join(missing)}; found {', '.join(found) or 'none'}; a "
+            "verdict file needs scenario, judge, first, second, verdict (criterion optional)",
+            path=path,
+        )
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise InputError(
+                "the file is empty; expected a header line naming " + ", ".join(REQUIRED),
+                path=path,
+            ) from None
+        except csv.Error as exc:
+            raise InputError(f"not readable as CSV ({exc})", path=path, line=1) from None
+        header = [h.strip() for h in header]
+        _check_header(path, header)
+        try:
+            for fields in reader:
+                if not fields or all(not x.strip() for x in fields):
+                    continue
+                if len(fields) != len(header):
+                    raise InputError(
+                        f"{len(fields)} fields where the header has {len(header)}",
+                        path=path,
+                        line=reader.line_num,
+                    )
+                yield ("line", reader.line_num), dict(zip(header, fields, strict=True))
+        except csv.Error as exc:
+            raise InputError(
+                f"not readable as CSV ({exc})", path=path, line=reader.line_num
+            ) from None
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"not valid JSON ({exc.msg} at character {exc.colno})", path=path, line=number
+                ) from None
+            if not isinstance(record, dict):
+                raise InputError(
+                    "each line must be a JSON object with fields " + ", ".join(REQUIRED),
+                    path=path,
+                    line=number,
+                )
+            yield ("line", number), record
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
+    _, pq = _pyarrow(path)
+    try:
+        data = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for bad files
+        raise InputError(f"not a readable Parquet file ({exc})", path=path) from None
+    _check_header(path, list(data.column_names))
+    names = [c for c in (*REQUIRED, *OPTIONAL) if c in data.column_names]
+    values = [data.column(c).to_pylist() for c in names]
+    for number, row in enumerate(zip(*values, strict=True), start=1):
+        yield ("row", number), dict(zip(names, row, strict=True))
+
+
+def _pyarrow(path: Path) -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(_PARQUET_HINT, path=path) from None
+    return pa, pq

@@ -1,0 +1,225 @@
+"""The `eigenjury` command: simulate -> fit end to end, and every bad input it must explain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eigenjury.cli import main
+
+HEADER = "scenario,judge,first,second,verdict\n"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sim")
+    assert (
+        main(["simulate", "--out", str(out), "--models", "6", "--scenarios", "400", "--seed", "3"])
+        == 0
+    )
+    return out
+
+
+def test_simulate_then_fit_writes_the_documented_record(
+    simulated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = tmp_path / "result.json"
+    code, out, err = _run(
+        capsys,
+        "fit",
+        str(simulated / "verdicts.csv"),
+        "--bootstrap",
+        "20",
+        "--truth",
+        str(simulated / "truth.json"),
+        "--out",
+        str(result),
+    )
+    assert code == 0, err
+    assert "Peer ranking" in out and "Kendall tau" in out
+    record = json.loads(result.read_text())
+    assert [m["rank"] for m in record["models"]] == list(range(1, 7))
+    for m in record["models"]:
+        assert set(m) >= {"name", "elo", "elo_ci", "trust", "rank", "rank_ci"}
+        assert m["elo_ci"][0] <= m["elo"] <= m["elo_ci"][1]
+        assert m["rank_ci"][0] <= m["rank"] <= m["rank_ci"][1]
+    assert {j["name"] for j in record["judges"]} == {m["name"] for m in record["models"]}
+    assert set(record["judges"][0]) >= {"tie_propensity", "position_bias", "lens"}
+    assert set(record["dispositions"]) == {m["name"] for m in record["models"]}
+    fit = record["fit"]
+    assert fit["converged"] and fit["dim"] == 2 and fit["verdicts"] == 400 * 12
+    assert record["truth_recovery"]["kendall_tau"] > 0.7
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_every_format_gives_the_same_fit(
+    fmt: str, simulated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "simulate",
+                "--out",
+                str(tmp_path),
+                "--models",
+                "6",
+                "--scenarios",
+                "400",
+                "--seed",
+                "3",
+                "--format",
+                fmt,
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    results = []
+    for path in (simulated / "verdicts.csv", tmp_path / f"verdicts.{fmt}"):
+        target = tmp_path / f"{path.suffix}.json"
+        assert main(["fit", str(path), "--bootstrap", "0", "--out", str(target)]) == 0
+        results.append(json.loads(target.read_text())["models"])
+    assert results[0] == results[1]
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+BAD_INPUTS = {
+    "unknown verdict": (
+        "v.csv",
+        HEADER + "s1,a,b,c,1\ns1,a,c,b,first\n",
+        ["v.csv", "line 3", "column 'verdict'", "'first'", "0 (tie)"],
+    ),
+    "missing column": (
+        "v.csv",
+        "scenario,judge,first,verdict\ns1,a,b,1\n",
+        ["v.csv", "missing column(s) second", "found scenario, judge, first, verdict"],
+    ),
+    "empty file": ("v.csv", "", ["v.csv", "the file is empty"]),
+    "header only": ("v.csv", HEADER, ["v.csv", "no verdicts"]),
+    "NaN verdict": (
+        "v.csv",
+        HEADER + "s1,a,b,c,1\ns2,a,b,c,NaN\n",
+        ["v.csv", "line 3", "column 'verdict'", "missing value"],
+    ),
+    "NaN in JSONL": (
+        "v.jsonl",
+        '{"scenario": "s1", "judge": "a", "first": "b", "second": "c", "verdict": 1}\n'
+        '{"scenario": "s1", "judge": NaN, "first": "b", "second": "c", "verdict": 1}\n',
+        ["v.jsonl", "line 2", "column 'judge'", "missing value"],
+    ),
+    "broken JSON": (
+        "v.jsonl",
+        '{"scenario": "s1", "judge": "a",\n',
+        ["v.jsonl", "line 1", "not valid JSON"],
+    ),
+    "ragged CSV": ("v.csv", HEADER + "s1,a,b,c\n", ["line 2", "4 fields", "header has 5"]),
+    "same evaluee twice": (
+        "v.csv",
+        HEADER + "s1,a,b,b,1\n",
+        ["line 2", "first and second are both 'b'"],
+    ),
+    "unknown extension": ("v.txt", HEADER, ["v.txt", "unknown file type '.txt'"]),
+    "disconnected graph": (
+        "v.csv",
+        HEADER + "s1,a,a,b,1\ns2,b,b,a,2\ns3,c,c,d,1\ns4,d,d,c,0\n",
+        ["v.csv", "disconnected groups", "{'a', 'b'}", "{'c', 'd'}"],
+    ),
+    "judge never evaluated": (
+        "v.csv",
+        HEADER + "s1,x,a,b,1\ns2,a,b,a,2\ns3,b,a,b,0\n",
+        ["'x' never appear as an evaluee"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_explained_with_exit_code_2(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, text, expected = BAD_INPUTS[case]
+    path = _write(tmp_path, name, text)
+    code, out, err = _run(capsys, "fit", str(path), "--bootstrap", "0")
+    assert code == 2
+    flat = " ".join(err.split())
+    for fragment in expected:
+        assert fragment in flat, f"{fragment!r} not in {flat!r}"
+    assert "Traceback" not in err + out
+
+
+def test_missing_file_and_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "fit", str(tmp_path / "nope.csv"))
+    assert code == 2 and "nope.csv: no such file" in " ".join(err.split())
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", "x.csv", "--ci", "1.5"])
+    assert stop.value.code == 2
+    assert "--ci: 1.5 is outside (0.0, 1.0)" in capsys.readouterr().err
+
+
+def test_criterion_rows_and_criterion_filter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = []
+    for s in range(40):
+        for judge, first, second, verdicts in (
+            ("a", "b", "c", "112"),
+            ("b", "c", "a", "220"),
+            ("c", "a", "b", "101"),
+            ("a", "c", "b", "221"),
+        ):
+            for criterion, v in zip(("care", "honesty", "wit"), verdicts, strict=True):
+                rows.append(f"s{s},{judge},{first},{second},{v},{criterion}\n")
+    path = _write(
+        tmp_path, "c.csv", "scenario,judge,first,second,verdict,criterion\n" + "".join(rows)
+    )
+    out = tmp_path / "r.json"
+    assert main(["fit", str(path), "--bootstrap", "0", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["fit"]["verdicts"] == 160  # judgments, not rows
+    assert (
+        main(["fit", str(path), "--bootstrap", "0", "--criterion", "wit", "--out", str(out)]) == 0
+    )
+    assert json.loads(out.read_text())["fit"]["verdicts"] == 160
+    capsys.readouterr()
+    code, _, err = _run(capsys, "fit", str(path), "--criterion", "kindness")
+    assert code == 2 and "no rows have criterion 'kindness'" in err
+
+
+def test_thin_data_warns_and_names_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        f"s{s},{j},{a},{b},{(s + len(j)) % 3}\n"
+        for s in range(30)
+        for j, a, b in (("a", "b", "c"), ("b", "c", "a"), ("c", "a", "b"))
+    ]
+    rows += ["t1,a,b,d,1\n", "t2,b,d,c,2\n", "t3,d,a,b,0\n"]
+    path = _write(tmp_path, "thin.csv", HEADER + "".join(rows))
+    code, out, _ = _run(capsys, "fit", str(path), "--bootstrap", "0")
+    assert code == 0
+    assert "thin data: 'd'" in " ".join(out.split())
+
+
+def test_console_script_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    path = _write(tmp_path, "v.csv", HEADER + "s1,a,b,c,7\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "eigenjury", "fit", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "line 2" in done.stderr and "Traceback" not in done.stderr

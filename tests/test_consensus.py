@@ -1,0 +1,128 @@
+"""The full peer ranking: intervals, the scenario bootstrap, calibration, options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eigenjury.stats import (
+    DataError,
+    PeerRanking,
+    Population,
+    VerdictTable,
+    make_population,
+    simulate_verdicts,
+)
+
+
+def test_ranking_recovers_truth_with_intervals(population: Population, table: VerdictTable) -> None:
+    ranking = PeerRanking(bootstrap=60, n_jobs=1).fit(table)
+    true_elo = population.elo()
+    low, high = ranking.elo_ci_[:, 0], ranking.elo_ci_[:, 1]
+    assert np.all(low <= ranking.elo_) and np.all(ranking.elo_ <= high)
+    assert np.mean((low <= true_elo) & (true_elo <= high)) >= 0.75
+    assert np.all(ranking.rank_ci_[:, 0] <= ranking.rank_)
+    assert np.all(ranking.rank_ <= ranking.rank_ci_[:, 1])
+    assert ranking.bootstrap_["elo"].shape == (60, table.n_models)
+    assert ranking.bootstrap_converged_ == 1.0
+    np.testing.assert_allclose(ranking.trust_.sum(), 1.0)
+
+
+def test_bootstrap_does_not_depend_on_the_number_of_processes(table: VerdictTable) -> None:
+    serial = PeerRanking(bootstrap=12, n_jobs=1, seed=7).fit(table)
+    parallel = PeerRanking(bootstrap=12, n_jobs=2, seed=7).fit(table)
+    np.testing.assert_allclose(serial.bootstrap_["elo"], parallel.bootstrap_["elo"], atol=1e-9)
+
+
+def test_bootstrap_resamples_scenarios_not_rows(table: VerdictTable) -> None:
+    """Doubling every verdict inside its own scenario adds no independent evidence.
+
+    A row bootstrap would shrink the intervals by sqrt(2); resampling whole
+    scenarios leaves them exactly where they were.
+    """
+    twice = np.concatenate([np.arange(len(table))] * 2)
+    doubled = VerdictTable(
+        table.scenario[twice],
+        table.judge[twice],
+        table.first[twice],
+        table.second[twice],
+        table.verdict[twice],
+        table.models,
+        table.scenarios,
+        table.weight[twice],
+    )
+    once = PeerRanking(bootstrap=30, n_jobs=1, seed=3).fit(table)
+    both = PeerRanking(bootstrap=30, n_jobs=1, seed=3).fit(doubled)
+    np.testing.assert_allclose(both.elo_ci_, once.elo_ci_, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_bootstrap_intervals_are_calibrated() -> None:
+    """Across repeated simulations, 95% Elo intervals cover the true Elo about 95% of the time.
+
+    30 datasets x 6 models = 180 intervals; the band allows for binomial noise
+    (sd ~1.6 points) and a percentile bootstrap's mild miscalibration.
+    """
+    population = make_population(6, 2, seed=11)
+    true_elo = population.elo()
+    inside = []
+    for k in range(30):
+        table = simulate_verdicts(population, n_scenarios=600, seed=100 + k)
+        ranking = PeerRanking(bootstrap=100, restarts=2, seed=k, n_jobs=2).fit(table)
+        lo, hi = ranking.elo_ci_[:, 0], ranking.elo_ci_[:, 1]
+        inside.append((lo <= true_elo) & (true_elo <= hi))
+    coverage = float(np.mean(inside))
+    print(f"coverage of 95% Elo intervals: {coverage:.3f} over {np.size(inside)} intervals")
+    assert 0.88 <= coverage <= 0.995
+
+
+def test_exclude_self_drops_self_judgments_and_self_trust(population: Population) -> None:
+    table = simulate_verdicts(population, n_scenarios=800, seed=21)
+    ranking = PeerRanking(bootstrap=0, exclude_self=True).fit(table)
+    assert np.all(np.diag(ranking.trust_matrix_) == 0)
+    counts = ranking.counts_
+    used = counts.n.sum(axis=1) > 0
+    assert not np.any((counts.judge == counts.first)[used] | (counts.judge == counts.second)[used])
+
+
+def test_self_preference_is_removed_by_exclude_self() -> None:
+    """A judge that always crowns itself gains trust unless self-judgments are excluded."""
+    population = make_population(6, 2, seed=5)
+    table = simulate_verdicts(population, n_scenarios=1500, seed=6)
+    vain = 0
+    verdict = table.verdict.copy()
+    verdict[(table.judge == vain) & (table.first == vain)] = 1
+    verdict[(table.judge == vain) & (table.second == vain)] = 2
+    rigged = VerdictTable(
+        table.scenario,
+        table.judge,
+        table.first,
+        table.second,
+        verdict,
+        table.models,
+        table.scenarios,
+        table.weight,
+    )
+    honest = PeerRanking(bootstrap=0).fit(table).elo_[vain]
+    included = PeerRanking(bootstrap=0).fit(rigged).elo_[vain]
+    excluded = PeerRanking(bootstrap=0, exclude_self=True).fit(rigged).elo_[vain]
+    assert included - honest > 10
+    assert abs(excluded - honest) < included - honest
+
+
+def test_anchor_by_name_and_unknown_anchor(table: VerdictTable) -> None:
+    name = table.models[2]
+    ranking = PeerRanking(bootstrap=5, anchor=name, anchor_value=1000.0, n_jobs=1).fit(table)
+    assert ranking.elo_[2] == pytest.approx(1000.0)
+    np.testing.assert_allclose(ranking.elo_ci_[2], [1000.0, 1000.0])
+    with pytest.raises(DataError, match="anchor model 'nobody'"):
+        PeerRanking(bootstrap=0, anchor="nobody").fit(table)
+
+
+def test_greenbeard_clique_raises_its_members() -> None:
+    """Members who favour each other gain Elo over what honest judging would give them."""
+    clique = make_population(8, 2, greenbeard=3, greenbeard_bonus=2.0, seed=2)
+    table = simulate_verdicts(clique, n_scenarios=2000, seed=3)
+    elo = PeerRanking(bootstrap=0).fit(table).elo_
+    gain = elo - clique.elo()
+    assert gain[clique.greenbeard].min() > gain[~clique.greenbeard].max()

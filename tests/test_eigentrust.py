@@ -1,0 +1,111 @@
+"""Trust matrices, EigenTrust (exact and power) and Elo conversion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eigenjury.stats import eigentrust, rank_intervals, ranks, to_elo, trust_matrix
+
+
+def _random_trust(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(m, 2)) @ rng.normal(size=(2, m))
+    return scores, rng.uniform(0.1, 1.5, m)
+
+
+def test_trust_matrix_matches_the_definition_term_by_term() -> None:
+    scores, lam = _random_trust(5, 0)
+    pi = np.exp(scores)
+    expected = np.zeros((5, 5))
+    for i in range(5):
+        for j in range(5):
+            ties = sum(np.sqrt(pi[i, j] * pi[i, k]) for k in range(5) if k != j)
+            expected[i, j] = pi[i, j] + lam[i] / 2 * ties
+        expected[i] /= expected[i].sum()
+    np.testing.assert_allclose(trust_matrix(scores, lam), expected, rtol=1e-12)
+
+
+def test_trust_matrix_is_unaffected_by_a_per_judge_constant() -> None:
+    scores, lam = _random_trust(6, 1)
+    shifted = scores + np.arange(6)[:, None] * 50.0  # large shifts must not overflow
+    np.testing.assert_allclose(trust_matrix(shifted, lam), trust_matrix(scores, lam), rtol=1e-10)
+
+
+def test_exclude_self_removes_the_judge_from_its_own_row() -> None:
+    scores, lam = _random_trust(5, 2)
+    matrix = trust_matrix(scores, lam, exclude_self=True)
+    assert np.all(np.diag(matrix) == 0)
+    np.testing.assert_allclose(matrix.sum(axis=1), 1.0)
+    # Row i equals the trust matrix of judge i over the other evaluees alone.
+    for i in range(5):
+        others = [j for j in range(5) if j != i]
+        sub = trust_matrix(scores[np.ix_([i], others)], lam[[i]])
+        np.testing.assert_allclose(matrix[i, others], sub[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("damping", [0.0, 0.15, 0.6])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_exact_and_power_eigentrust_agree(damping: float, exclude_self: bool) -> None:
+    scores, lam = _random_trust(12, 3)
+    matrix = trust_matrix(scores, lam, exclude_self=exclude_self)
+    pretrust = np.random.default_rng(4).dirichlet(np.ones(12))
+    exact = eigentrust(matrix, damping=damping, pretrust=pretrust, method="exact")
+    power = eigentrust(matrix, damping=damping, pretrust=pretrust, method="power")
+    np.testing.assert_allclose(exact, power, atol=1e-11)
+    google = (1 - damping) * matrix + damping * pretrust[None, :]
+    np.testing.assert_allclose(exact @ google, exact, atol=1e-12)  # t = t G
+    assert np.isclose(exact.sum(), 1.0) and np.all(exact > 0)
+
+
+def test_dangling_rows_follow_the_pretrust() -> None:
+    scores, lam = _random_trust(4, 5)
+    mask = np.array([True, True, False, True])
+    matrix = trust_matrix(scores, lam, judge_mask=mask)
+    assert np.all(matrix[2] == 0)
+    t = eigentrust(matrix)
+    filled = matrix.copy()
+    filled[2] = 0.25
+    np.testing.assert_allclose(t @ filled, t, atol=1e-12)
+
+
+def test_a_model_preferred_by_everyone_gets_the_most_trust() -> None:
+    matrix = np.array([[0.1, 0.8, 0.1], [0.1, 0.8, 0.1], [0.2, 0.6, 0.2]])
+    t = eigentrust(matrix)
+    assert np.argmax(t) == 1
+    np.testing.assert_allclose(t, eigentrust(matrix, method="power"), atol=1e-12)
+
+
+def test_eigentrust_rejects_bad_parameters() -> None:
+    matrix = np.full((3, 3), 1 / 3)
+    with pytest.raises(ValueError, match="damping"):
+        eigentrust(matrix, damping=1.0)
+    with pytest.raises(ValueError, match="pretrust"):
+        eigentrust(matrix, pretrust=np.array([0.5, 0.5, 0.5]))
+    with pytest.raises(ValueError, match="method"):
+        eigentrust(matrix, method="magic")  # type: ignore[arg-type]
+
+
+def test_elo_anchors() -> None:
+    uniform = np.full(4, 0.25)
+    np.testing.assert_allclose(to_elo(uniform), 1500.0)
+    t = np.array([0.4, 0.3, 0.2, 0.1])
+    elo = to_elo(t)
+    np.testing.assert_allclose(elo, 1500 + 400 * np.log10(4 * t))
+    np.testing.assert_allclose(elo[0] - elo[3], 400 * np.log10(4.0))  # 4x trust = +241 Elo
+    np.testing.assert_allclose(to_elo(t, anchor="mean").mean(), 1500.0)
+    anchored = to_elo(t, anchor=2, value=1000.0)
+    assert anchored[2] == 1000.0
+    np.testing.assert_allclose(np.diff(anchored), np.diff(elo))
+    batch = to_elo(np.stack([t, t[::-1]]), anchor="mean")  # works on bootstrap draws too
+    np.testing.assert_allclose(batch[1], to_elo(t[::-1], anchor="mean"))
+    with pytest.raises(ValueError, match="anchor"):
+        to_elo(t, anchor=7)
+
+
+def test_ranks_and_rank_intervals_from_overlap() -> None:
+    np.testing.assert_array_equal(ranks(np.array([1400.0, 1600.0, 1500.0])), [3, 1, 2])
+    low = np.array([1590.0, 1480.0, 1470.0, 1300.0])
+    high = np.array([1620.0, 1530.0, 1500.0, 1350.0])
+    # model 0 is clear first; 1 and 2 overlap; 3 is clear last
+    np.testing.assert_array_equal(rank_intervals(low, high), [[1, 1], [2, 3], [2, 3], [4, 4]])
