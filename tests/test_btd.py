@@ -90,7 +90,11 @@ def test_duplicating_every_verdict_leaves_the_fit_unchanged(table: VerdictTable)
     twice = LowRankBTD(2, seed=1).fit(VerdictCounts.from_table(doubled))
     assert twice.n_verdicts_ == 2 * once.n_verdicts_
     np.testing.assert_allclose(twice.loglik_, 2 * once.loglik_, rtol=1e-9)
-    np.testing.assert_allclose(twice.scores(), once.scores(), atol=1e-6)
+
+    def centred(m: LowRankBTD) -> np.ndarray:  # scores are identified up to a per-judge shift
+        return m.scores() - m.scores().mean(axis=1, keepdims=True)
+
+    np.testing.assert_allclose(centred(twice), centred(once), atol=1e-6)
     np.testing.assert_allclose(_fitted_trust(twice), _fitted_trust(once), atol=1e-8)
 
 
@@ -142,7 +146,8 @@ def test_strong_position_bias_is_absorbed_by_its_own_term() -> None:
     counts = VerdictCounts.from_table(table)
     with_term = LowRankBTD(2, seed=0).fit(counts)
     without = LowRankBTD(2, seed=0, position_bias=False).fit(counts)
-    np.testing.assert_allclose(with_term.position_bias_, biased.position_bias, atol=0.2)
+    # sampling sd of gamma is up to 0.075 here (measured over 10 seeds): allow 4 sd
+    np.testing.assert_allclose(with_term.position_bias_, biased.position_bias, atol=0.3)
     true_elo = 400 * np.log10(8 * biased.trust())
     fitted_elo = 400 * np.log10(8 * _fitted_trust(with_term))
     assert np.max(np.abs(fitted_elo - true_elo)) < 15

@@ -110,3 +110,24 @@ def test_thin_data_is_a_warning_naming_the_model(table: VerdictTable) -> None:
     report = check_design(VerdictCounts.from_table(table.select(keep)))
     assert report.errors == ()
     assert any(f"'{rare}'" in w and "thin data" in w for w in report.warnings)
+
+
+def test_a_perfect_record_is_flagged() -> None:
+    rows = [
+        (f"s{i}", j, a, b)
+        for i in range(20)
+        for j, a, b in (
+            ("a", "b", "c"),
+            ("b", "c", "a"),
+            ("c", "a", "b"),
+            ("a", "d", "b"),
+            ("b", "c", "d"),
+        )
+    ]
+    verdicts = [
+        1 if first == "d" else 2 if second == "d" else (i % 3)
+        for i, (_, _, first, second) in enumerate(rows)
+    ]
+    table = VerdictTable.from_columns(*zip(*rows, strict=True), verdict=verdicts)
+    report = check_design(VerdictCounts.from_table(table), min_verdicts=1)
+    assert any(w.startswith("'d' won (or lost) every comparison") for w in report.warnings)

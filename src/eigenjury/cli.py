@@ -21,6 +21,7 @@ from rich.table import Table
 from eigenjury import __version__
 from eigenjury.errors import InputError
 from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
+from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.elo import to_elo
 from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
@@ -153,10 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--l2",
         type=_bounded(float, 0.0),
-        default=1e-4,
-        help="L2 penalty on lenses and dispositions, per verdict",
+        default=DEFAULT_L2,
+        help=f"L2 penalty on lenses and dispositions, per verdict (default {DEFAULT_L2:g})",
     )
-    fit.add_argument("--restarts", type=_bounded(int, 1), default=4)
+    fit.add_argument("--restarts", type=_bounded(int, 1), default=DEFAULT_RESTARTS)
     fit.add_argument(
         "--damping",
         type=_bounded(float, 0.0, 1.0, open_high=True),

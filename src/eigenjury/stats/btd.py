@@ -33,6 +33,12 @@ from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, VerdictCoun
 # that never ties (or always picks one slot) from driving a parameter to infinity.
 _LOG_BOUND = 15.0
 
+# Per verdict; small enough that its pull on Elo stays far below sampling error even
+# at 1e6 verdicts (0.02 Elo there, against 2 Elo at 1e-4), large enough to keep a
+# model that wins every comparison finite.
+DEFAULT_L2 = 1e-6
+DEFAULT_RESTARTS = 4
+
 
 def davidson_nll(
     s1: FloatArray, s2: FloatArray, log_tie: FloatArray, gamma: FloatArray, n: FloatArray
@@ -40,23 +46,27 @@ def davidson_nll(
     """Negative log-likelihood of counts `n` (cells x 3) and its gradient per cell.
 
     Returns (nll, d/ds1, d/ds2, d/dlog_tie, d/dgamma); the pieces every pairwise model
-    in eigenjury chains through its own parameters.
+    in eigenjury chains through its own parameters. Written on 1-D columns: reductions
+    over a length-3 axis cost more than the arithmetic.
     """
     half = 0.5 * gamma
-    logits = np.stack([log_tie + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1)
-    top = logits.max(axis=1, keepdims=True)
-    expd = np.exp(logits - top)
-    z = expd.sum(axis=1, keepdims=True)
-    total = n.sum(axis=1)
-    nll = float(total @ (top[:, 0] + np.log(z[:, 0])) - np.sum(n * logits))
-    resid = total[:, None] * (expd / z) - n  # d nll / d logits
-    g_tie = resid[:, TIE]
+    a_tie, a_first, a_second = log_tie + 0.5 * (s1 + s2), s1 + half, s2 - half
+    top = np.maximum(np.maximum(a_tie, a_first), a_second)
+    e_tie, e_first, e_second = np.exp(a_tie - top), np.exp(a_first - top), np.exp(a_second - top)
+    z = e_tie + e_first + e_second
+    n_tie, n_first, n_second = n[:, TIE], n[:, FIRST], n[:, SECOND]
+    total = n_tie + n_first + n_second
+    nll = float(total @ (top + np.log(z)) - n_tie @ a_tie - n_first @ a_first - n_second @ a_second)
+    scale = total / z
+    r_tie = scale * e_tie - n_tie  # d nll / d logit
+    r_first = scale * e_first - n_first
+    r_second = scale * e_second - n_second
     return (
         nll,
-        resid[:, FIRST] + 0.5 * g_tie,
-        resid[:, SECOND] + 0.5 * g_tie,
-        g_tie,
-        0.5 * (resid[:, FIRST] - resid[:, SECOND]),
+        r_first + 0.5 * r_tie,
+        r_second + 0.5 * r_tie,
+        r_tie,
+        0.5 * (r_first - r_second),
     )
 
 
@@ -149,9 +159,9 @@ class LowRankBTD:
         self,
         dim: int = 2,
         *,
-        l2: float = 1e-4,
+        l2: float = DEFAULT_L2,
         position_bias: bool = True,
-        restarts: int = 4,
+        restarts: int = DEFAULT_RESTARTS,
         tol: float = 1e-9,
         max_iter: int = 5000,
         seed: int | None = 0,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from eigenjury.stats.bootstrap import cluster_bootstrap, percentile_interval
-from eigenjury.stats.btd import BTDParams, LowRankBTD
+from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
 from eigenjury.stats.eigentrust import eigentrust, trust_matrix
 from eigenjury.stats.elo import rank_intervals, ranks, to_elo
 from eigenjury.stats.verdicts import (
@@ -100,9 +100,9 @@ class PeerRanking:
         self,
         dim: int = 2,
         *,
-        l2: float = 1e-4,
+        l2: float = DEFAULT_L2,
         position_bias: bool = True,
-        restarts: int = 4,
+        restarts: int = DEFAULT_RESTARTS,
         exclude_self: bool = False,
         damping: float = 0.0,
         pretrust: FloatArray | None = None,
@@ -159,6 +159,12 @@ class PeerRanking:
             self.warnings_.append(
                 f"the fit did not reach its tolerance ({self.btd_.message_}); "
                 f"largest gradient component {self.btd_.grad_norm_:.2g}"
+            )
+        gaps = self.btd_.restart_objectives_ - self.btd_.objective_
+        if len(gaps) > 1 and np.sum(gaps < 1e-7) < 2:
+            self.warnings_.append(
+                f"only one of {len(gaps)} starts reached the best optimum (the likelihood is "
+                "non-convex); rerun with more --restarts to confirm it is the global one"
             )
         point = statistic.summarise(self.btd_)
         self.trust_matrix_ = point["matrix"]

@@ -283,6 +283,14 @@ def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> Design
             f"{_list(names[no_judging])} never judge; their trust is spread uniformly "
             "(the PageRank convention for dangling rows)"
         )
+    wins, ties = counts.pooled()
+    won, lost, tied = wins.sum(axis=1), wins.sum(axis=0), ties.sum(axis=1)
+    perfect = evaluated & (tied == 0) & ((won == 0) | (lost == 0))
+    if perfect.any():
+        warnings.append(
+            f"{_list(names[perfect])} won (or lost) every comparison without a tie; such a "
+            "score is set by the L2 penalty, not by the data; add verdicts or raise --l2"
+        )
     thin_e = evaluated & (evaluee_n < min_verdicts)
     if thin_e.any():
         warnings.append(
