@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from eigenjury.cli import main
@@ -42,6 +43,8 @@ def test_simulate_then_fit_writes_the_documented_record(
         "20",
         "--truth",
         str(simulated / "truth.json"),
+        "--cv",
+        "3",
         "--out",
         str(result),
     )
@@ -59,6 +62,9 @@ def test_simulate_then_fit_writes_the_documented_record(
     fit = record["fit"]
     assert fit["converged"] and fit["dim"] == 2 and fit["verdicts"] == 400 * 12
     assert record["truth_recovery"]["kendall_tau"] > 0.7
+    heldout = fit["heldout_loglik_per_verdict"]
+    assert heldout["folds"] == 3 and -np.log(3) < heldout["mean"] < 0
+    assert "held-out log-lik/verdict (3 scenario folds)" in out
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])

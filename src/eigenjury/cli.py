@@ -178,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="processes for the bootstrap (default: all cores)",
     )
     fit.add_argument(
+        "--cv",
+        type=_bounded(int, 0),
+        default=0,
+        help="also report held-out log-likelihood over this many scenario folds "
+        "(compare across --dim to choose it)",
+    )
+    fit.add_argument(
         "--truth",
         type=Path,
         help="truth.json from `eigenjury simulate`: report recovery and coverage",
@@ -281,6 +288,7 @@ def _fit(args: argparse.Namespace, console: Console) -> int:
         ci=args.ci,
         seed=args.seed,
         n_jobs=args.jobs,
+        cv=args.cv,
     )
     try:
         ranking.fit(table)

@@ -98,8 +98,21 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> dict[s
             "bootstrap_converged": ranking.bootstrap_converged_ if boot else None,
             "fit_seconds": round(ranking.fit_seconds_, 3),
             "bootstrap_seconds": round(ranking.bootstrap_seconds_, 3),
+            "heldout_loglik_per_verdict": _heldout(ranking),
         },
         "warnings": list(ranking.warnings_),
+    }
+
+
+def _heldout(ranking: PeerRanking) -> dict[str, Any] | None:
+    if not ranking.cv:
+        return None
+    score = ranking.heldout_
+    return {
+        "mean": round(score.mean, 6),
+        "stderr": round(score.stderr, 6),
+        "folds": ranking.cv,
+        "fold_unit": "scenario",
     }
 
 
@@ -157,6 +170,12 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
         f"{fit['fit_seconds']:.2f}s fit"
         + (f", {boot} scenario-bootstrap rounds in {fit['bootstrap_seconds']:.2f}s" if boot else "")
     )
+    heldout = fit["heldout_loglik_per_verdict"]
+    if heldout:
+        console.print(
+            f"held-out log-lik/verdict ({heldout['folds']} scenario folds): "
+            f"{heldout['mean']:.4f} ± {heldout['stderr']:.4f}"
+        )
     for w in record["warnings"]:
         console.print(f"[yellow]warning:[/] {w}")
 

@@ -11,6 +11,7 @@ from eigenjury.stats.bootstrap import cluster_bootstrap, percentile_interval
 from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
 from eigenjury.stats.eigentrust import eigentrust, trust_matrix
 from eigenjury.stats.elo import rank_intervals, ranks, to_elo
+from eigenjury.stats.validation import heldout_loglik
 from eigenjury.stats.verdicts import (
     DataError,
     FloatArray,
@@ -40,15 +41,17 @@ class _ConsensusStatistic:
     anchor_value: float
     init: BTDParams | None = None
 
-    def fit(self, counts: VerdictCounts) -> LowRankBTD:
-        model = LowRankBTD(
+    def model(self) -> LowRankBTD:
+        return LowRankBTD(
             self.dim,
             l2=self.l2,
             position_bias=self.position_bias,
             restarts=self.restarts,
             seed=self.seed,
         )
-        return model.fit(counts, init=self.init)
+
+    def fit(self, counts: VerdictCounts) -> LowRankBTD:
+        return self.model().fit(counts, init=self.init)
 
     def summarise(self, model: LowRankBTD) -> dict[str, FloatArray]:
         matrix = trust_matrix(
@@ -87,13 +90,16 @@ class PeerRanking:
     bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only).
     ci : interval coverage. seed : seeds the restarts and the bootstrap.
     n_jobs : processes for the bootstrap (None: every available core).
+    cv : folds of whole scenarios for a held-out log-likelihood (0: none); compare it
+        across `dim` to choose the latent dimension.
     min_verdicts : below this many verdicts a model is reported as thinly covered.
 
     Fitted attributes: ``models_``, ``btd_``, ``trust_matrix_``, ``trust_``, ``elo_``,
     ``rank_``, and with bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_``,
     ``tie_propensity_ci_``, ``position_bias_ci_``, ``bootstrap_`` (the raw draws),
     ``bootstrap_converged_`` (share of rounds whose refit converged); ``counts_``,
-    ``n_scenarios_``, ``anchor_index_``, ``fit_seconds_``, ``bootstrap_seconds_``, ``warnings_``.
+    ``n_scenarios_``, ``anchor_index_``, ``fit_seconds_``, ``bootstrap_seconds_``, ``warnings_``;
+    with cv, ``heldout_`` (a :class:`HeldOutScore`).
     """
 
     def __init__(
@@ -112,6 +118,7 @@ class PeerRanking:
         ci: float = 0.95,
         seed: int | None = 0,
         n_jobs: int | None = None,
+        cv: int = 0,
         min_verdicts: float = 30.0,
     ) -> None:
         self.dim = dim
@@ -127,6 +134,7 @@ class PeerRanking:
         self.ci = ci
         self.seed = seed
         self.n_jobs = n_jobs
+        self.cv = cv
         self.min_verdicts = min_verdicts
 
     def fit(self, table: VerdictTable) -> PeerRanking:
@@ -176,27 +184,33 @@ class PeerRanking:
         self.bootstrap_seconds_ = 0.0
         if self.bootstrap > 0:
             start = time.perf_counter()
-            warm = replace(statistic, init=self.btd_.params_)
-            draws = cluster_bootstrap(
-                data, warm, rounds=self.bootstrap, seed=self.seed, n_jobs=self.n_jobs
-            )
-            self.bootstrap_ = draws
-            self.trust_ci_ = np.stack(percentile_interval(draws["trust"], self.ci), axis=1)
-            self.elo_ci_ = np.stack(percentile_interval(draws["elo"], self.ci), axis=1)
-            self.rank_ci_ = rank_intervals(self.elo_ci_[:, 0], self.elo_ci_[:, 1])
-            self.tie_propensity_ci_ = np.stack(
-                percentile_interval(draws["tie_propensity"], self.ci), axis=1
-            )
-            self.position_bias_ci_ = np.stack(
-                percentile_interval(draws["position_bias"], self.ci), axis=1
-            )
-            self.bootstrap_converged_ = float(np.mean(draws["converged"]))
-            if self.bootstrap_converged_ < 0.95:
-                self.warnings_.append(
-                    f"only {self.bootstrap_converged_:.0%} of bootstrap refits converged"
-                )
+            self._bootstrap(data, replace(statistic, init=self.btd_.params_))
             self.bootstrap_seconds_ = time.perf_counter() - start
+        if self.cv:
+            if self.cv > data.n_scenarios:
+                raise DataError(f"cv={self.cv} folds need at least {self.cv} scenarios")
+            self.heldout_ = heldout_loglik(data, statistic.model, n_splits=self.cv, seed=self.seed)
         return self
+
+    def _bootstrap(self, data: ScenarioCounts, statistic: _ConsensusStatistic) -> None:
+        draws = cluster_bootstrap(
+            data, statistic, rounds=self.bootstrap, seed=self.seed, n_jobs=self.n_jobs
+        )
+        self.bootstrap_ = draws
+
+        def interval(key: str) -> FloatArray:
+            return np.stack(percentile_interval(draws[key], self.ci), axis=1)
+
+        self.trust_ci_ = interval("trust")
+        self.elo_ci_ = interval("elo")
+        self.rank_ci_ = rank_intervals(self.elo_ci_[:, 0], self.elo_ci_[:, 1])
+        self.tie_propensity_ci_ = interval("tie_propensity")
+        self.position_bias_ci_ = interval("position_bias")
+        self.bootstrap_converged_ = float(np.mean(draws["converged"]))
+        if self.bootstrap_converged_ < 0.95:
+            self.warnings_.append(
+                f"only {self.bootstrap_converged_:.0%} of bootstrap refits converged"
+            )
 
     def _anchor_index(self) -> str | int:
         if self.anchor in ("uniform", "mean"):
