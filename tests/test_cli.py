@@ -229,3 +229,11 @@ def test_console_script_exits_2_without_a_traceback(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "line 2" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unwritable_output_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = _write(tmp_path, "taken", "a file where a directory should go")
+    code, out, err = _run(capsys, "simulate", "--out", str(blocker / "sim"))
+    assert code == 2 and "taken" in err and "Traceback" not in err + out

@@ -205,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InputError, DataError) as exc:
         errors.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
         return EXIT_USAGE
+    except OSError as exc:  # unwritable output, a directory where a file is expected, ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        errors.print(f"[bold red]error:[/] {where}{exc.strerror or exc}", highlight=False)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         errors.print("interrupted")
         return 130
@@ -332,10 +336,11 @@ def _read_truth(path: Path, models: tuple[str, ...]) -> Population:
         raise InputError(
             f"not a truth file written by `eigenjury simulate` ({exc})", path=path
         ) from None
-    unknown = sorted(set(models) - set(population.models))
-    if unknown:
+    if set(models) != set(population.models):
+        unknown = sorted(set(models) ^ set(population.models))
         raise InputError(
-            f"the verdicts name models the truth does not know: {', '.join(unknown[:5])}",
+            "the verdicts and the truth describe different populations (differing: "
+            f"{', '.join(unknown[:5])}); recovery needs the same models in both",
             path=path,
         )
     return population
