@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
+from eigenjury.stats._threads import one_blas_thread
 from eigenjury.stats.btd import davidson_nll
 from eigenjury.stats.verdicts import FloatArray, VerdictCounts, tally
 
@@ -114,14 +115,15 @@ class Davidson:
             grad = np.append(grad / total + self.l2 * beta, g_tie.sum() / total)
             return nll / total + 0.5 * self.l2 * beta @ beta, grad
 
-        res = minimize(
-            objective,
-            np.zeros(m + 1),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=[(None, None)] * m + [(-15.0, 15.0)],
-            options={"maxiter": self.max_iter, "ftol": 1e-15, "gtol": self.tol},
-        )
+        with one_blas_thread():
+            res = minimize(
+                objective,
+                np.zeros(m + 1),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=[(None, None)] * m + [(-15.0, 15.0)],
+                options={"maxiter": self.max_iter, "ftol": 1e-15, "gtol": self.tol},
+            )
         self.strength_ = _centred_on_compared(res.x[:m], counts.evaluee_totals() > 0)
         self.ratings_ = 1500.0 + _ELO_PER_NAT * self.strength_
         self.tie_propensity_ = float(np.exp(res.x[m]))

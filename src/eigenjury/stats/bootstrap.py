@@ -6,9 +6,8 @@ Each round draws scenarios with replacement, which is one reweighting of the
 per-scenario counts, and refits. Round r always uses the r-th child of the seed, so
 results do not depend on how many processes ran them.
 
-Workers are forked on Linux (they start in milliseconds and share the counts
-copy-on-write) and limited to one BLAS thread each: the fits are many small
-array operations, and BLAS threads spinning on the same cores only slow them.
+Workers are forked on Linux: they start in milliseconds and share the counts
+copy-on-write. (Each fit limits itself to one BLAS thread; see `_threads`.)
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from eigenjury.stats.verdicts import FloatArray, ScenarioCounts, VerdictCounts, tally
 
@@ -47,8 +45,7 @@ def cluster_bootstrap(
     seeds = np.random.SeedSequence(seed).spawn(rounds)
     jobs = min(available_cores() if n_jobs is None else max(1, n_jobs), rounds)
     if jobs == 1:
-        with threadpool_limits(1):
-            results = [_one_round(data, statistic, s) for s in seeds]
+        results = [_one_round(data, statistic, s) for s in seeds]
     else:
         chunks = [list(c) for c in np.array_split(np.arange(rounds), 4 * jobs) if len(c)]
         with ProcessPoolExecutor(
@@ -94,7 +91,6 @@ def _one_round(
 def _init_worker(data: ScenarioCounts, statistic: Statistic) -> None:
     global _worker_state
     _worker_state = (data, statistic)
-    threadpool_limits(1)
 
 
 def _run_chunk(seeds: list[np.random.SeedSequence]) -> list[dict[str, FloatArray]]:

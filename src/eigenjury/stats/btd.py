@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize
 
+from eigenjury.stats._threads import one_blas_thread
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, VerdictCounts, tally
 
 # Bounds on log lambda and gamma: far beyond any real judge, they only stop a judge
@@ -38,6 +39,13 @@ _LOG_BOUND = 15.0
 # model that wins every comparison finite.
 DEFAULT_L2 = 1e-6
 DEFAULT_RESTARTS = 4
+# Starts are explored to this gradient tolerance, then only the best one is polished
+# to `tol`: local optima are told apart long before the last digits are settled.
+_EXPLORE_TOL = 1e-5
+# Explored starts whose log-likelihoods per verdict differ by less than this reached
+# the same optimum. (Their penalised objectives differ more: at the explore tolerance
+# the penalty's nearly flat rotation directions are still unsettled.)
+_SAME_OPTIMUM = 1e-6
 
 
 def davidson_nll(
@@ -46,21 +54,27 @@ def davidson_nll(
     """Negative log-likelihood of counts `n` (cells x 3) and its gradient per cell.
 
     Returns (nll, d/ds1, d/ds2, d/dlog_tie, d/dgamma); the pieces every pairwise model
-    in eigenjury chains through its own parameters. Written on 1-D columns: reductions
-    over a length-3 axis cost more than the arithmetic.
+    in eigenjury chains through its own parameters.
+
+    Relative to their midpoint (s1 + s2) / 2 the three logits are [log lambda, x, -x]
+    with x = (s1 - s2 + gamma) / 2, so with a = |x| and t = exp(-a) the normaliser is
+    exp(a) (1 + t^2 + lambda t): one exp and one log per cell, and no overflow.
     """
-    half = 0.5 * gamma
-    a_tie, a_first, a_second = log_tie + 0.5 * (s1 + s2), s1 + half, s2 - half
-    top = np.maximum(np.maximum(a_tie, a_first), a_second)
-    e_tie, e_first, e_second = np.exp(a_tie - top), np.exp(a_first - top), np.exp(a_second - top)
-    z = e_tie + e_first + e_second
+    x = 0.5 * (s1 - s2 + gamma)
+    a = np.abs(x)
+    t = np.exp(-a)
+    lam = np.exp(log_tie)
+    denom = 1.0 + t * (t + lam)
     n_tie, n_first, n_second = n[:, TIE], n[:, FIRST], n[:, SECOND]
     total = n_tie + n_first + n_second
-    nll = float(total @ (top + np.log(z)) - n_tie @ a_tie - n_first @ a_first - n_second @ a_second)
-    scale = total / z
-    r_tie = scale * e_tie - n_tie  # d nll / d logit
-    r_first = scale * e_first - n_first
-    r_second = scale * e_second - n_second
+    nll = float(total @ (a + np.log(denom)) - n_tie @ log_tie - (n_first - n_second) @ x)
+    scale = total / denom
+    p_big = scale  # total * P(the favoured side)
+    p_small = scale * t * t
+    ahead = x >= 0
+    r_tie = scale * lam * t - n_tie  # d nll / d logit
+    r_first = np.where(ahead, p_big, p_small) - n_first
+    r_second = np.where(ahead, p_small, p_big) - n_second
     return (
         nll,
         r_first + 0.5 * r_tie,
@@ -104,15 +118,15 @@ def btd_objective(
     scores = p.lenses @ p.dispositions.T  # (judge, evaluee)
     gamma = p.position_bias[counts.judge] if position_bias else np.zeros(counts.n_cells)
     nll, g1, g2, g_tie, g_gamma = davidson_nll(
-        scores[counts.judge, counts.first],
-        scores[counts.judge, counts.second],
+        scores.ravel()[counts.judge_first],
+        scores.ravel()[counts.judge_second],
         p.log_tie[counts.judge],
         gamma,
         counts.n,
     )
     w = 1.0 / counts.total
-    g_scores = tally(counts.judge * m + counts.first, g1, m * m)
-    g_scores += tally(counts.judge * m + counts.second, g2, m * m)
+    g_scores = tally(counts.judge_first, g1, m * m)
+    g_scores += tally(counts.judge_second, g2, m * m)
     g_scores = g_scores.reshape(m, m) * w
     grad = np.concatenate(
         [
@@ -130,6 +144,7 @@ def btd_objective(
 class _Solution:
     params: BTDParams
     objective: float
+    loss: float  # mean negative log-likelihood per verdict, unpenalised
     n_iter: int
     converged: bool
     message: str
@@ -152,7 +167,10 @@ class LowRankBTD:
     Fitted attributes: ``lenses_``, ``dispositions_``, ``tie_propensity_``,
     ``position_bias_``, ``judge_mask_`` (models with judge data), ``loglik_`` (total,
     unpenalised), ``objective_``, ``n_iter_``, ``converged_``, ``grad_norm_``,
-    ``restart_objectives_``, ``n_verdicts_``, ``n_cells_``, ``params_``.
+    ``restart_losses_`` (mean negative log-likelihood per verdict reached by each
+    start, explored to a loose tolerance before the best is polished),
+    ``n_agreeing_starts_`` (starts that reached the best optimum),
+    ``n_verdicts_``, ``n_cells_``, ``params_``.
     """
 
     def __init__(
@@ -181,18 +199,25 @@ class LowRankBTD:
         if counts.total <= 0:
             raise ValueError("no verdicts to fit")
         m = counts.n_models
-        if init is not None:
-            starts = [init]
-        else:
-            rng = np.random.default_rng(self.seed)
-            starts = [_informed_start(counts, self.dim, rng)]
-            starts += [_random_start(m, self.dim, rng) for _ in range(self.restarts - 1)]
-        solutions = [self._solve(counts, s) for s in starts]
-        best = min(solutions, key=lambda s: s.objective)
+        with one_blas_thread():
+            if init is not None:
+                best = self._solve(counts, init, self.tol)
+                explored = [best]
+                n_iter = best.n_iter
+            else:
+                rng = np.random.default_rng(self.seed)
+                starts = [_informed_start(counts, self.dim, rng)]
+                starts += [_random_start(m, self.dim, rng) for _ in range(self.restarts - 1)]
+                explored = [self._solve(counts, s, max(_EXPLORE_TOL, self.tol)) for s in starts]
+                leader = min(explored, key=lambda s: s.objective)
+                best = self._solve(counts, leader.params, self.tol)
+                n_iter = leader.n_iter + best.n_iter
+        losses = np.array([s.loss for s in explored])
         self.params_ = best.params
-        self.restart_objectives_ = np.array([s.objective for s in solutions])
+        self.restart_losses_ = losses
+        self.n_agreeing_starts_ = int(np.sum(losses - losses.min() < _SAME_OPTIMUM))
         self.objective_ = best.objective
-        self.n_iter_ = best.n_iter
+        self.n_iter_ = n_iter
         self.converged_ = best.converged
         self.message_ = best.message
         self.grad_norm_ = best.grad_norm
@@ -206,7 +231,7 @@ class LowRankBTD:
         self.loglik_ = self.loglik(counts)
         return self
 
-    def _solve(self, counts: VerdictCounts, start: BTDParams) -> _Solution:
+    def _solve(self, counts: VerdictCounts, start: BTDParams, tol: float) -> _Solution:
         m, d = counts.n_models, self.dim
         bounds = [(None, None)] * (2 * m * d) + [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
         if not self.position_bias:
@@ -221,7 +246,7 @@ class LowRankBTD:
             jac=True,
             method="L-BFGS-B",
             bounds=bounds,
-            options={"maxiter": self.max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": self.tol},
+            options={"maxiter": self.max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": tol},
         )
         _, grad = btd_objective(res.x, counts, d, self.l2, self.position_bias)
         lower = np.array([b[0] if b[0] is not None else -np.inf for b in bounds])
@@ -230,10 +255,12 @@ class LowRankBTD:
             ((res.x <= lower) & (grad > 0)) | ((res.x >= upper) & (grad < 0)), 0.0, grad
         )
         grad_norm = float(np.max(np.abs(projected)))
-        converged = bool(res.success) or grad_norm <= 10 * self.tol
+        converged = bool(res.success) or grad_norm <= 10 * tol
+        loss = btd_objective(res.x, counts, d, 0.0, self.position_bias)[0]
         return _Solution(
             BTDParams.unpack(res.x, m, d),
             float(res.fun),
+            loss,
             int(res.nit),
             converged,
             str(res.message),

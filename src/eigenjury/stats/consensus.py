@@ -168,11 +168,10 @@ class PeerRanking:
                 f"the fit did not reach its tolerance ({self.btd_.message_}); "
                 f"largest gradient component {self.btd_.grad_norm_:.2g}"
             )
-        gaps = self.btd_.restart_objectives_ - self.btd_.objective_
-        if len(gaps) > 1 and np.sum(gaps < 1e-7) < 2:
+        if self.restarts > 1 and self.btd_.n_agreeing_starts_ < 2:
             self.warnings_.append(
-                f"only one of {len(gaps)} starts reached the best optimum (the likelihood is "
-                "non-convex); rerun with more --restarts to confirm it is the global one"
+                f"only one of {self.restarts} starts reached the best optimum (the likelihood "
+                "is non-convex); rerun with more --restarts to confirm it is the global one"
             )
         point = statistic.summarise(self.btd_)
         self.trust_matrix_ = point["matrix"]

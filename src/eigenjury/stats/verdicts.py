@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -152,7 +153,16 @@ class VerdictCounts:
 
     @classmethod
     def from_table(cls, table: VerdictTable) -> VerdictCounts:
-        return ScenarioCounts.from_table(table).counts()
+        return _collapse(table)[0]
+
+    @cached_property
+    def judge_first(self) -> IntArray:
+        """Flat (judge, first) index into a models x models matrix, per cell."""
+        return self.judge * self.n_models + self.first
+
+    @cached_property
+    def judge_second(self) -> IntArray:
+        return self.judge * self.n_models + self.second
 
     @property
     def n_models(self) -> int:
@@ -167,7 +177,12 @@ class VerdictCounts:
         return float(self.n.sum())
 
     def with_n(self, n: FloatArray) -> VerdictCounts:
-        return VerdictCounts(self.judge, self.first, self.second, n, self.models)
+        """Same cells, other counts (keeps the cached index arrays)."""
+        out = VerdictCounts(self.judge, self.first, self.second, n, self.models)
+        for cached in ("judge_first", "judge_second"):
+            if cached in self.__dict__:
+                out.__dict__[cached] = self.__dict__[cached]
+        return out
 
     def judge_totals(self) -> FloatArray:
         """Verdict weight each model gave as a judge."""
@@ -205,24 +220,15 @@ class ScenarioCounts:
 
     @classmethod
     def from_table(cls, table: VerdictTable) -> ScenarioCounts:
-        m = table.n_models
-        key = (table.judge * m + table.first) * m + table.second
-        if m**3 <= _DENSE_KEY_LIMIT:
-            present = np.bincount(key, minlength=m**3) > 0
-            cell_of_key = np.cumsum(present) - 1
-            cell = cell_of_key[key]
-            cell_keys = np.flatnonzero(present)
-        else:
-            cell_keys, cell = np.unique(key, return_inverse=True)
-        n_cells = len(cell_keys)
-        slot = cell * 3 + table.verdict
-        n = tally(slot, table.weight, 3 * n_cells).reshape(n_cells, 3)
-        judge, rest = np.divmod(cell_keys, m * m)
-        first, second = np.divmod(rest, m)
-        cells = VerdictCounts(judge, first, second, n, table.models)
+        cells, slot = _collapse(table)
+        n_cells = cells.n_cells
         entry = table.scenario * (3 * n_cells) + slot
-        uniq, inverse = np.unique(entry, return_inverse=True)
-        weight = tally(inverse, table.weight, len(uniq))
+        if np.all(table.weight == 1.0):
+            uniq, count = np.unique(entry, return_counts=True)
+            weight = count.astype(np.float64)
+        else:
+            uniq, inverse = np.unique(entry, return_inverse=True)
+            weight = tally(inverse, table.weight, len(uniq))
         scen, slot_u = np.divmod(uniq, 3 * n_cells)
         return cls(cells, scen, slot_u, weight, len(table.scenarios))
 
@@ -233,6 +239,24 @@ class ScenarioCounts:
         w = self.entry_weight * scenario_weight[self.entry_scenario]
         n = tally(self.entry_slot, w, 3 * self.cells.n_cells)
         return self.cells.with_n(n.reshape(-1, 3))
+
+
+def _collapse(table: VerdictTable) -> tuple[VerdictCounts, IntArray]:
+    """Cell counts, and each row's slot (cell * 3 + verdict) in them."""
+    m = table.n_models
+    key = (table.judge * m + table.first) * m + table.second
+    if m**3 <= _DENSE_KEY_LIMIT:
+        present = np.bincount(key, minlength=m**3) > 0
+        cell = (np.cumsum(present) - 1)[key]
+        cell_keys = np.flatnonzero(present)
+    else:
+        cell_keys, cell = np.unique(key, return_inverse=True)
+    n_cells = len(cell_keys)
+    slot = cell * 3 + table.verdict
+    n = tally(slot, table.weight, 3 * n_cells).reshape(n_cells, 3)
+    judge, rest = np.divmod(cell_keys, m * m)
+    first, second = np.divmod(rest, m)
+    return VerdictCounts(judge, first, second, n, table.models), slot
 
 
 @dataclass(frozen=True)
