@@ -8,11 +8,13 @@ from scipy.optimize import approx_fprime
 from scipy.stats import kendalltau
 
 from eigenjury.stats import (
+    BTDParams,
     LowRankBTD,
     Population,
     VerdictCounts,
     VerdictTable,
     btd_objective,
+    canonical_gauge,
     eigentrust,
     make_population,
     simulate_verdicts,
@@ -153,3 +155,37 @@ def test_strong_position_bias_is_absorbed_by_its_own_term() -> None:
     fitted_elo = 400 * np.log10(8 * _fitted_trust(with_term))
     assert np.max(np.abs(fitted_elo - true_elo)) < 15
     assert with_term.loglik_ - without.loglik_ > 100  # far beyond chance for 8 extra params
+
+
+def test_canonical_gauge_keeps_the_likelihood_and_minimises_the_penalty(
+    table: VerdictTable,
+) -> None:
+    counts = VerdictCounts.from_table(table)
+    rng = np.random.default_rng(7)
+    m, d = counts.n_models, 2
+    raw = BTDParams(
+        rng.normal(size=(m, d)), rng.normal(size=(m, d)), rng.normal(size=m), rng.normal(size=m)
+    )
+    canon = canonical_gauge(raw)
+
+    def loss(p: BTDParams) -> float:
+        return btd_objective(p.pack(), counts, d, 0.0, True)[0]
+
+    def penalty(p: BTDParams) -> float:
+        return float(np.sum(p.lenses**2) + np.sum(p.dispositions**2))
+
+    assert loss(canon) == pytest.approx(loss(raw), rel=1e-12)
+    for _ in range(20):  # any other point of the orbit costs more penalty
+        a = rng.normal(size=(d, d)) + 2 * np.eye(d)
+        shift = rng.normal(size=d)
+        moved = BTDParams(
+            canon.lenses @ a,
+            (canon.dispositions + shift) @ np.linalg.inv(a).T,
+            canon.log_tie,
+            canon.position_bias,
+        )
+        assert loss(moved) == pytest.approx(loss(canon), rel=1e-10)
+        assert penalty(moved) >= penalty(canon) - 1e-9
+    again = canonical_gauge(canon)
+    np.testing.assert_allclose(again.lenses, canon.lenses, atol=1e-12)
+    assert np.all(canon.lenses.sum(axis=0) >= 0)

@@ -2,7 +2,13 @@
 
 from eigenjury.stats.baselines import BradleyTerry, Davidson, pair_counts
 from eigenjury.stats.bootstrap import cluster_bootstrap, percentile_interval
-from eigenjury.stats.btd import BTDParams, LowRankBTD, btd_objective, davidson_nll
+from eigenjury.stats.btd import (
+    BTDParams,
+    LowRankBTD,
+    btd_objective,
+    canonical_gauge,
+    davidson_nll,
+)
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.eigentrust import eigentrust, trust_matrix
 from eigenjury.stats.elo import rank_intervals, ranks, to_elo
@@ -29,6 +35,7 @@ __all__ = [
     "VerdictCounts",
     "VerdictTable",
     "btd_objective",
+    "canonical_gauge",
     "check_design",
     "cluster_bootstrap",
     "davidson_nll",

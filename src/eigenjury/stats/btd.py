@@ -170,7 +170,8 @@ class LowRankBTD:
     ``restart_losses_`` (mean negative log-likelihood per verdict reached by each
     start, explored to a loose tolerance before the best is polished),
     ``n_agreeing_starts_`` (starts that reached the best optimum),
-    ``n_verdicts_``, ``n_cells_``, ``params_``.
+    ``n_verdicts_``, ``n_cells_``, ``params_``. Lenses and dispositions are reported in
+    the canonical gauge of :func:`canonical_gauge`.
     """
 
     def __init__(
@@ -210,10 +211,10 @@ class LowRankBTD:
                 starts += [_random_start(m, self.dim, rng) for _ in range(self.restarts - 1)]
                 explored = [self._solve(counts, s, max(_EXPLORE_TOL, self.tol)) for s in starts]
                 leader = min(explored, key=lambda s: s.objective)
-                best = self._solve(counts, leader.params, self.tol)
+                best = self._solve(counts, canonical_gauge(leader.params), self.tol)
                 n_iter = leader.n_iter + best.n_iter
         losses = np.array([s.loss for s in explored])
-        self.params_ = best.params
+        self.params_ = params = canonical_gauge(best.params)
         self.restart_losses_ = losses
         self.n_agreeing_starts_ = int(np.sum(losses - losses.min() < _SAME_OPTIMUM))
         self.objective_ = best.objective
@@ -222,10 +223,10 @@ class LowRankBTD:
         self.message_ = best.message
         self.grad_norm_ = best.grad_norm
         self.judge_mask_ = counts.judge_totals() > 0
-        self.lenses_ = best.params.lenses
-        self.dispositions_ = best.params.dispositions
-        self.tie_propensity_ = np.exp(best.params.log_tie)
-        self.position_bias_ = best.params.position_bias
+        self.lenses_ = params.lenses
+        self.dispositions_ = params.dispositions
+        self.tie_propensity_ = np.exp(params.log_tie)
+        self.position_bias_ = params.position_bias
         self.n_verdicts_ = counts.total
         self.n_cells_ = counts.n_cells
         self.loglik_ = self.loglik(counts)
@@ -297,6 +298,28 @@ class LowRankBTD:
         logits -= logits.max(axis=1, keepdims=True)
         e = np.exp(logits)
         return np.asarray(e / e.sum(axis=1, keepdims=True))
+
+
+def canonical_gauge(params: BTDParams) -> BTDParams:
+    """The same likelihood, with lenses and dispositions in a canonical gauge.
+
+    U V^T is identified only up to a per-judge constant (V -> V + 1 w^T) and an
+    invertible d x d map (U -> U A, V -> V A^-T). Centring V and splitting the SVD of
+    U V^T evenly (U = P S^1/2, V = Q S^1/2) gives the representative with the
+    smallest L2 penalty, so a polish started there has no slow penalty-only
+    directions left to crawl along. Axis 1 is the strongest; signs make the lenses
+    sum to >= 0 on each axis, so axis 1 points the way the judges broadly agree.
+    """
+    centred = params.dispositions - params.dispositions.mean(axis=0)
+    left, singular, right_t = np.linalg.svd(params.lenses @ centred.T)
+    k = min(params.lenses.shape[1], len(singular))
+    root = np.sqrt(singular[:k])
+    lenses = np.zeros_like(params.lenses)
+    dispositions = np.zeros_like(params.dispositions)
+    lenses[:, :k] = left[:, :k] * root
+    dispositions[:, :k] = right_t[:k].T * root
+    sign = np.where(lenses.sum(axis=0) < 0, -1.0, 1.0)
+    return BTDParams(lenses * sign, dispositions * sign, params.log_tie, params.position_bias)
 
 
 def _informed_start(counts: VerdictCounts, dim: int, rng: np.random.Generator) -> BTDParams:
