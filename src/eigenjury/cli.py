@@ -7,6 +7,7 @@ traceback; results are written atomically so an interrupted run leaves no torn f
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -19,7 +20,11 @@ from rich.console import Console
 from rich.table import Table
 
 from eigenjury import __version__
+from eigenjury.batch import batch_calls, read_requests, write_results
+from eigenjury.engine import Budget, CallResult, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.errors import InputError
+from eigenjury.models import ModelSpec, PriceTable
+from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
 from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS
 from eigenjury.stats.consensus import PeerRanking
@@ -29,6 +34,9 @@ from eigenjury.stats.verdicts import DataError
 from eigenjury.verdict_files import FORMATS, read_verdicts, write_verdicts
 
 EXIT_USAGE = 2
+EXIT_SOME_FAILED = 1
+EXIT_INTERRUPTED = 130
+DEFAULT_STORE = Path(".eigenjury/store.sqlite")
 
 
 def _bounded(
@@ -191,7 +199,93 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument("--out", type=Path, help="write the full result as JSON here")
     fit.set_defaults(handler=_fit)
+
+    batch = commands.add_parser(
+        "batch",
+        help="run a JSONL file of chat requests through a model, cached and resumable",
+        description="Run chat requests (one JSON object a line: id, messages, optional "
+        "temperature, max_tokens, top_p, seed, stop, sample) through any model. Every "
+        "result is committed to the store before it is used: rerun the same command after "
+        "a crash or Ctrl-C and only what is missing is sent. Exit status 0 when every "
+        "request succeeded, 1 when some ended in errors (they are in the output), 2 for "
+        "bad input.",
+    )
+    batch.add_argument("requests", type=Path, help="JSONL file of requests")
+    batch.add_argument("--model", required=True, help="model spec, e.g. openai:gpt-4o-mini")
+    batch.add_argument("--out", type=Path, required=True, help="JSONL file of results")
+    add_engine_options(batch)
+    batch.set_defaults(handler=_batch)
+
+    export = commands.add_parser(
+        "export", help="write every stored call result to JSONL or Parquet"
+    )
+    export.add_argument("out", type=Path, help="output file (.jsonl or .parquet)")
+    export.add_argument("--store", type=Path, default=DEFAULT_STORE)
+    export.set_defaults(handler=_export)
     return parser
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """The engine's knobs, shared by every command that calls models."""
+    group = parser.add_argument_group("engine")
+    group.add_argument(
+        "--store",
+        type=Path,
+        default=DEFAULT_STORE,
+        help=f"SQLite store of call results (default {DEFAULT_STORE})",
+    )
+    group.add_argument(
+        "--concurrency",
+        type=_bounded(int, 1),
+        default=16,
+        help="calls in flight per endpoint (default 16; halved on 429)",
+    )
+    group.add_argument(
+        "--rpm", type=_bounded(float, 0.0, open_low=True), help="requests per minute per endpoint"
+    )
+    group.add_argument(
+        "--tpm", type=_bounded(float, 0.0, open_low=True), help="tokens per minute per endpoint"
+    )
+    group.add_argument(
+        "--timeout",
+        type=_bounded(float, 0.0, open_low=True),
+        default=120.0,
+        help="seconds per attempt (default 120)",
+    )
+    group.add_argument("--max-attempts", type=_bounded(int, 1), default=6)
+    group.add_argument(
+        "--budget-usd",
+        type=_bounded(float, 0.0),
+        help="stop sending calls before spending more than this",
+    )
+    group.add_argument(
+        "--budget-tokens",
+        type=_bounded(int, 0),
+        help="stop sending calls before using more tokens than this",
+    )
+    group.add_argument(
+        "--prices", type=Path, help="price table (TOML or JSON) extending the built-in one"
+    )
+    group.add_argument(
+        "--no-retry-errors",
+        dest="retry_errors",
+        action="store_false",
+        help="reuse stored errors instead of trying those calls again",
+    )
+    group.add_argument("--no-progress", dest="progress", action="store_false")
+
+
+def engine_from_args(args: argparse.Namespace) -> Engine:
+    prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
+    return Engine(
+        Store(args.store),
+        limits=EndpointLimits(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm),
+        retry=RetryPolicy(max_attempts=args.max_attempts, timeout_s=args.timeout),
+        budget=Budget(max_cost_usd=args.budget_usd, max_tokens=args.budget_tokens),
+        prices=prices,
+        retry_errors=args.retry_errors,
+        progress=args.progress,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -210,8 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors.print(f"[bold red]error:[/] {where}{exc.strerror or exc}", highlight=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        errors.print("interrupted")
-        return 130
+        errors.print("interrupted; everything finished so far is kept")
+        return EXIT_INTERRUPTED
 
 
 def _simulate(args: argparse.Namespace, console: Console) -> int:
@@ -323,6 +417,52 @@ def _fit(args: argparse.Namespace, console: Console) -> int:
     if args.out:
         _write_json(args.out, record)
         console.print(f"wrote {args.out}")
+    return 0
+
+
+def _batch(args: argparse.Namespace, console: Console) -> int:
+    lines = read_requests(args.requests)
+    spec = ModelSpec.parse(args.model)
+    engine = engine_from_args(args)
+    calls = batch_calls(lines, spec)
+    engine.prepare([spec])
+
+    async def run() -> list[CallResult]:
+        async with engine:
+            await engine.check_endpoints([spec])
+            return await engine.run(calls)
+
+    try:
+        results = asyncio.run(run())
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: finished calls are in {args.store}; rerun the same command to "
+            "send only the rest"
+        )
+        return EXIT_INTERRUPTED
+    finally:
+        engine.store.close()
+    write_results(args.out, lines, results)
+    print_accounting(console, engine.accounting.record())
+    failed = sum(not r.ok for r in results)
+    console.print(f"wrote {len(results)} results to {args.out}")
+    if failed:
+        console.print(
+            f"[yellow]warning:[/] {failed} request(s) ended in errors (see the 'error' field); "
+            "rerun to try them again"
+        )
+        return EXIT_SOME_FAILED
+    return 0
+
+
+def _export(args: argparse.Namespace, console: Console) -> int:
+    if not args.store.is_file():
+        raise InputError("no such store", path=args.store)
+    if args.out.suffix.lower() not in (".jsonl", ".parquet"):
+        raise InputError("export to a .jsonl or .parquet file", path=args.out)
+    with Store(args.store) as store:
+        n = store.export(args.out)
+    console.print(f"wrote {n} results to {args.out}")
     return 0
 
 

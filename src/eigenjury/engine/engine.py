@@ -1,0 +1,461 @@
+"""The engine: many model calls, fast, cached, resumable and accounted.
+
+A run looks every call up in the store first; only the rest is sent, by a pool of
+workers per endpoint that respect the endpoint's limits, retry what can be retried
+and record what failed as errors. Results reach the caller only after their batch
+is committed, so nothing the caller ever saw can be lost, and a rerun after a crash
+sends only what was still missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import aiohttp
+
+from eigenjury.engine.accounting import Accounting
+from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
+from eigenjury.engine.progress import RunProgress
+from eigenjury.engine.store import Store, StoredResult, canonical_json, request_key
+from eigenjury.errors import InputError
+from eigenjury.models.errors import (
+    BudgetExhaustedError,
+    CallTimeoutError,
+    ProviderError,
+    RateLimitError,
+    redact,
+)
+from eigenjury.models.factory import make_provider
+from eigenjury.models.prices import PriceTable
+from eigenjury.models.spec import ModelSpec
+from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
+
+T = TypeVar("T")
+DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call to make: which model, what request, which sample, in which role."""
+
+    spec: ModelSpec
+    request: ChatRequest
+    sample: int = 0
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class CallResult:
+    call: Call
+    key: str
+    completion: Completion | None
+    error_kind: str | None = None
+    error_message: str | None = None
+    cached: bool = False
+    attempts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.completion is not None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Caps for one run. A call is sent only if its estimated cost and tokens still fit
+    beside everything spent and in flight, so the caps are not overshot; calls that
+    do not fit are returned as `budget` errors and not stored (a later run can make them)."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+
+class _BudgetTracker:
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.cost = self.tokens = 0.0
+        self.exhausted = False
+
+    def reserve(self, cost: float, tokens: float) -> bool:
+        b = self.budget
+        if self.exhausted or (
+            (b.max_cost_usd is not None and self.cost + cost > b.max_cost_usd)
+            or (b.max_tokens is not None and self.tokens + tokens > b.max_tokens)
+        ):
+            self.exhausted = True
+            return False
+        self.cost += cost
+        self.tokens += tokens
+        return True
+
+    def settle(self, reserved: tuple[float, float], actual: tuple[float, float]) -> None:
+        self.cost += actual[0] - reserved[0]
+        self.tokens += actual[1] - reserved[1]
+
+
+def endpoint_of(spec: ModelSpec) -> str:
+    """What limits are shared by: the base URL, or the model itself when in-process."""
+    return spec.base_url or f"{spec.provider}:{spec.model}"
+
+
+@dataclass
+class _Pending:
+    key: str
+    call: Call
+    estimate: tuple[float, float] = (0.0, 0.0)  # cost, tokens
+
+
+class Engine:
+    """Runs calls through providers with the store as cache and journal.
+
+    Parameters: store; limits (one EndpointLimits for every endpoint, or a mapping
+    from endpoint (base URL, or "provider:model") to limits, with "*" as fallback);
+    retry policy; budget; prices; providers (spec string -> provider, to inject test
+    doubles); retry_errors (try again calls stored as errors; default yes); progress.
+
+    Use as an async context manager, or `run_sync` from plain code.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        limits: EndpointLimits | Mapping[str, EndpointLimits] | None = None,
+        retry: RetryPolicy | None = None,
+        budget: Budget | None = None,
+        prices: PriceTable | None = None,
+        providers: Mapping[str, Provider] | None = None,
+        retry_errors: bool = True,
+        progress: bool = True,
+        batch_size: int = 256,
+        flush_s: float = 0.05,
+        seed: int = 0,
+    ) -> None:
+        self.store = store
+        self.limits = limits or EndpointLimits()
+        self.retry = retry or RetryPolicy()
+        self.budget = budget or Budget()
+        self.prices = prices or PriceTable()
+        self._injected = dict(providers or {})
+        self.retry_errors = retry_errors
+        self.progress = progress
+        self.batch_size = batch_size
+        self.flush_s = flush_s
+        self._rng = random.Random(seed)
+        self._providers: dict[str, Provider] = {}
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self._io = ThreadPoolExecutor(1, thread_name_prefix="eigenjury-store")
+        self._secrets: tuple[str, ...] = ()
+        self.accounting = Accounting()
+        self.limiters: dict[str, EndpointLimiter] = {}
+
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            await provider.aclose()
+        self._providers.clear()
+
+    def run_sync(self, calls: Sequence[Call]) -> list[CallResult]:
+        async def run_and_close() -> list[CallResult]:
+            try:
+                return await self.run(calls)
+            finally:
+                await self.aclose()
+
+        return asyncio.run(run_and_close())
+
+    def prepare(self, specs: Sequence[ModelSpec]) -> None:
+        """Check every spec can be used (keys present, local models installed, prices
+        known if a cost cap is set) before any call is made."""
+        for spec in dict.fromkeys(specs):
+            self._provider(spec)
+            if self.budget.max_cost_usd is not None and self.prices.lookup(spec) is None:
+                raise InputError(
+                    f"a cost cap is set but no price is known for {spec}; give one in a "
+                    "price table (--prices FILE) or cap tokens instead"
+                )
+
+    async def check_endpoints(self, specs: Sequence[ModelSpec]) -> None:
+        """Raise InputError naming the first endpoint that cannot be reached at all."""
+        for spec in dict.fromkeys(specs):
+            check = getattr(self._provider(spec), "check_reachable", None)
+            if check is not None:
+                try:
+                    await check()
+                except ProviderError as exc:
+                    raise InputError(exc.message) from None
+
+    def _provider(self, spec: ModelSpec) -> Provider:
+        name = str(spec)
+        if name in self._injected:
+            return self._injected[name]
+        if name not in self._providers:
+            self._providers[name] = make_provider(spec)
+            key = spec.api_key() if spec.key_variable else None
+            if key:
+                self._secrets = (*self._secrets, key)
+        return self._providers[name]
+
+    def _limits_for(self, endpoint: str) -> EndpointLimits:
+        if isinstance(self.limits, EndpointLimits):
+            return self.limits
+        return self.limits.get(endpoint) or self.limits.get("*") or EndpointLimits()
+
+    async def _io_call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+
+    async def run(self, calls: Sequence[Call]) -> list[CallResult]:
+        """Results in the order of `calls`. Raises InputError before any call is made if
+        a spec is unusable; Ctrl-C (cancellation) commits what finished, then re-raises."""
+        self.prepare([c.spec for c in calls])
+        self.accounting = Accounting()
+        keys = [request_key(c.spec, c.request, c.sample) for c in calls]
+        first: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            first.setdefault(key, i)
+        stored = await self._io_call(self.store.get_many, list(first))
+        done: dict[str, CallResult] = {}
+        pending: dict[str, list[_Pending]] = {}
+        for key, i in first.items():
+            hit = stored.get(key)
+            if hit is not None and (hit.ok or not self.retry_errors):
+                done[key] = _from_stored(calls[i], hit, cached=True)
+            else:
+                pending.setdefault(endpoint_of(calls[i].spec), []).append(_Pending(key, calls[i]))
+        progress = RunProgress(len(calls), enabled=self.progress)
+        for result in done.values():
+            self._account(result)
+        writer = _Writer(self, progress)
+        budget = _BudgetTracker(self.budget)
+        workers: list[asyncio.Task[None]] = []
+        try:
+            for endpoint, items in pending.items():
+                limiter = self.limiters.setdefault(
+                    endpoint, EndpointLimiter(self._limits_for(endpoint))
+                )
+                queue: asyncio.Queue[_Pending] = asyncio.Queue()
+                for item in items:
+                    queue.put_nowait(item)
+                workers.extend(
+                    asyncio.create_task(self._work(queue, limiter, budget, writer))
+                    for _ in range(min(limiter.limits.concurrency, len(items)))
+                )
+            writer.start()
+            await asyncio.gather(*workers)
+            await writer.drain()
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await writer.close()
+            progress.close(self.accounting.total)
+        done.update(writer.committed)
+        results = []
+        for call, key in zip(calls, keys, strict=True):
+            result = done[key]
+            results.append(
+                result if result.call is call else replace(result, call=call, cached=True)
+            )
+        # duplicates of a key within one run count as cache hits of the first
+        for i, key in enumerate(keys):
+            if first[key] != i:
+                self._account(results[i])
+        return results
+
+    def _account(self, result: CallResult) -> None:
+        self.accounting.add(
+            str(result.call.spec),
+            result.call.role,
+            result.completion,
+            result.error_kind,
+            result.cached,
+        )
+
+    def _estimate(self, call: Call) -> tuple[float, float]:
+        prompt = sum(len(m.content) for m in call.request.messages) / 4
+        output = call.request.max_tokens or DEFAULT_OUTPUT_TOKENS
+        price = self.prices.lookup(call.spec)
+        cost = price.cost(Usage(int(prompt), output)) if price else 0.0
+        return cost, prompt + output
+
+    async def _work(
+        self,
+        queue: asyncio.Queue[_Pending],
+        limiter: EndpointLimiter,
+        budget: _BudgetTracker,
+        writer: _Writer,
+    ) -> None:
+        while True:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            item.estimate = self._estimate(item.call)
+            if not budget.reserve(*item.estimate):
+                writer.skip(_budget_result(item))
+                continue
+            result = await self._attempt_all(item, limiter)
+            actual = (0.0, 0.0)
+            if result.completion is not None:
+                actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
+            budget.settle(item.estimate, actual)
+            writer.add(result, item.call)
+
+    async def _attempt_all(self, item: _Pending, limiter: EndpointLimiter) -> StoredResult:
+        call = item.call
+        provider = self._provider(call.spec)
+        policy = self.retry
+        error: ProviderError | None = None
+        for attempt in range(1, policy.max_attempts + 1):
+            await limiter.acquire(item.estimate[1])
+            try:
+                async with asyncio.timeout(policy.timeout_s):
+                    completion = await provider.generate(call.request)
+            except ProviderError as exc:
+                error = exc
+            except TimeoutError:
+                error = CallTimeoutError(f"no answer within {policy.timeout_s:g} s")
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                await limiter.release()
+                raise
+            except Exception as exc:  # a provider bug is recorded, not raised: errors are data
+                error = ProviderError(f"{type(exc).__name__}: {exc}")
+            else:
+                limiter.on_success()
+                await limiter.release()
+                limiter.settle_tokens(item.estimate[1], completion.usage.total)
+                cost = self.prices.cost(call.spec, completion.usage)
+                return self._stored(item, replace(completion, cost_usd=cost), None, attempt)
+            if isinstance(error, RateLimitError):
+                limiter.on_rate_limit()
+            await limiter.release()
+            if not error.retryable or attempt == policy.max_attempts:
+                break
+            await asyncio.sleep(policy.delay(attempt, error.retry_after, self._rng))
+        assert error is not None
+        return self._stored(item, None, error, policy.max_attempts if error.retryable else attempt)
+
+    def _stored(
+        self,
+        item: _Pending,
+        completion: Completion | None,
+        error: ProviderError | None,
+        attempts: int,
+    ) -> StoredResult:
+        call = item.call
+        return StoredResult(
+            key=item.key,
+            spec=str(call.spec),
+            request=canonical_json(call.request.identity()),
+            sample=call.sample,
+            completion=completion,
+            error_kind=None if error is None else error.kind,
+            error_message=None if error is None else redact(error.message, self._secrets),
+            attempts=attempts,
+            created_at=time.time(),
+        )
+
+
+def _from_stored(call: Call, stored: StoredResult, *, cached: bool) -> CallResult:
+    return CallResult(
+        call,
+        stored.key,
+        stored.completion,
+        stored.error_kind,
+        stored.error_message,
+        cached,
+        stored.attempts,
+    )
+
+
+def _budget_result(item: _Pending) -> CallResult:
+    return CallResult(
+        item.call,
+        item.key,
+        None,
+        BudgetExhaustedError.kind,
+        "not sent: the run's budget cap was reached",
+        cached=False,
+        attempts=0,
+    )
+
+
+class _Writer:
+    """Commits results in short batches; a result counts as done only once committed."""
+
+    def __init__(self, engine: Engine, progress: RunProgress) -> None:
+        self.engine = engine
+        self.progress = progress
+        self.committed: dict[str, CallResult] = {}
+        self._queue: list[tuple[StoredResult, Call]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    def add(self, result: StoredResult, call: Call) -> None:
+        self._queue.append((result, call))
+        if len(self._queue) >= self.engine.batch_size:
+            self._wake.set()
+
+    def skip(self, result: CallResult) -> None:
+        """A call that was not made (budget): reported, never stored."""
+        self.committed[result.key] = result
+        self.engine._account(result)
+        self.progress.update(self.engine.accounting.total)
+
+    async def _loop(self) -> None:
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.engine.flush_s)
+            self._wake.clear()
+            await self._flush()
+
+    async def _flush(self) -> None:
+        batch, self._queue = self._queue, []
+        if batch:
+            await self.engine._io_call(self.engine.store.put_many, [r for r, _ in batch])
+            self._publish(batch)
+
+    def _publish(self, batch: list[tuple[StoredResult, Call]]) -> None:
+        for stored, call in batch:
+            result = _from_stored(call, stored, cached=False)
+            self.committed[stored.key] = result
+            self.engine._account(result)
+        self.progress.update(self.engine.accounting.total)
+
+    async def drain(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        await self._flush()
+
+    async def close(self) -> None:
+        """On any exit (Ctrl-C included): commit whatever finished before leaving.
+
+        The commit goes through the store's own thread, after any commit already under
+        way there, and is waited for here: an interrupted run still keeps every
+        completed call.
+        """
+        self._closing = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        batch, self._queue = self._queue, []
+        if batch:
+            self.engine._io.submit(self.engine.store.put_many, [r for r, _ in batch]).result()
+            self._publish(batch)

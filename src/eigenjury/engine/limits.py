@@ -1,0 +1,127 @@
+"""Per-endpoint limits: concurrency that adapts to 429s, requests and tokens per minute,
+and the retry policy with backoff that honours Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EndpointLimits:
+    """Limits for one endpoint (a base URL, or a local/scripted model).
+
+    concurrency: calls in flight at most; with `adaptive`, halved on each 429 (at most
+    once a second) and raised by one after every `limit` successes, back up to this.
+    rpm / tpm: requests and tokens per minute (None: unlimited); tokens are estimated
+    before a call (prompt characters / 4 + max_tokens) and corrected after it.
+    """
+
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
+    adaptive: bool = True
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """max_attempts counts the first try; timeout_s bounds each attempt."""
+
+    max_attempts: int = 6
+    timeout_s: float = 120.0
+    backoff_s: float = 1.0
+    backoff_max_s: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds before the next attempt: the server's Retry-After if it gave one,
+        else exponential backoff with full jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max_s)
+        return rng.uniform(0.0, min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)))
+
+
+class TokenBucket:
+    """Refills at `per_minute / 60` per second, holding at most one second's worth
+    (so a full minute's quota is never spent in one burst)."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def take(self, amount: float) -> None:
+        amount = min(amount, self.capacity)  # a call bigger than the bucket waits for a full one
+        async with self._lock:
+            while True:
+                now = time.monotonic()
+                self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+                self.stamp = now
+                if self.level >= amount:
+                    self.level -= amount
+                    return
+                await asyncio.sleep((amount - self.level) / self.rate)
+
+    def refund(self, amount: float) -> None:
+        """Give back (or, negative, charge) the difference between estimate and actual."""
+        self.level = min(self.capacity, self.level + amount)
+
+
+class EndpointLimiter:
+    def __init__(self, limits: EndpointLimits) -> None:
+        self.limits = limits
+        self.limit = limits.concurrency
+        self.active = 0
+        self._free = asyncio.Condition()
+        self._requests = TokenBucket(limits.rpm) if limits.rpm else None
+        self._tokens = TokenBucket(limits.tpm) if limits.tpm else None
+        self._successes = 0
+        self._last_cut = 0.0
+        self.rate_limited = 0
+
+    async def acquire(self, estimated_tokens: float) -> None:
+        async with self._free:
+            await self._free.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+        try:
+            if self._requests is not None:
+                await self._requests.take(1.0)
+            if self._tokens is not None:
+                await self._tokens.take(estimated_tokens)
+        except BaseException:
+            await self.release()
+            raise
+
+    async def release(self) -> None:
+        async with self._free:
+            self.active -= 1
+            self._free.notify_all()
+
+    def settle_tokens(self, estimated: float, actual: float) -> None:
+        if self._tokens is not None:
+            self._tokens.refund(estimated - actual)
+
+    def on_success(self) -> None:
+        if not self.limits.adaptive or self.limit >= self.limits.concurrency:
+            return
+        self._successes += 1
+        if self._successes >= self.limit:
+            self._successes = 0
+            self.limit += 1
+
+    def on_rate_limit(self) -> None:
+        self.rate_limited += 1
+        if not self.limits.adaptive:
+            return
+        now = time.monotonic()
+        if now - self._last_cut >= 1.0:
+            self._last_cut = now
+            self.limit = max(1, self.limit // 2)
+            self._successes = 0

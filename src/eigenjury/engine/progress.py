@@ -1,0 +1,78 @@
+"""Progress of a run: a live rich display on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from eigenjury.engine.accounting import Tally
+
+
+def describe(tally: Tally, total: int, elapsed: float) -> str:
+    rate = (tally.calls - tally.cached) / elapsed if elapsed > 0 else 0.0
+    errors = sum(tally.errors.values())
+    cost = f"${tally.cost_usd:.4f}" + ("+?" if tally.unpriced else "")
+    return (
+        f"{tally.calls}/{total} done, {tally.cached} cached, {errors} errors, "
+        f"{tally.input_tokens + tally.output_tokens:,} tokens, {cost}, {rate:.1f} calls/s"
+    )
+
+
+class RunProgress:
+    """Call `update(tally)` as results land; `close()` at the end."""
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        console: Console | None = None,
+        label: str = "calls",
+        plain_every_s: float = 10.0,
+        enabled: bool = True,
+    ) -> None:
+        self.total = total
+        self.console = console or Console(stderr=True)
+        self.enabled = enabled and total > 0
+        self.start = time.monotonic()
+        self.plain_every_s = plain_every_s
+        self._last_line = self.start
+        self._live: Progress | None = None
+        if self.enabled and self.console.is_terminal:
+            self._live = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[detail]}"),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=False,
+            )
+            self._task = self._live.add_task(label, total=total, detail="")
+            self._live.start()
+
+    def update(self, tally: Tally, *, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        detail = describe(tally, self.total, now - self.start)
+        if self._live is not None:
+            self._live.update(self._task, completed=tally.calls, detail=detail)
+        elif force or now - self._last_line >= self.plain_every_s:
+            self._last_line = now
+            self.console.print(detail, highlight=False)
+
+    def close(self, tally: Tally) -> None:
+        if self._live is not None:
+            self.update(tally)
+            self._live.stop()
+        elif self.enabled:
+            self.update(tally, force=True)
+
+    def __enter__(self) -> RunProgress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.stop()

@@ -1,0 +1,23 @@
+"""From a spec to a live provider."""
+
+from __future__ import annotations
+
+from eigenjury.models.providers.anthropic import AnthropicProvider
+from eigenjury.models.providers.openai_compat import OpenAICompatibleProvider
+from eigenjury.models.providers.scripted import ScriptedProvider
+from eigenjury.models.spec import ModelSpec
+from eigenjury.models.types import Provider
+
+
+def make_provider(spec: ModelSpec) -> Provider:
+    """A provider for `spec`. Raises SpecError (a located InputError) for a missing key
+    or a local model that is not installed, before any call is made."""
+    if spec.provider in ("openai", "openai-compatible"):
+        return OpenAICompatibleProvider(spec)
+    if spec.provider == "anthropic":
+        return AnthropicProvider(spec)
+    if spec.provider == "scripted":
+        return ScriptedProvider(spec.model)
+    from eigenjury.models.providers.local import LocalProvider  # needs the `local` extra
+
+    return LocalProvider(spec.model)

@@ -1,0 +1,92 @@
+"""Prices per million tokens, and the cost of a call.
+
+The built-in table covers a few common hosted models at list prices (USD, late 2025)
+and is a starting point only: prices change, so pass your own table (TOML or JSON,
+``"provider:model" = {input = 0.15, output = 0.60}``) to override or extend it. Local
+and scripted models cost nothing; a model with no known price has cost None, and
+reports say so rather than show zero.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eigenjury.errors import InputError
+from eigenjury.models.spec import ModelSpec
+from eigenjury.models.types import Usage
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, usage: Usage) -> float:
+        return (
+            usage.input_tokens * self.input_per_mtok + usage.output_tokens * self.output_per_mtok
+        ) / 1e6
+
+
+BUILTIN_PRICES: dict[str, Price] = {
+    "openai:gpt-4o": Price(2.50, 10.00),
+    "openai:gpt-4o-mini": Price(0.15, 0.60),
+    "openai:gpt-4.1": Price(2.00, 8.00),
+    "openai:gpt-4.1-mini": Price(0.40, 1.60),
+    "openai:gpt-4.1-nano": Price(0.10, 0.40),
+    "anthropic:claude-3-5-haiku": Price(0.80, 4.00),
+    "anthropic:claude-sonnet-4": Price(3.00, 15.00),
+    "anthropic:claude-opus-4": Price(15.00, 75.00),
+}
+FREE_PROVIDERS = ("local", "scripted")
+
+
+_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+
+
+class PriceTable:
+    """Look up a model's price: exact "provider:model", else the same name without a
+    date or "-latest" suffix (so gpt-4o-mini-2024-07-18 finds gpt-4o-mini)."""
+
+    def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
+        self.prices: dict[str, Price] = dict(BUILTIN_PRICES if prices is None else prices)
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, base: PriceTable | None = None) -> PriceTable:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+            raw: dict[str, Any] = (
+                json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+            )
+        except FileNotFoundError:
+            raise InputError("no such file", path=path) from None
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise InputError(f"not a readable price table ({exc})", path=path) from None
+        table = PriceTable((base or cls()).prices)
+        for name, entry in raw.items():
+            try:
+                table.prices[name] = Price(float(entry["input"]), float(entry["output"]))
+            except (KeyError, TypeError, ValueError):
+                raise InputError(
+                    f"price for '{name}' must give input and output USD per million tokens, "
+                    "e.g. {input = 0.15, output = 0.60}",
+                    path=path,
+                ) from None
+        return table
+
+    def lookup(self, spec: ModelSpec) -> Price | None:
+        name = f"{spec.provider}:{spec.model}"
+        price = self.prices.get(name) or self.prices.get(_DATED.sub("", name))
+        if price is None and spec.provider in FREE_PROVIDERS:
+            return Price(0.0, 0.0)
+        return price
+
+    def cost(self, spec: ModelSpec, usage: Usage) -> float | None:
+        price = self.lookup(spec)
+        return None if price is None else price.cost(usage)

@@ -1,0 +1,1 @@
+"""Providers: one class per wire protocol, all behind `eigenjury.models.types.Provider`."""

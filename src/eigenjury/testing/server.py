@@ -1,0 +1,280 @@
+"""A small OpenAI- and Anthropic-compatible server for tests and benchmarks.
+
+It answers deterministically ("reply to: <last user message>"), after a fixed
+latency, and injects faults at chosen rates: 429 with Retry-After, 500/503, hangs
+past any sensible timeout, malformed or truncated JSON, and empty choices. It counts
+every request and every successful reply per distinct request body, so a test can
+check that nothing was asked twice. It binds to loopback only.
+
+    python -m eigenjury.testing.server --port 8000 --latency 0.05 --faults 0.3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import ipaddress
+import json
+import random
+import threading
+from collections import Counter
+from dataclasses import dataclass, fields
+from typing import Any
+
+from aiohttp import web
+
+FAULT_KINDS = ("rate_limit", "server_error", "hang", "malformed", "truncated", "empty_choices")
+
+
+@dataclass
+class Faults:
+    """Probability of each fault per request (they are exclusive: total at most 1)."""
+
+    rate_limit: float = 0.0
+    server_error: float = 0.0
+    hang: float = 0.0
+    malformed: float = 0.0
+    truncated: float = 0.0
+    empty_choices: float = 0.0
+    retry_after_s: float = 0.05
+    hang_s: float = 30.0
+
+    @classmethod
+    def uniform(cls, total: float, **settings: float) -> Faults:
+        """`total` spread evenly over every kind of fault."""
+        share = total / len(FAULT_KINDS)
+        return cls(**{kind: share for kind in FAULT_KINDS}, **settings)
+
+    def draw(self, rng: random.Random) -> str | None:
+        u, edge = rng.random(), 0.0
+        for kind in FAULT_KINDS:
+            edge += getattr(self, kind)
+            if u < edge:
+                return kind
+        return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class FaultServer:
+    """Start with `await server.start()` (returns the /v1 base URL), stop with `stop()`;
+    or use `ServerThread` from synchronous code."""
+
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        faults: Faults | None = None,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str | None = None,
+    ) -> None:
+        """With `api_key`, requests must carry it (Bearer or x-api-key); a wrong key gets
+        a 401 whose message quotes the key sent, as some real APIs do, so tests can
+        check that clients never let it through."""
+        if not _is_loopback(host):
+            raise ValueError(f"the test server binds to loopback only, not {host}")
+        self.latency_s = latency_s
+        self.faults = faults or Faults()
+        self.host, self.port = host, port
+        self._rng = random.Random(seed)
+        self.api_key = api_key
+        self.requests = 0
+        self.faults_served: Counter[str] = Counter()
+        self.successes: Counter[str] = Counter()
+        self.successes_by_prompt: Counter[str] = Counter()
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/stats", self._stats)
+        self._runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        return self.base_url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "faults": dict(self.faults_served),
+            "successes": sum(self.successes.values()),
+            "distinct_successes": len(self.successes),
+            "most_successes_for_one_request": max(self.successes.values(), default=0),
+        }
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats())
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "test", "object": "model"}]})
+
+    async def _serve(self, request: web.Request, answer: Any) -> web.StreamResponse:
+        self.requests += 1
+        raw = await request.read()
+        if self.api_key is not None:
+            sent = request.headers.get("x-api-key") or request.headers.get(
+                "Authorization", ""
+            ).removeprefix("Bearer ")
+            if sent != self.api_key:
+                return web.json_response(
+                    {"error": {"message": f"Incorrect API key provided: {sent}"}}, status=401
+                )
+        fault = self.faults.draw(self._rng)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if fault is not None:
+            self.faults_served[fault] += 1
+        if fault == "rate_limit":
+            return web.json_response(
+                {"error": {"message": "rate limit reached", "type": "rate_limit"}},
+                status=429,
+                headers={"Retry-After": f"{self.faults.retry_after_s:g}"},
+            )
+        if fault == "server_error":
+            return web.json_response(
+                {"error": {"message": "server overloaded"}}, status=self._rng.choice((500, 503))
+            )
+        if fault == "hang":
+            await asyncio.sleep(self.faults.hang_s)
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            return web.json_response({"error": {"message": "request is not JSON"}}, status=400)
+        payload = answer(body, fault == "empty_choices")
+        text = json.dumps(payload)
+        if fault == "malformed":
+            return web.Response(text="<html>upstream error</html>", content_type="text/html")
+        if fault == "truncated":
+            return web.Response(text=text[: len(text) // 2], content_type="application/json")
+        if fault != "empty_choices":
+            self.successes[hashlib.sha256(raw).hexdigest()] += 1
+            self.successes_by_prompt[reply_text(body.get("messages") or [])] += 1
+        return web.Response(text=text, content_type="application/json")
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, _chat_answer)
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, _messages_answer)
+
+
+def reply_text(messages: list[dict[str, Any]]) -> str:
+    last = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+    return f"reply to: {last}"
+
+
+def _words(messages: list[dict[str, Any]]) -> int:
+    return sum(len(str(m.get("content", "")).split()) for m in messages)
+
+
+def _chat_answer(body: dict[str, Any], empty: bool) -> dict[str, Any]:
+    messages = body.get("messages") or []
+    text = reply_text(messages)
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": body.get("model", "test"),
+        "choices": []
+        if empty
+        else [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": _words(messages), "completion_tokens": len(text.split())},
+    }
+
+
+def _messages_answer(body: dict[str, Any], empty: bool) -> dict[str, Any]:
+    messages = body.get("messages") or []
+    text = reply_text(messages)
+    return {
+        "id": "msg-test",
+        "type": "message",
+        "role": "assistant",
+        "content": [] if empty else [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": _words(messages), "output_tokens": len(text.split())},
+    }
+
+
+class ServerThread:
+    """The server on its own event loop in a daemon thread, for synchronous tests:
+
+    with ServerThread(latency_s=0.01) as server:
+        run_something(server.base_url)
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self.server = FaultServer(**options)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def __enter__(self) -> FaultServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(10)
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        help="share of requests that fail, spread over every fault kind",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    for f in fields(Faults):
+        if f.name not in FAULT_KINDS:
+            parser.add_argument(f"--{f.name.replace('_', '-')}", type=float, default=f.default)
+    args = parser.parse_args()
+    faults = Faults.uniform(args.faults, retry_after_s=args.retry_after_s, hang_s=args.hang_s)
+    server = FaultServer(
+        latency_s=args.latency, faults=faults, seed=args.seed, host=args.host, port=args.port
+    )
+
+    async def serve() -> None:
+        print(f"serving on {await server.start()}", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

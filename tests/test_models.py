@@ -1,0 +1,120 @@
+"""Model specs, personas, prices and the scripted provider."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from eigenjury.errors import InputError
+from eigenjury.models import ChatRequest, ModelSpec, Persona, PriceTable, SpecError, Usage
+from eigenjury.models.errors import ServerError
+from eigenjury.models.providers.scripted import ScriptedProvider, register_script
+
+
+@pytest.mark.parametrize(
+    ("text", "provider", "model", "endpoint"),
+    [
+        ("openai:gpt-4o-mini", "openai", "gpt-4o-mini", None),
+        ("anthropic:claude-sonnet-4", "anthropic", "claude-sonnet-4", None),
+        ("local:smollm2-135m", "local", "smollm2-135m", None),
+        ("scripted:echo", "scripted", "echo", None),
+        (
+            "openai-compatible:qwen3-8b@http://gpu-box:8000/v1",
+            "openai-compatible",
+            "qwen3-8b",
+            "http://gpu-box:8000/v1",
+        ),
+        (  # an '@' inside the model name stays there
+            "openai-compatible:claude@2024@https://proxy.example/v1",
+            "openai-compatible",
+            "claude@2024",
+            "https://proxy.example/v1",
+        ),
+    ],
+)
+def test_spec_strings(text: str, provider: str, model: str, endpoint: str | None) -> None:
+    spec = ModelSpec.parse(text)
+    assert (spec.provider, spec.model, spec.endpoint) == (provider, model, endpoint)
+    assert str(spec) == text
+    assert ModelSpec.from_value(str(spec)) == spec
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("gpt-4o", "has no provider"),
+        ("openia:gpt-4o", "unknown provider 'openia'"),
+        ("openai-compatible:qwen", "needs an endpoint"),
+        ("openai:", "names no model"),
+        ("openai-compatible:m@ftp://x", "needs an endpoint"),
+    ],
+)
+def test_bad_specs_say_what_to_write(text: str, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        ModelSpec.parse(text)
+
+
+def test_spec_identity_and_keys_carry_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = ModelSpec.parse("openai-compatible:m@https://user:pw@host:8443/v1?api_key=s3cret&v=2")
+    assert spec.identity() == {
+        "provider": "openai-compatible",
+        "model": "m",
+        "endpoint": "https://host:8443/v1?v=2",
+    }
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(InputError, match="set the environment variable OPENAI_API_KEY"):
+        ModelSpec.parse("openai:gpt-4o").api_key()
+    custom = ModelSpec.from_value(
+        {"spec": "openai-compatible:m@http://h/v1", "api_key_env": "ROUTER_KEY"}
+    )
+    with pytest.raises(InputError, match="ROUTER_KEY"):
+        custom.api_key()
+    monkeypatch.setenv("ROUTER_KEY", "sk-test")
+    assert custom.api_key() == "sk-test"
+    assert "sk-test" not in repr(custom) + str(custom.identity())
+    assert ModelSpec.parse("openai-compatible:m@http://h/v1").api_key() is None  # optional
+
+
+def test_persona_puts_its_system_prompt_first() -> None:
+    persona = Persona("kind", ModelSpec.parse("scripted:echo"), "Be kind.")
+    request = persona.dress(ChatRequest.chat(("user", "hi"), temperature=0.0))
+    assert [m.role for m in request.messages] == ["system", "user"]
+    assert request.messages[0].content == "Be kind." and request.temperature == 0.0
+
+
+def test_prices(tmp_path: pytest.TempPathFactory) -> None:
+    table = PriceTable()
+    mini = ModelSpec.parse("openai:gpt-4o-mini-2024-07-18")  # dated variant finds its family
+    assert table.cost(mini, Usage(1_000_000, 1_000_000)) == pytest.approx(0.75)
+    assert table.cost(ModelSpec.parse("local:smollm2-135m"), Usage(10, 10)) == 0.0
+    unknown = ModelSpec.parse("openai-compatible:mystery@http://h/v1")
+    assert table.cost(unknown, Usage(10, 10)) is None
+    path = tmp_path / "prices.toml"  # type: ignore[operator]
+    path.write_text('"openai-compatible:mystery" = {input = 1.0, output = 2.0}\n')
+    extended = PriceTable.from_file(path)
+    assert extended.cost(unknown, Usage(1_000_000, 500_000)) == pytest.approx(2.0)
+    assert extended.cost(mini, Usage(1_000_000, 0)) == pytest.approx(0.15)
+    path.write_text('"x" = {input = "cheap"}\n')
+    with pytest.raises(InputError, match="input and output USD per million"):
+        PriceTable.from_file(path)
+
+
+def test_scripted_provider_is_deterministic_and_fails_on_cue() -> None:
+    register_script("shout", lambda r: r.messages[-1].content.upper())
+    request = ChatRequest.chat(("user", "hello"))
+    provider = ScriptedProvider("shout")
+    assert asyncio.run(provider.generate(request)).text == "HELLO"
+    flaky = ScriptedProvider("echo", failure_rate=1.0)
+    with pytest.raises(ServerError):
+        asyncio.run(flaky.generate(request))
+    choice = ScriptedProvider("choice")
+    picks = {
+        asyncio.run(
+            choice.generate(ChatRequest.chat(("user", f"q{i}"), choices=("0", "1", "2")))
+        ).text
+        for i in range(30)
+    }
+    assert picks == {"0", "1", "2"}
+    with pytest.raises(SpecError, match="no scripted model 'nope'"):
+        ScriptedProvider("nope")

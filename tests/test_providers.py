@@ -1,0 +1,137 @@
+"""HTTP providers against the in-repo fault server: every fault becomes the right error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from eigenjury.models import ChatRequest, ModelSpec
+from eigenjury.models.errors import (
+    AuthError,
+    ConnectionFailedError,
+    MalformedResponseError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+)
+from eigenjury.models.factory import make_provider
+from eigenjury.models.providers.http import parse_retry_after
+from eigenjury.testing.server import Faults, FaultServer
+
+REQUEST = ChatRequest.chat(("system", "be brief"), ("user", "hello there"), temperature=0.0)
+
+
+def with_server(test: Callable[[str], Awaitable[Any]], **options: Any) -> tuple[Any, FaultServer]:
+    async def go() -> tuple[Any, FaultServer]:
+        server = FaultServer(**options)
+        base = await server.start()
+        try:
+            return await test(base), server
+        finally:
+            await server.stop()
+
+    return asyncio.run(go())
+
+
+async def _generate(spec: str, request: ChatRequest = REQUEST) -> Any:
+    provider = make_provider(ModelSpec.parse(spec))
+    try:
+        return await provider.generate(request)
+    finally:
+        await provider.aclose()
+
+
+@pytest.mark.parametrize("api", ["openai-compatible", "anthropic"])
+def test_a_completion_with_usage(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+
+    async def call(base: str) -> Any:
+        spec = f"{api}:test@{base}" if api == "openai-compatible" else "anthropic:test"
+        if api == "anthropic":
+            monkeypatch.setattr(
+                "eigenjury.models.spec.DEFAULT_ENDPOINTS", {"anthropic": base, "openai": base}
+            )
+        return await _generate(spec)
+
+    completion, server = with_server(call, api_key="test-key" if api == "anthropic" else None)
+    assert completion.text == "reply to: hello there"
+    # the test server counts words; Anthropic sends the system prompt outside `messages`
+    assert completion.usage.input_tokens == (4 if api == "openai-compatible" else 2)
+    assert completion.usage.output_tokens == 4
+    assert completion.finish_reason in ("stop", "end_turn") and completion.latency_s > 0
+    assert server.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ("rate_limit", RateLimitError),
+        ("server_error", ServerError),
+        ("malformed", MalformedResponseError),
+        ("truncated", MalformedResponseError),
+        ("empty_choices", MalformedResponseError),
+    ],
+)
+def test_each_fault_maps_to_its_error_class(fault: str, error: type[ProviderError]) -> None:
+    async def call(base: str) -> Any:
+        try:
+            await _generate(f"openai-compatible:test@{base}")
+        except ProviderError as exc:
+            return exc
+        return None
+
+    exc, _ = with_server(call, faults=Faults(**{fault: 1.0}, retry_after_s=2.5))
+    assert type(exc) is error and exc.retryable
+    if fault == "rate_limit":
+        assert exc.retry_after == pytest.approx(2.5) and exc.status == 429
+
+
+def test_a_rejected_key_is_an_auth_error_that_never_repeats_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MY_KEY", "sk-planted-secret-123")
+
+    async def call(base: str) -> Any:
+        spec = ModelSpec.from_value(
+            {"spec": f"openai-compatible:test@{base}", "api_key_env": "MY_KEY"}
+        )
+        provider = make_provider(spec)
+        try:
+            await provider.generate(REQUEST)
+        except ProviderError as exc:
+            return exc
+        finally:
+            await provider.aclose()
+
+    exc, _ = with_server(call, api_key="the-right-key")
+    assert isinstance(exc, AuthError) and not exc.retryable
+    assert "sk-planted-secret-123" not in str(exc) and "[redacted]" in str(exc)
+    assert "MY_KEY" in str(exc)
+
+
+def test_an_unreachable_endpoint() -> None:
+    async def go() -> ProviderError:
+        server = FaultServer()
+        base = await server.start()
+        await server.stop()  # the port is now closed
+        provider = make_provider(ModelSpec.parse(f"openai-compatible:test@{base}"))
+        try:
+            await provider.generate(REQUEST)
+        except ProviderError as exc:
+            return exc
+        finally:
+            await provider.aclose()
+        raise AssertionError("no error")
+
+    exc = asyncio.run(go())
+    assert isinstance(exc, ConnectionFailedError) and exc.retryable
+
+
+def test_retry_after_forms() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert parse_retry_after("soon") is None
