@@ -237,3 +237,12 @@ def test_unwritable_output_is_an_error_not_a_traceback(
     blocker = _write(tmp_path, "taken", "a file where a directory should go")
     code, out, err = _run(capsys, "simulate", "--out", str(blocker / "sim"))
     assert code == 2 and "taken" in err and "Traceback" not in err + out
+
+
+def test_help_states_the_estimator_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert DEFAULT_L2 == 1e-6 and "1e-6" in text and f"default: {DEFAULT_RESTARTS}" in text

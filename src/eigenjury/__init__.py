@@ -1,28 +1,70 @@
-"""eigenjury: LLM judging you can trust, by consensus, by contract and by bound."""
+"""eigenjury: LLM judging you can trust, by consensus, by contract and by bound.
 
-from eigenjury.stats import (
-    BradleyTerry,
-    DataError,
-    Davidson,
-    LowRankBTD,
-    PeerRanking,
-    VerdictCounts,
-    VerdictTable,
-    eigentrust,
-    to_elo,
-)
+The names below load on first use, so that `import eigenjury` (and every command
+that needs no statistics) stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+_EXPORTS = {
+    "BradleyTerry": "eigenjury.stats",
+    "DataError": "eigenjury.stats",
+    "Davidson": "eigenjury.stats",
+    "LowRankBTD": "eigenjury.stats",
+    "PeerRanking": "eigenjury.stats",
+    "VerdictCounts": "eigenjury.stats",
+    "VerdictTable": "eigenjury.stats",
+    "eigentrust": "eigenjury.stats",
+    "to_elo": "eigenjury.stats",
+    "Call": "eigenjury.engine",
+    "Engine": "eigenjury.engine",
+    "Store": "eigenjury.engine",
+    "ChatRequest": "eigenjury.models",
+    "ModelSpec": "eigenjury.models",
+    "Persona": "eigenjury.models",
+}
+
 __all__ = [
     "BradleyTerry",
+    "Call",
+    "ChatRequest",
     "DataError",
     "Davidson",
+    "Engine",
     "LowRankBTD",
+    "ModelSpec",
     "PeerRanking",
+    "Persona",
+    "Store",
     "VerdictCounts",
     "VerdictTable",
     "__version__",
     "eigentrust",
     "to_elo",
 ]
+
+if TYPE_CHECKING:
+    from eigenjury.engine import Call, Engine, Store
+    from eigenjury.models import ChatRequest, ModelSpec, Persona
+    from eigenjury.stats import (
+        BradleyTerry,
+        DataError,
+        Davidson,
+        LowRankBTD,
+        PeerRanking,
+        VerdictCounts,
+        VerdictTable,
+        eigentrust,
+        to_elo,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'eigenjury' has no attribute '{name}'")

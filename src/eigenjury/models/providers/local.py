@@ -73,10 +73,33 @@ def model_path(name: str) -> Path:
     return path
 
 
+# Chat formats for GGUF files that carry no template of their own, by architecture.
+# (The bundled Gemma 3 270M is the base model: its tokenizer knows the turn markers,
+# its metadata has no template.) System text opens the first user turn, as Gemma does.
+GEMMA_TURNS = (
+    "{{ bos_token }}"
+    "{% set system = messages | selectattr('role', 'equalto', 'system') "
+    "| map(attribute='content') | join('\\n\\n') %}"
+    "{% for m in messages if m.role != 'system' %}"
+    "{{ '<start_of_turn>' + ('model' if m.role == 'assistant' else 'user') + '\\n' }}"
+    "{% if loop.first and system %}{{ system + '\\n\\n' }}{% endif %}"
+    "{{ m.content | trim }}{{ '<end_of_turn>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+)
+PLAIN_TURNS = (
+    "{% for m in messages %}{{ m.role | capitalize }}: {{ m.content | trim }}{{ '\\n\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+FALLBACK_TEMPLATES = {"gemma3": GEMMA_TURNS, "gemma2": GEMMA_TURNS, "gemma": GEMMA_TURNS}
+END_OF_TURN_MARKERS = ("<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>")
+
+
 @dataclass
 class _Loaded:
     llm: Any  # llama_cpp.Llama
     formatter: Any  # llama_cpp.llama_chat_format.Jinja2ChatFormatter
+    chat: Any  # the formatter's chat-completion handler
     lock: threading.Lock
 
 
@@ -92,20 +115,56 @@ def _load(path: Path) -> _Loaded:
                 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
             except ImportError:
                 raise SpecError(f"local models need llama-cpp-python; {_INSTALL}") from None
+            _quiet_llama_logs()
             llm = Llama(
                 model_path=str(path), n_ctx=N_CTX, n_threads=os.cpu_count() or 1, verbose=False
             )
-            template = llm.metadata.get("tokenizer.chat_template")
-            if not template:
-                raise SpecError(f"{path} carries no chat template; eigenjury needs a chat model")
-            eos, bos = llm.token_eos(), llm.token_bos()
+            template = llm.metadata.get("tokenizer.chat_template") or FALLBACK_TEMPLATES.get(
+                llm.metadata.get("general.architecture", ""), PLAIN_TURNS
+            )
             formatter = Jinja2ChatFormatter(
                 template=template,
-                eos_token=llm.detokenize([eos], special=True).decode() if eos >= 0 else "",
-                bos_token=llm.detokenize([bos], special=True).decode() if bos >= 0 else "",
+                eos_token=_token_text(llm, llm.token_eos()),
+                bos_token=_token_text(llm, llm.token_bos()),
+                stop_token_ids=_stop_tokens(llm),
             )
-            _models[path] = _Loaded(llm, formatter, threading.Lock())
+            _models[path] = _Loaded(llm, formatter, formatter.to_chat_handler(), threading.Lock())
         return _models[path]
+
+
+def _token_text(llm: Any, token: int) -> str:
+    return llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
+
+
+def _stop_tokens(llm: Any) -> list[int]:
+    """End of sequence, and the model's end-of-turn marker where it is one special token."""
+    stops = [llm.token_eos()]
+    for marker in END_OF_TURN_MARKERS:
+        tokens = llm.tokenize(marker.encode(), add_bos=False, special=True)
+        if len(tokens) == 1 and tokens[0] not in stops:
+            stops.append(tokens[0])
+    return stops
+
+
+_log_callback: Any = None
+
+
+def _quiet_llama_logs() -> None:
+    """Let through only llama.cpp's errors (it otherwise prints notes at level 0)."""
+    global _log_callback
+    if _log_callback is not None:
+        return
+    import ctypes
+    import sys
+
+    import llama_cpp
+
+    def show_errors(level: int, text: bytes, user_data: Any) -> None:
+        if level == 4:  # GGML_LOG_LEVEL_ERROR (ggml.h; the binding's comment is out of date)
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    _log_callback = llama_cpp.llama_log_callback(show_errors)
+    llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
 class LocalProvider:
@@ -149,10 +208,11 @@ def _messages(request: ChatRequest) -> list[dict[str, str]]:
 def _free(model: _Loaded, request: ChatRequest) -> Completion:
     grammar = None
     if request.grammar is not None:
-        from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
-    reply = model.llm.create_chat_completion(
+    reply = model.chat(
+        llama=model.llm,
         messages=_messages(request),
         temperature=0.0 if request.temperature is None else request.temperature,
         top_p=1.0 if request.top_p is None else request.top_p,

@@ -1,0 +1,2 @@
+"""Command handlers, imported only when their command runs (so `eigenjury batch` never
+loads scipy)."""

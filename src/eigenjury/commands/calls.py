@@ -1,0 +1,74 @@
+"""`eigenjury batch` and `eigenjury export`: chat requests through any model, and the store."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from rich.console import Console
+
+from eigenjury.batch import batch_calls, read_requests, write_results
+from eigenjury.engine import Budget, CallResult, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.errors import InputError
+from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
+from eigenjury.models import ModelSpec, PriceTable
+from eigenjury.reports.accounting import print_accounting
+
+
+def engine_from_args(args: argparse.Namespace) -> Engine:
+    prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
+    return Engine(
+        Store(args.store),
+        limits=EndpointLimits(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm),
+        retry=RetryPolicy(max_attempts=args.max_attempts, timeout_s=args.timeout),
+        budget=Budget(max_cost_usd=args.budget_usd, max_tokens=args.budget_tokens),
+        prices=prices,
+        retry_errors=args.retry_errors,
+        progress=args.progress,
+    )
+
+
+def batch(args: argparse.Namespace, console: Console) -> int:
+    lines = read_requests(args.requests)
+    spec = ModelSpec.parse(args.model)
+    engine = engine_from_args(args)
+    calls = batch_calls(lines, spec)
+    engine.prepare([spec])
+
+    async def run() -> list[CallResult]:
+        async with engine:
+            await engine.check_endpoints([spec])
+            return await engine.run(calls)
+
+    try:
+        results = asyncio.run(run())
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: finished calls are in {args.store}; rerun the same command to "
+            "send only the rest"
+        )
+        return EXIT_INTERRUPTED
+    finally:
+        engine.store.close()
+    write_results(args.out, lines, results)
+    print_accounting(console, engine.accounting.record())
+    failed = sum(not r.ok for r in results)
+    console.print(f"wrote {len(results)} results to {args.out}")
+    if failed:
+        console.print(
+            f"[yellow]warning:[/] {failed} request(s) ended in errors (see the 'error' field); "
+            "rerun to try them again"
+        )
+        return EXIT_SOME_FAILED
+    return 0
+
+
+def export(args: argparse.Namespace, console: Console) -> int:
+    if not args.store.is_file():
+        raise InputError("no such store", path=args.store)
+    if args.out.suffix.lower() not in (".jsonl", ".parquet"):
+        raise InputError("export to a .jsonl or .parquet file", path=args.out)
+    with Store(args.store) as store:
+        n = store.export(args.out)
+    console.print(f"wrote {n} results to {args.out}")
+    return 0

@@ -1,0 +1,153 @@
+"""`eigenjury simulate` and `eigenjury fit`: the peer-ranking estimator on verdict files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from eigenjury.errors import InputError
+from eigenjury.files import write_json
+from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
+from eigenjury.stats.consensus import PeerRanking
+from eigenjury.stats.elo import to_elo
+from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
+from eigenjury.stats.verdicts import DataError
+from eigenjury.verdict_files import read_verdicts, write_verdicts
+
+
+def simulate(args: argparse.Namespace, console: Console) -> int:
+    if args.group_size > args.models:
+        raise InputError(f"--group-size {args.group_size} exceeds --models {args.models}")
+    if args.greenbeard > args.models:
+        raise InputError(f"--greenbeard {args.greenbeard} exceeds --models {args.models}")
+    population = make_population(
+        args.models,
+        args.dim,
+        tie=args.tie,
+        position_bias=args.position_bias,
+        judge_noise=args.judge_noise,
+        greenbeard=args.greenbeard,
+        greenbeard_bonus=args.greenbeard_bonus,
+        seed=args.seed,
+    )
+    table = simulate_verdicts(
+        population,
+        n_scenarios=args.scenarios,
+        group_size=args.group_size,
+        judges_per_scenario=args.judges_per_scenario,
+        scenario_noise=args.scenario_noise,
+        seed=args.seed + 1,
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    suffix = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}[args.format]
+    verdicts_path = args.out / f"verdicts{suffix}"
+    tmp = verdicts_path.with_name(f".{verdicts_path.name}.tmp{suffix}")
+    write_verdicts(table, tmp)
+    os.replace(tmp, verdicts_path)
+    trust, elo = population.trust(), population.elo()
+    truth = {
+        "population": population.to_dict(),
+        "design": {
+            "scenarios": args.scenarios,
+            "group_size": args.group_size,
+            "judges_per_scenario": args.judges_per_scenario,
+            "scenario_noise": args.scenario_noise,
+            "seed": args.seed,
+        },
+        "trust": trust.tolist(),
+        "elo": elo.tolist(),
+    }
+    write_json(args.out / "truth.json", truth)
+    shown = Table(title="Simulated population (truth)", title_justify="left")
+    for col in ("model", "true Elo", "true trust", "tie propensity", "position bias"):
+        shown.add_column(col, justify="left" if col == "model" else "right")
+    for i in np.argsort(-elo):
+        name = population.models[i] + (" (greenbeard)" if population.greenbeard[i] else "")
+        shown.add_row(
+            name,
+            f"{elo[i]:.0f}",
+            f"{trust[i]:.4f}",
+            f"{population.tie_propensity[i]:.2f}",
+            f"{population.position_bias[i]:+.2f}",
+        )
+    console.print(shown)
+    console.print(
+        f"wrote {len(table)} verdicts to {verdicts_path} and the truth to {args.out / 'truth.json'}"
+    )
+    return 0
+
+
+def fit(args: argparse.Namespace, console: Console) -> int:
+    table = read_verdicts(args.verdicts, criterion=args.criterion)
+    truth = read_truth(args.truth, table.models) if args.truth else None
+    tuning = {k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None}
+    ranking = PeerRanking(
+        args.dim,
+        **tuning,
+        position_bias=args.position_bias,
+        exclude_self=args.exclude_self,
+        damping=args.damping,
+        anchor=args.anchor,
+        anchor_value=args.anchor_value,
+        bootstrap=args.bootstrap,
+        ci=args.ci,
+        seed=args.seed,
+        n_jobs=args.jobs,
+        cv=args.cv,
+    )
+    try:
+        ranking.fit(table)
+    except DataError as exc:
+        raise InputError(str(exc), path=args.verdicts) from None
+    record = ranking_record(ranking, source=str(args.verdicts))
+    if truth is not None:
+        order = [truth.models.index(m) for m in ranking.models_]
+        true_trust = truth.trust(exclude_self=args.exclude_self)[order]
+        true_elo = to_elo(true_trust, anchor=ranking.anchor_index_, value=args.anchor_value)
+        record["truth_recovery"] = recovery(
+            true_trust,
+            ranking.trust_,
+            true_elo,
+            ranking.elo_,
+            ranking.elo_ci_ if args.bootstrap else None,
+        )
+    print_leaderboard(console, record)
+    if truth is not None:
+        rec = record["truth_recovery"]
+        line = (
+            f"against the truth: Kendall tau {rec['kendall_tau']:.3f}, "
+            f"largest Elo error {rec['max_abs_elo_error']:.1f}"
+        )
+        if "elo_ci_coverage" in rec:
+            line += f", {rec['elo_ci_coverage']:.0%} of true Elo inside their intervals"
+        console.print(line)
+    if args.out:
+        write_json(args.out, record)
+        console.print(f"wrote {args.out}")
+    return 0
+
+
+def read_truth(path: Path, models: tuple[str, ...]) -> Population:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        population = Population.from_dict(data["population"])
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(
+            f"not a truth file written by `eigenjury simulate` ({exc})", path=path
+        ) from None
+    if set(models) != set(population.models):
+        unknown = sorted(set(models) ^ set(population.models))
+        raise InputError(
+            "the verdicts and the truth describe different populations (differing: "
+            f"{', '.join(unknown[:5])}); recovery needs the same models in both",
+            path=path,
+        )
+    return population

@@ -1,0 +1,135 @@
+"""The real bundled local models through llama.cpp: generation, constrained verdicts,
+option scoring, one load per process, and a free event loop while they think."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from eigenjury.engine import Call, Engine, Store
+from eigenjury.models import ChatRequest, ModelSpec, SpecError
+from eigenjury.models.factory import make_provider
+
+if not os.environ.get("EIGENJURY_REQUIRE_LOCAL"):
+    pytest.importorskip("llama_cpp", reason="the local extra is not installed")
+
+pytestmark = pytest.mark.local
+MODELS = ["smollm2-135m", "gemma3-270m"]
+VERDICT = ChatRequest.chat(
+    (
+        "system",
+        "You compare two answers. Reply 1 if the first is better, 2 if the second is "
+        "better, 0 for a tie.",
+    ),
+    (
+        "user",
+        "Question: what is the boiling point of water at sea level?\n"
+        "First answer: 100 degrees Celsius.\nSecond answer: 50 degrees Celsius.",
+    ),
+    choices=("0", "1", "2"),
+    logprobs=True,
+)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_short_generation(name: str) -> None:
+    provider = make_provider(ModelSpec.parse(f"local:{name}"))
+    request = ChatRequest.chat(("user", "Name a colour."), max_tokens=8, temperature=0.0)
+    completion = asyncio.run(provider.generate(request))
+    assert completion.text.strip()
+    assert completion.usage.input_tokens > 3 and 0 < completion.usage.output_tokens <= 8
+    assert completion.finish_reason in ("stop", "length") and completion.latency_s > 0
+    again = asyncio.run(provider.generate(request))
+    assert again.text == completion.text  # temperature 0 is deterministic
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_constrained_verdict_by_option_scoring(name: str) -> None:
+    provider = make_provider(ModelSpec.parse(f"local:{name}"))
+    completion = asyncio.run(provider.generate(VERDICT))
+    scores = completion.choice_logprobs
+    assert scores is not None and set(scores) == {"0", "1", "2"}
+    assert all(s < 0 for s in scores.values())
+    assert completion.text == max(scores, key=lambda c: scores[c])
+    sampled = {
+        asyncio.run(
+            provider.generate(
+                ChatRequest(VERDICT.messages, temperature=5.0, seed=seed, choices=VERDICT.choices)
+            )
+        ).text
+        for seed in range(12)
+    }
+    assert sampled <= {"0", "1", "2"} and len(sampled) > 1  # a hot, seeded draw varies
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_grammar_constrains_free_generation(name: str) -> None:
+    provider = make_provider(ModelSpec.parse(f"local:{name}"))
+    request = ChatRequest.chat(
+        ("user", "Is the sky blue? Answer yes or no."),
+        grammar='root ::= "yes" | "no"',
+        max_tokens=4,
+    )
+    assert asyncio.run(provider.generate(request)).text in ("yes", "no")
+
+
+def test_multi_token_choices_score_whole_strings() -> None:
+    provider = make_provider(ModelSpec.parse("local:smollm2-135m"))
+    request = ChatRequest.chat(
+        ("user", "Which is a fruit?"), choices=("banana", "hammer"), logprobs=True
+    )
+    completion = asyncio.run(provider.generate(request))
+    assert completion.choice_logprobs is not None
+    assert set(completion.choice_logprobs) == {"banana", "hammer"}
+    assert completion.usage.output_tokens >= 1
+
+
+def test_each_model_loads_once_and_inference_leaves_the_loop_free() -> None:
+    from eigenjury.models.providers import local
+
+    spec = ModelSpec.parse("local:smollm2-135m")
+
+    async def go() -> int:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        first, second = make_provider(spec), make_provider(spec)
+        request = ChatRequest.chat(
+            ("user", "Write a sentence about rivers."), max_tokens=48, temperature=0.0
+        )
+        start = time.monotonic()
+        await asyncio.gather(first.generate(request), second.generate(request))
+        elapsed = time.monotonic() - start
+        task.cancel()
+        return int(ticks / max(elapsed / 0.01, 1) * 100)
+
+    share = asyncio.run(go())
+    assert share > 30  # the loop kept ticking through the generations (% of ideal ticks)
+    paths = [p for p in local._models if p.name.startswith("SmolLM2")]
+    assert len(paths) == 1
+
+
+def test_local_models_run_through_the_engine_and_cache(tmp_path: Path) -> None:
+    spec = ModelSpec.parse("local:smollm2-135m")
+    calls = [Call(spec, VERDICT), Call(spec, ChatRequest.chat(("user", "Hi"), max_tokens=4))]
+    engine = Engine(Store(tmp_path / "s.sqlite"), progress=False)
+    first = engine.run_sync(calls)
+    second = Engine(Store(tmp_path / "s.sqlite"), progress=False).run_sync(calls)
+    assert all(r.ok for r in first) and all(r.cached for r in second)
+    assert second[0].completion.choice_logprobs == first[0].completion.choice_logprobs  # type: ignore[union-attr]
+    assert first[0].completion.cost_usd == 0.0  # type: ignore[union-attr]
+
+
+def test_unknown_local_model() -> None:
+    with pytest.raises(SpecError, match="unknown local model 'gpt-5'"):
+        make_provider(ModelSpec.parse("local:gpt-5"))
