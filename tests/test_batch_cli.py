@@ -298,3 +298,42 @@ def test_kill_9_at_random_points_then_resume(tmp_path: Path) -> None:
             after = {p: server.successes_by_prompt[f"reply to: {p}"] for p in committed}
             assert after == before, "a committed call was made again"
             assert 0 < len(committed) < 600
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path: Path) -> None:
+    requests = write_requests(tmp_path / "req.jsonl", 400)
+    store = tmp_path / "s.sqlite"
+    with ServerThread(latency_s=0.05) as server:
+        command = [
+            sys.executable,
+            "-m",
+            "eigenjury",
+            "batch",
+            str(requests),
+            "--model",
+            f"openai-compatible:test@{server.base_url}",
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--store",
+            str(store),
+            "--concurrency",
+            "4",
+            "--no-progress",
+        ]
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 60
+        while not _committed_any(store) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        assert process.returncode == 130, err
+        assert "rerun the same command" in out and "Traceback" not in err
+        with Store(store) as kept:
+            finished = kept.counts()["ok"]
+        assert 0 < finished < 400
+        sent = server.requests
+        assert subprocess.run(command, capture_output=True, check=False).returncode == 0
+        assert server.requests - sent == 400 - finished  # only the rest was sent
+    assert len(read_results(tmp_path / "o.jsonl")) == 400

@@ -237,3 +237,35 @@ def test_duplicate_calls_in_one_run_are_made_once(tmp_path: Path) -> None:
         ]
     )
     assert [r.call for r in results] == calls
+
+
+def test_models_at_one_endpoint_share_one_pooled_session(tmp_path: Path) -> None:
+    async def go(base: str, server: FaultServer) -> Any:
+        specs = [ModelSpec.parse(f"openai-compatible:{m}@{base}") for m in ("a", "b")]
+        async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
+            results = await engine.run([c for s in specs for c in calls_for(s, 5)])
+            return results, len(engine._sessions)
+
+    results, sessions = serve(go)
+    assert all(r.ok for r in results) and sessions == 1
+
+
+def test_progress_degrades_to_plain_lines() -> None:
+    import io
+
+    from rich.console import Console
+
+    from eigenjury.engine.accounting import Tally
+    from eigenjury.engine.progress import RunProgress
+
+    stream = io.StringIO()
+    progress = RunProgress(
+        10, console=Console(file=stream, force_terminal=False), plain_every_s=0.0
+    )
+    tally = Tally()
+    tally.calls, tally.cached, tally.input_tokens = 4, 1, 1000
+    progress.update(tally)
+    progress.close(tally)
+    lines = stream.getvalue().splitlines()
+    assert lines and all("4/10 done, 1 cached, 0 errors, 1,000 tokens" in x for x in lines)
+    assert "\x1b[" not in stream.getvalue()  # no terminal control codes in a log

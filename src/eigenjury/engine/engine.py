@@ -34,6 +34,7 @@ from eigenjury.models.errors import (
 )
 from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import PriceTable
+from eigenjury.models.providers.http import new_session
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
 
@@ -165,6 +166,16 @@ class Engine:
         for provider in self._providers.values():
             await provider.aclose()
         self._providers.clear()
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
+
+    def _session(self, base_url: str) -> aiohttp.ClientSession:
+        """The one pooled session for an endpoint, made on first use (inside the loop)."""
+        session = self._sessions.get(base_url)
+        if session is None or session.closed:
+            session = self._sessions[base_url] = new_session()
+        return session
 
     def run_sync(self, calls: Sequence[Call]) -> list[CallResult]:
         async def run_and_close() -> list[CallResult]:
@@ -201,7 +212,8 @@ class Engine:
         if name in self._injected:
             return self._injected[name]
         if name not in self._providers:
-            self._providers[name] = make_provider(spec)
+            base = spec.base_url or ""
+            self._providers[name] = make_provider(spec, sessions=lambda: self._session(base))
             key = spec.api_key() if spec.key_variable else None
             if key:
                 self._secrets = (*self._secrets, key)

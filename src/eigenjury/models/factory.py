@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from eigenjury.models.providers.anthropic import AnthropicProvider
+from eigenjury.models.providers.http import SessionFactory
 from eigenjury.models.providers.openai_compat import OpenAICompatibleProvider
 from eigenjury.models.providers.scripted import ScriptedProvider
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import Provider
 
 
-def make_provider(spec: ModelSpec) -> Provider:
+def make_provider(spec: ModelSpec, *, sessions: SessionFactory | None = None) -> Provider:
     """A provider for `spec`. Raises SpecError (a located InputError) for a missing key
-    or a local model that is not installed, before any call is made."""
+    or a local model that is not installed, before any call is made. HTTP providers
+    use `sessions` (one pooled session per endpoint) when given."""
     if spec.provider in ("openai", "openai-compatible"):
-        return OpenAICompatibleProvider(spec)
+        return OpenAICompatibleProvider(spec, sessions=sessions)
     if spec.provider == "anthropic":
-        return AnthropicProvider(spec)
+        return AnthropicProvider(spec, sessions=sessions)
     if spec.provider == "scripted":
         return ScriptedProvider(spec.model)
     from eigenjury.models.providers.local import LocalProvider  # needs the `local` extra

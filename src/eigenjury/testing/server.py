@@ -204,7 +204,11 @@ def _chat_answer(body: dict[str, Any], empty: bool) -> dict[str, Any]:
         else [
             {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
         ],
-        "usage": {"prompt_tokens": _words(messages), "completion_tokens": len(text.split())},
+        "usage": {
+            "prompt_tokens": _words(messages),
+            "completion_tokens": len(text.split()),
+            "total_tokens": _words(messages) + len(text.split()),
+        },
     }
 
 

@@ -11,6 +11,7 @@ import asyncio
 import email.utils
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,29 +39,43 @@ _CONTEXT_WORDS = (
 )
 
 
-class HttpProvider:
-    """Base for JSON-over-HTTP providers; subclasses build payloads and parse replies."""
+SessionFactory = Callable[[], aiohttp.ClientSession]
 
-    def __init__(self, spec: ModelSpec, *, connections: int = 256) -> None:
+
+def new_session() -> aiohttp.ClientSession:
+    """A pooled session; concurrency is the engine's to limit, not the connector's."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),
+        timeout=aiohttp.ClientTimeout(total=None),
+    )
+
+
+class HttpProvider:
+    """Base for JSON-over-HTTP providers; subclasses build payloads and parse replies.
+
+    `sessions` lets several models at one endpoint share one pooled session (the
+    engine passes its per-endpoint pool); without it the provider owns its own.
+    """
+
+    def __init__(self, spec: ModelSpec, *, sessions: SessionFactory | None = None) -> None:
         self.spec = spec
         self.base_url = spec.base_url or ""
         self.public_base = public_url(self.base_url)
         self._key = spec.api_key()
-        self._connections = connections
-        self._session: aiohttp.ClientSession | None = None
+        self._shared = sessions
+        self._own: aiohttp.ClientSession | None = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=0)
-            self._session = aiohttp.ClientSession(
-                connector=connector, timeout=aiohttp.ClientTimeout(total=None)
-            )
-        return self._session
+        if self._shared is not None:
+            return self._shared()
+        if self._own is None or self._own.closed:
+            self._own = new_session()
+        return self._own
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
+        if self._own is not None and not self._own.closed:
+            await self._own.close()
 
     async def check_reachable(self, timeout_s: float = 5.0) -> None:
         """Raise ConnectionFailedError unless a TCP connection to the endpoint opens."""
