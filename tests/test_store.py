@@ -46,6 +46,14 @@ def test_every_determining_field_changes_the_key() -> None:
     assert request_key(with_user, REQUEST) == base
 
 
+def test_the_key_is_the_hash_of_the_canonical_identity() -> None:
+    import hashlib
+
+    identity = {"v": 1, "spec": SPEC.identity(), "request": REQUEST.identity(), "sample": 3}
+    expected = hashlib.sha256(canonical_json(identity).encode()).hexdigest()
+    assert request_key(SPEC, REQUEST, sample=3) == expected
+
+
 def test_keys_are_stable_across_processes() -> None:
     code = (
         "from eigenjury.engine.store import request_key;"

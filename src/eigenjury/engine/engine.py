@@ -23,7 +23,7 @@ import aiohttp
 from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
 from eigenjury.engine.progress import RunProgress
-from eigenjury.engine.store import Store, StoredResult, canonical_json, request_key
+from eigenjury.engine.store import Store, StoredResult, canonical_json, key_of, spec_json
 from eigenjury.errors import InputError
 from eigenjury.models.errors import (
     BudgetExhaustedError,
@@ -33,7 +33,7 @@ from eigenjury.models.errors import (
     redact,
 )
 from eigenjury.models.factory import make_provider
-from eigenjury.models.prices import PriceTable
+from eigenjury.models.prices import Price, PriceTable
 from eigenjury.models.providers.http import new_session
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
@@ -109,6 +109,7 @@ def endpoint_of(spec: ModelSpec) -> str:
 class _Pending:
     key: str
     call: Call
+    request_json: str  # the request's identity, encoded once for the key and the record
     estimate: tuple[float, float] = (0.0, 0.0)  # cost, tokens
 
 
@@ -150,6 +151,7 @@ class Engine:
         self.flush_s = flush_s
         self._rng = random.Random(seed)
         self._providers: dict[str, Provider] = {}
+        self._prices: dict[ModelSpec, Price | None] = {}
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._io = ThreadPoolExecutor(1, thread_name_prefix="eigenjury-store")
         self._secrets: tuple[str, ...] = ()
@@ -219,6 +221,11 @@ class Engine:
                 self._secrets = (*self._secrets, key)
         return self._providers[name]
 
+    def _price(self, spec: ModelSpec) -> Price | None:
+        if spec not in self._prices:
+            self._prices[spec] = self.prices.lookup(spec)
+        return self._prices[spec]
+
     def _limits_for(self, endpoint: str) -> EndpointLimits:
         if isinstance(self.limits, EndpointLimits):
             return self.limits
@@ -232,7 +239,8 @@ class Engine:
         a spec is unusable; Ctrl-C (cancellation) commits what finished, then re-raises."""
         self.prepare([c.spec for c in calls])
         self.accounting = Accounting()
-        keys = [request_key(c.spec, c.request, c.sample) for c in calls]
+        encoded = [canonical_json(c.request.identity()) for c in calls]
+        keys = [key_of(spec_json(c.spec), e, c.sample) for c, e in zip(calls, encoded, strict=True)]
         first: dict[str, int] = {}
         for i, key in enumerate(keys):
             first.setdefault(key, i)
@@ -244,7 +252,9 @@ class Engine:
             if hit is not None and (hit.ok or not self.retry_errors):
                 done[key] = _from_stored(calls[i], hit, cached=True)
             else:
-                pending.setdefault(endpoint_of(calls[i].spec), []).append(_Pending(key, calls[i]))
+                pending.setdefault(endpoint_of(calls[i].spec), []).append(
+                    _Pending(key, calls[i], encoded[i])
+                )
         progress = RunProgress(len(calls), enabled=self.progress)
         for result in done.values():
             self._account(result)
@@ -297,7 +307,7 @@ class Engine:
     def _estimate(self, call: Call) -> tuple[float, float]:
         prompt = sum(len(m.content) for m in call.request.messages) / 4
         output = call.request.max_tokens or DEFAULT_OUTPUT_TOKENS
-        price = self.prices.lookup(call.spec)
+        price = self._price(call.spec)
         cost = price.cost(Usage(int(prompt), output)) if price else 0.0
         return cost, prompt + output
 
@@ -347,7 +357,8 @@ class Engine:
                 limiter.on_success()
                 await limiter.release()
                 limiter.settle_tokens(item.estimate[1], completion.usage.total)
-                cost = self.prices.cost(call.spec, completion.usage)
+                price = self._price(call.spec)
+                cost = None if price is None else price.cost(completion.usage)
                 return self._stored(item, replace(completion, cost_usd=cost), None, attempt)
             if isinstance(error, RateLimitError):
                 limiter.on_rate_limit()
@@ -369,7 +380,7 @@ class Engine:
         return StoredResult(
             key=item.key,
             spec=str(call.spec),
-            request=canonical_json(call.request.identity()),
+            request=item.request_json,
             sample=call.sample,
             completion=completion,
             error_kind=None if error is None else error.kind,

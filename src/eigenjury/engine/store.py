@@ -9,6 +9,7 @@ never as text, and are tried again by the next run; a success is never overwritt
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -80,13 +81,21 @@ def request_key(spec: ModelSpec, request: ChatRequest, sample: int = 0) -> str:
     `sample` tells apart repeated draws of the same request (for example several
     samples at temperature 1); it is the only way two identical requests get two keys.
     """
-    identity = {
-        "v": KEY_VERSION,
-        "spec": spec.identity(),
-        "request": request.identity(),
-        "sample": sample,
-    }
-    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()
+    return key_of(spec_json(spec), canonical_json(request.identity()), sample)
+
+
+@functools.lru_cache(maxsize=4096)
+def spec_json(spec: ModelSpec) -> str:
+    """The spec's identity as canonical JSON (computed once per spec: it parses a URL)."""
+    return canonical_json(spec.identity())
+
+
+def key_of(spec_json: str, request_json: str, sample: int) -> str:
+    """The key from parts already encoded: the same text as
+    canonical_json({"request": ..., "sample": ..., "spec": ..., "v": ...}), keys in
+    sorted order, without encoding the request a second time."""
+    text = f'{{"request":{request_json},"sample":{sample},"spec":{spec_json},"v":{KEY_VERSION}}}'
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
