@@ -359,7 +359,15 @@ class Engine:
                 limiter.settle_tokens(item.estimate[1], completion.usage.total)
                 price = self._price(call.spec)
                 cost = None if price is None else price.cost(completion.usage)
-                return self._stored(item, replace(completion, cost_usd=cost), None, attempt)
+                priced = Completion(
+                    completion.text,
+                    completion.finish_reason,
+                    completion.usage,
+                    completion.latency_s,
+                    cost,
+                    completion.choice_logprobs,
+                )
+                return self._stored(item, priced, None, attempt)
             if isinstance(error, RateLimitError):
                 limiter.on_rate_limit()
             await limiter.release()
