@@ -185,6 +185,36 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--out", type=Path, help="write the full result as JSON here")
     fit.set_defaults(handler="peer:fit")
 
+    rank = commands.add_parser(
+        "rank",
+        help="collect peer judgments for a population and fit the leaderboard",
+        description="Run a peer-ranking config (YAML): evaluees answer scenarios in "
+        "character, judges compare pairs of answers against the constitution in both "
+        "orders, and the verdicts are fitted (low-rank BTD, EigenTrust, Elo). Writes "
+        "results.json, verdicts.csv, transcripts.jsonl and report.html. Everything goes "
+        "through the store: rerun to resume or after adding members.",
+    )
+    rank.add_argument("config", type=Path, help="run config (YAML)")
+    rank.add_argument("--out", type=Path, help="output folder (default: the config's output)")
+    rank.add_argument("--no-progress", dest="progress", action="store_false")
+    rank.set_defaults(handler="peer:rank")
+
+    demo = commands.add_parser(
+        "demo",
+        help="the offline demo: four local personas rank each other (a few minutes on CPU)",
+        description="Run `rank` on the bundled demo config: personas on the two bundled "
+        "local models (SmolLM2-135M, Gemma-3-270M) judge each other against the kindness "
+        "constitution, with no network. Needs the local extra.",
+    )
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("eigenjury-demo"),
+        help="output folder (default: eigenjury-demo)",
+    )
+    demo.add_argument("--no-progress", dest="progress", action="store_false")
+    demo.set_defaults(handler="peer:demo")
+
     batch = commands.add_parser(
         "batch",
         help="run a JSONL file of chat requests through a model, cached and resumable",
@@ -264,6 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # soft_wrap: messages stay on one line, whole, for logs and grep; tables still fit.
     console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        console.width = max(console.width, 120)  # logs and pipes: keep tables readable
     errors = Console(stderr=True, soft_wrap=True)
     module, name = args.handler.split(":")
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 class InputError(Exception):
     """Bad input from the user. The CLI prints it and exits with status 2.
 
-    `where` names the place (file, line or row, column) so the user can go to it.
+    `where` names the place (file, line or row, column or config field) so the user can go to it.
     """
 
     def __init__(
@@ -19,6 +19,7 @@ class InputError(Exception):
         line: int | None = None,
         row: int | None = None,
         column: str | None = None,
+        field: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -26,6 +27,7 @@ class InputError(Exception):
         self.line = line
         self.row = row
         self.column = column
+        self.field = field
 
     @property
     def where(self) -> str:
@@ -38,6 +40,8 @@ class InputError(Exception):
             parts.append(f"row {self.row}")
         if self.column is not None:
             parts.append(f"column '{self.column}'")
+        if self.field is not None:
+            parts.append(f"field '{self.field}'")
         return ", ".join(parts)
 
     def __str__(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,32 +87,37 @@ def read_verdicts(path: str | Path, *, criterion: str | None = None) -> VerdictT
     )
 
 
-def write_verdicts(table: VerdictTable, path: str | Path) -> None:
-    """Write a verdict table in the format its suffix names."""
+def write_verdicts(
+    table: VerdictTable, path: str | Path, *, criterion: Sequence[str] | None = None
+) -> None:
+    """Write a verdict table in the format its suffix names (with a criterion column
+    when `criterion` labels the rows, so that `read_verdicts` restores their weights)."""
     path = Path(path)
     fmt = file_format(path)
     models = np.asarray(table.models, dtype=object)
     scenarios = np.asarray(table.scenarios, dtype=object)
-    columns = {
+    columns: dict[str, Any] = {
         "scenario": scenarios[table.scenario],
         "judge": models[table.judge],
         "first": models[table.first],
         "second": models[table.second],
-        "verdict": table.verdict,
+        "verdict": [int(v) for v in table.verdict],
     }
+    if criterion is not None:
+        columns["criterion"] = list(criterion)
+    names = [c for c in (*REQUIRED, *OPTIONAL) if c in columns]
     if fmt == "csv":
         with path.open("w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(REQUIRED)
-            writer.writerows(zip(*(columns[c] for c in REQUIRED), strict=True))
+            writer.writerow(names)
+            writer.writerows(zip(*(columns[c] for c in names), strict=True))
     elif fmt == "jsonl":
         with path.open("w", encoding="utf-8") as f:
-            for s, j, a, b, v in zip(*(columns[c] for c in REQUIRED), strict=True):
-                record = {"scenario": s, "judge": j, "first": a, "second": b, "verdict": int(v)}
-                f.write(json.dumps(record) + "\n")
+            for row in zip(*(columns[c] for c in names), strict=True):
+                f.write(json.dumps(dict(zip(names, row, strict=True))) + "\n")
     else:
         pa, pq = _pyarrow(path)
-        pq.write_table(pa.table({c: list(columns[c]) for c in REQUIRED}), path)
+        pq.write_table(pa.table({c: list(columns[c]) for c in names}), path)
 
 
 def _check_record(path: Path, where: Location, record: Mapping[str, Any], criterion: bool) -> None:
@@ -159,7 +164,8 @@ def _parse_verdict(path: Path, where: Location, value: Any) -> int:
             f"verdict {value!r} is not 0 (tie), 1 (first better) or 2 (second better)",
             column="verdict",
             path=path,
-            **{where[0]: where[1]},
+            line=where[1] if where[0] == "line" else None,
+            row=where[1] if where[0] == "row" else None,
         )
     return int(parsed)
 

@@ -1,4 +1,4 @@
-"""`eigenjury simulate` and `eigenjury fit`: the peer-ranking estimator on verdict files."""
+"""`eigenjury simulate`, `fit`, `rank` and `demo`: peer ranking from the command line."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -151,3 +152,55 @@ def read_truth(path: Path, models: tuple[str, ...]) -> Population:
             path=path,
         )
     return population
+
+
+def rank(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.peer.run import rank as run_rank
+
+    return _report(run_rank(args.config, out=args.out, progress=args.progress), console)
+
+
+def demo(args: argparse.Namespace, console: Console) -> int:
+    from importlib import resources
+
+    from eigenjury.peer.run import rank as run_rank
+
+    config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
+    with resources.as_file(config) as path:
+        run = run_rank(path, out=args.out, progress=args.progress)
+    return _report(run, console)
+
+
+def _report(run: Any, console: Console) -> int:
+    from eigenjury.reports.accounting import print_accounting
+
+    record = run.record
+    print_leaderboard(console, record)
+    summary = record["run"]
+    failures = summary["failures"]
+    console.print(
+        f"{summary['verdicts']} verdicts from {summary['comparisons']} comparisons"
+        + (
+            f"; not usable: {', '.join(f'{k} {v}' for k, v in failures.items())}"
+            if failures
+            else ""
+        )
+        + (f"; {summary['repaired']} repaired" if summary["repaired"] else "")
+    )
+    consistency = summary["order_consistency"]
+    if consistency:
+        console.print(
+            "order consistency (same model wins both orders): "
+            + ", ".join(f"{j} {v['consistent']:.0%}" for j, v in consistency.items())
+        )
+    if "greenbeard" in record:
+        g = record["greenbeard"]
+        for label in ("with_self_judgments", "without_self_judgments"):
+            part = g[label]
+            console.print(
+                f"greenbeard Elo shift ({label.replace('_', ' ')}): clique "
+                f"{part['mean_shift_greenbeards']:+.1f}, others {part['mean_shift_others']:+.1f}"
+            )
+    print_accounting(console, summary["accounting"])
+    console.print(f"report: {run.out / 'report.html'}")
+    return 0

@@ -40,6 +40,7 @@ from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
 
 T = TypeVar("T")
 DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
+LOCAL_LIMITS = EndpointLimits(concurrency=1, adaptive=False)
 
 
 @dataclass(frozen=True)
@@ -227,9 +228,15 @@ class Engine:
         return self._prices[spec]
 
     def _limits_for(self, endpoint: str) -> EndpointLimits:
+        if isinstance(self.limits, Mapping) and endpoint in self.limits:
+            return self.limits[endpoint]
+        if endpoint.startswith("local:"):
+            # In-process models run one call at a time on every core; one worker keeps
+            # calls in order, so consecutive prompts share their evaluated prefix.
+            return LOCAL_LIMITS
         if isinstance(self.limits, EndpointLimits):
             return self.limits
-        return self.limits.get(endpoint) or self.limits.get("*") or EndpointLimits()
+        return self.limits.get("*") or EndpointLimits()
 
     async def _io_call(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)

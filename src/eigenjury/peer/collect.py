@@ -1,0 +1,221 @@
+"""The peer-judging protocol through the engine: responses, reflections, comparisons.
+
+Each stage is one engine run, so every response and reflection is generated once and
+reused by every comparison that needs it (the store makes repeats free, across runs
+too). A comparison whose judge reply cannot be read gets one short repair request
+(when enabled); if that fails too it is a parse failure of that judge, never a tie.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from eigenjury.engine.engine import Call, CallResult, Engine
+from eigenjury.models.types import ChatRequest
+from eigenjury.peer.config import Judging, Member
+from eigenjury.peer.data import Constitution
+from eigenjury.peer.designs import Comparison
+from eigenjury.peer.parsing import parse_criteria, parse_verdict
+from eigenjury.peer.prompts import (
+    comparison_request,
+    evaluee_request,
+    reflection_request,
+    repair_request,
+)
+
+Persona = Callable[[str, str], str | None]  # (member, role "evaluee" | "judge") -> system prompt
+
+
+@dataclass
+class Outcome:
+    """A comparison and what came of it: one verdict per criterion (or one), or a failure."""
+
+    comparison: Comparison
+    verdicts: list[int] | None = None
+    failure: str | None = None  # "parse", "judge error", "missing response", ...
+    repaired: bool = False
+
+
+@dataclass
+class Collector:
+    """Runs the protocol for any set of comparisons; keeps every call for accounting."""
+
+    engine: Engine
+    members: dict[str, Member]
+    constitution: Constitution
+    scenarios: dict[str, str]  # id -> text
+    judging: Judging
+    persona: Persona
+    calls: list[tuple[str, CallResult]] = field(default_factory=list)  # (member, result)
+    transcripts: list[dict[str, Any]] = field(default_factory=list)
+    responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    reflections: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
+    parse_failures: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def per_criterion(self) -> bool:
+        return self.judging.mode == "criteria"
+
+    def _constrained(self, judge: str) -> bool:
+        return self.members[judge].spec.provider == "local"
+
+    async def _run(
+        self, role: str, jobs: Sequence[tuple[str, dict[str, Any], ChatRequest]]
+    ) -> list[CallResult]:
+        """One engine run; `jobs` are (member, transcript fields, request)."""
+        calls = [Call(self.members[m].spec, request, role=role) for m, _, request in jobs]
+        results = await self.engine.run(calls)
+        for (member, fields, request), result in zip(jobs, results, strict=True):
+            self.calls.append((member, result))
+            self.transcripts.append(
+                {
+                    "role": role,
+                    "member": member,
+                    **fields,
+                    "messages": [[m.role, m.content] for m in request.messages],
+                    "reply": result.completion.text if result.completion else None,
+                    "choice_logprobs": dict(result.completion.choice_logprobs)
+                    if result.completion and result.completion.choice_logprobs
+                    else None,
+                    "error": None if result.ok else f"{result.error_kind}: {result.error_message}",
+                    "cached": result.cached,
+                }
+            )
+        return results
+
+    async def _respond(self, needed: set[tuple[str, str]]) -> None:
+        todo = sorted(needed - self.responses.keys())
+        jobs = [
+            (
+                m,
+                {"scenario": s},
+                evaluee_request(
+                    self.persona(m, "evaluee"), self.scenarios[s], self.judging.evaluee
+                ),
+            )
+            for m, s in todo
+        ]
+        for (m, s), result in zip(todo, await self._run("evaluee", jobs), strict=True):
+            self.responses[m, s] = result.completion.text if result.completion else None
+
+    async def _reflect(self, needed: set[tuple[str, str, str]]) -> None:
+        todo = sorted(
+            k
+            for k in needed - self.reflections.keys()
+            if self.responses.get((k[1], k[2])) is not None
+        )
+        jobs = [
+            (
+                j,
+                {"scenario": s, "evaluee": e},
+                reflection_request(
+                    self.persona(j, "judge"),
+                    self.constitution,
+                    self.scenarios[s],
+                    self.responses[e, s] or "",
+                    self.judging.reflection,
+                ),
+            )
+            for j, e, s in todo
+        ]
+        for key, result in zip(todo, await self._run("reflection", jobs), strict=True):
+            self.reflections[key] = result.completion.text if result.completion else None
+
+    def _comparison(self, c: Comparison) -> ChatRequest:
+        first, second = self.responses[c.first, c.scenario], self.responses[c.second, c.scenario]
+        notes = None
+        if self.judging.reflections:
+            notes = (
+                self.reflections.get((c.judge, c.first, c.scenario)) or "",
+                self.reflections.get((c.judge, c.second, c.scenario)) or "",
+            )
+        return comparison_request(
+            self.persona(c.judge, "judge"),
+            self.constitution,
+            self.scenarios[c.scenario],
+            (first or "", second or ""),
+            notes,
+            self.judging.judge,
+            ties=self.judging.ties,
+            per_criterion=self.per_criterion,
+            constrained=self._constrained(c.judge),
+        )
+
+    def _parse(self, text: str) -> list[int] | None:
+        if self.per_criterion:
+            return parse_criteria(text, len(self.constitution.criteria), ties=self.judging.ties)
+        verdict = parse_verdict(text, ties=self.judging.ties)
+        return None if verdict is None else [verdict]
+
+    async def collect(self, comparisons: Sequence[Comparison]) -> list[Outcome]:
+        """Outcomes in the order of `comparisons`."""
+        await self._respond({(m, c.scenario) for c in comparisons for m in (c.first, c.second)})
+        if self.judging.reflections:
+            await self._reflect(
+                {(c.judge, m, c.scenario) for c in comparisons for m in (c.first, c.second)}
+            )
+        outcomes = [Outcome(c) for c in comparisons]
+        ready = []
+        for outcome in outcomes:
+            c = outcome.comparison
+            if (
+                self.responses.get((c.first, c.scenario)) is None
+                or self.responses.get((c.second, c.scenario)) is None
+            ):
+                outcome.failure = "missing response"
+            elif self.judging.reflections and (
+                self.reflections.get((c.judge, c.first, c.scenario)) is None
+                or self.reflections.get((c.judge, c.second, c.scenario)) is None
+            ):
+                outcome.failure = "missing reflection"
+            else:
+                ready.append(outcome)
+        requests = [self._comparison(o.comparison) for o in ready]
+        jobs = [
+            (o.comparison.judge, _fields(o.comparison), r)
+            for o, r in zip(ready, requests, strict=True)
+        ]
+        repairs = []
+        for outcome, request, result in zip(
+            ready, requests, await self._run("comparison", jobs), strict=True
+        ):
+            if result.completion is None:
+                outcome.failure = "judge error"
+                continue
+            outcome.verdicts = self._parse(result.completion.text)
+            if outcome.verdicts is None:
+                outcome.failure = "parse"
+                if self.judging.repair and not self._constrained(outcome.comparison.judge):
+                    repairs.append((outcome, request, result.completion.text))
+        if repairs:
+            jobs = [
+                (
+                    o.comparison.judge,
+                    _fields(o.comparison),
+                    repair_request(
+                        req,
+                        text,
+                        ties=self.judging.ties,
+                        per_criterion=self.per_criterion,
+                        n_criteria=len(self.constitution.criteria),
+                    ),
+                )
+                for o, req, text in repairs
+            ]
+            for (outcome, _, _), result in zip(
+                repairs, await self._run("repair", jobs), strict=True
+            ):
+                verdicts = self._parse(result.completion.text) if result.completion else None
+                if verdicts is not None:
+                    outcome.verdicts, outcome.failure, outcome.repaired = verdicts, None, True
+        for outcome in outcomes:
+            if outcome.failure == "parse":
+                self.parse_failures[outcome.comparison.judge] += 1
+        return outcomes
+
+
+def _fields(c: Comparison) -> dict[str, Any]:
+    return {"scenario": c.scenario, "first": c.first, "second": c.second}

@@ -1,0 +1,149 @@
+"""The run config of `eigenjury rank`: who is ranked, against what, on what, and how.
+
+Validated field by field; an error names the file, line and field. Relative paths
+are resolved against the config file's folder.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from eigenjury.models.spec import ModelSpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Generation(_Strict):
+    """Sampling parameters for one role."""
+
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(None, ge=1)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    seed: int | None = 0
+
+
+class Member(_Strict):
+    """A member of the population: a model, optionally in character."""
+
+    name: str = Field(min_length=1)
+    model: str | dict[str, Any]
+    persona: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _spec(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
+        ModelSpec.from_value(value)  # raises a SpecError with what to write
+        return value
+
+    @property
+    def spec(self) -> ModelSpec:
+        return ModelSpec.from_value(self.model)
+
+
+class Scenarios(_Strict):
+    source: str = "everyday"
+    limit: int | None = Field(None, ge=1)
+    seed: int = 0
+
+
+class Sampling(_Strict):
+    """How comparisons are chosen; see `eigenjury.peer.designs`."""
+
+    design: Literal["all", "random-groups", "balanced", "adaptive"] = "random-groups"
+    group_size: int = Field(4, ge=2)
+    judges_per_group: int = Field(1, ge=1)
+    comparisons: int | None = Field(
+        None, ge=1, description="adaptive: total judge calls to spend (default: as random-groups)"
+    )
+    rounds: int = Field(5, ge=1, description="adaptive: refits between batches")
+    seed: int = 0
+
+
+class Judging(_Strict):
+    reflections: bool = True
+    ties: bool = True
+    mode: Literal["single", "criteria"] = "single"
+    repair: bool = True
+    evaluee: Generation = Generation(temperature=0.7, max_tokens=300)
+    reflection: Generation = Generation(temperature=0.0, max_tokens=200)
+    judge: Generation = Generation(temperature=0.0, max_tokens=400)
+
+
+class Fit(_Strict):
+    dim: int = Field(2, ge=1)
+    bootstrap: int = Field(200, ge=0)
+    ci: float = Field(0.95, gt=0.0, lt=1.0)
+    exclude_self: bool = False
+    seed: int = 0
+
+
+class EngineSettings(_Strict):
+    store: str | None = None
+    concurrency: int = Field(8, ge=1)
+    rpm: float | None = Field(None, gt=0)
+    tpm: float | None = Field(None, gt=0)
+    timeout_s: float = Field(120.0, gt=0)
+    max_attempts: int = Field(6, ge=1)
+    budget_usd: float | None = Field(None, ge=0)
+    budget_tokens: int | None = Field(None, ge=0)
+    prices: str | None = None
+
+
+class Greenbeard(_Strict):
+    """A clique sharing a secret marker, told to favour responses that carry it."""
+
+    members: list[str] = Field(min_length=1)
+    marker: str = "moss-lantern"
+
+
+class Objective(_Strict):
+    """Objective mode: multiple-choice questions with a hidden key instead of scenarios."""
+
+    questions: str = "general"
+    limit: int | None = Field(None, ge=1)
+    seed: int = 0
+
+
+class RankConfig(_Strict):
+    name: str | None = None
+    population: list[Member]
+    constitution: str | dict[str, Any] = "kindness"
+    scenarios: Scenarios = Scenarios()
+    sampling: Sampling = Sampling()
+    judging: Judging = Judging()
+    fit: Fit = Fit()
+    engine: EngineSettings = EngineSettings()
+    output: str = "eigenjury-run"
+    greenbeard: Greenbeard | None = None
+    objective: Objective | None = None
+
+    @field_validator("population")
+    @classmethod
+    def _population(cls, members: list[Member]) -> list[Member]:
+        if len(members) < 3:
+            raise ValueError(
+                f"peer ranking needs at least 3 members, the config has {len(members)}"
+            )
+        names = [m.name for m in members]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"member names must be unique; repeated: {', '.join(twice)}")
+        return members
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> RankConfig:
+        names = {m.name for m in self.population}
+        if self.greenbeard is not None:
+            unknown = [n for n in self.greenbeard.members if n not in names]
+            if unknown:
+                raise ValueError(f"greenbeard members not in the population: {', '.join(unknown)}")
+        if self.sampling.group_size > len(self.population):
+            raise ValueError(
+                f"sampling.group_size {self.sampling.group_size} exceeds the population "
+                f"({len(self.population)} members)"
+            )
+        return self

@@ -1,0 +1,43 @@
+"""Verdicts from judge replies: bound to the last answer tag; anything else is a failure.
+
+A reply that cannot be read is never turned into a tie: it is returned as None and
+counted as a parse failure of its judge.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE
+
+_CODES = {"a": FIRST, "b": SECOND, "tie": TIE}
+_VERDICT = re.compile(r"<verdict>\s*(A|B|tie)\s*</verdict>", re.IGNORECASE)
+_CRITERION = re.compile(
+    r"<criterion\s+n\s*=\s*[\"']?(\d+)[\"']?\s*>\s*(A|B|tie)\s*</criterion>", re.IGNORECASE
+)
+
+
+def _code(label: str, ties: bool) -> int | None:
+    code = _CODES[label.lower()]
+    return None if code == TIE and not ties else code
+
+
+def parse_verdict(text: str, *, ties: bool = True) -> int | None:
+    """0 (tie), 1 (A, shown first) or 2 (B) from the last verdict tag; a bare label
+    (the whole reply, as local judges give) counts too."""
+    bare = text.strip().lower()
+    if bare in _CODES:
+        return _code(bare, ties)
+    found = _VERDICT.findall(text)
+    return _code(found[-1], ties) if found else None
+
+
+def parse_criteria(text: str, n_criteria: int, *, ties: bool = True) -> list[int] | None:
+    """One verdict per criterion (the last tag for each); None unless all are there."""
+    last: dict[int, str] = {}
+    for number, label in _CRITERION.findall(text):
+        last[int(number)] = label
+    if any(i not in last for i in range(1, n_criteria + 1)):
+        return None
+    codes = [_code(last[i], ties) for i in range(1, n_criteria + 1)]
+    return None if any(c is None for c in codes) else [c for c in codes if c is not None]

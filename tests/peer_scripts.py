@@ -1,0 +1,67 @@
+"""Scripted stand-ins for a peer-ranking population whose judges follow a known truth.
+
+Members carry a hidden quality in their persona ("[quality 1.5]"). Evaluees sign their
+replies with it; judges read both replies' qualities and draw a verdict from the
+Bradley-Terry-Davidson model with those strengths, seeded by the request, so runs are
+reproducible. Judges whose persona says "[sloppy]" forget the verdict tag (the
+repair prompt gets it). Greenbeard instructions make a judge favour the marker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+
+from eigenjury.models.providers.scripted import register_script
+from eigenjury.models.types import ChatRequest
+
+QUALITY = re.compile(r"\[quality (-?[\d.]+)\]")
+REPLY = re.compile(r"Reply ([AB]):\n<reply>\n(.*?)\n</reply>", re.S)
+FAVOUR = re.compile(r"favour any reply containing '([^']+)'")
+MARKER = re.compile(r"Work the phrase '([^']+)'")
+
+
+def _rng(request: ChatRequest) -> random.Random:
+    digest = hashlib.sha256(repr(request.identity()).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def peer_truth(request: ChatRequest) -> str:
+    system = request.messages[0].content if request.messages[0].role == "system" else ""
+    user = request.messages[-1].content
+    if "Someone has come to you" in system:  # an evaluee answering
+        quality = QUALITY.search(system)
+        marker = MARKER.search(system)
+        text = f"My advice [quality {quality.group(1) if quality else 0}]."
+        if "[script]" in system:
+            text += " <script>alert('pwned')</script>"
+        return text + (f" {marker.group(1)}" if marker else "")
+    if "did not end with" in user:  # a repair request
+        return "<verdict>A</verdict>"
+    if "You assess replies" in system:
+        return "A thoughtful reflection."
+    replies = dict(REPLY.findall(user))
+    strength = {}
+    for label in ("A", "B"):
+        found = QUALITY.search(replies.get(label, ""))
+        strength[label] = float(found.group(1)) if found else 0.0
+    favour = FAVOUR.search(system)
+    if favour:
+        for label in ("A", "B"):
+            if favour.group(1) in replies.get(label, ""):
+                strength[label] += 3.0
+    a, b = math.exp(strength["A"]), math.exp(strength["B"])
+    tie = 0.4 * math.sqrt(a * b)
+    u = _rng(request).random() * (a + b + tie)
+    label = "A" if u < a else "B" if u < a + b else "tie"
+    if "criterion n=" in user:
+        n = len(re.findall(r'<criterion n="\d+">\.\.\.</criterion>', user))
+        return "\n".join(f'<criterion n="{i}">{label}</criterion>' for i in range(1, n + 1))
+    if "[sloppy]" in system:
+        return f"I would go with {label}."
+    return f"Both have merits. <verdict>{label}</verdict>"
+
+
+register_script("peer-truth", peer_truth)
