@@ -133,3 +133,64 @@ def test_local_models_run_through_the_engine_and_cache(tmp_path: Path) -> None:
 def test_unknown_local_model() -> None:
     with pytest.raises(SpecError, match="unknown local model 'gpt-5'"):
         make_provider(ModelSpec.parse("local:gpt-5"))
+
+
+def test_prefix_reuse_gives_the_scores_of_a_fresh_evaluation() -> None:
+    from eigenjury.models.providers import local
+
+    model = local._load(local.model_path("smollm2-135m"))
+    other = ChatRequest.chat(
+        ("system", "You compare two answers."),
+        ("user", "Pick A or B."),
+        choices=("A", "B"),
+        logprobs=True,
+    )
+    with local._inference:
+        first = local._choose(model, VERDICT).choice_logprobs
+        local._choose(model, other)  # shares the system prompt's first tokens only
+        reused = local._choose(model, VERDICT).choice_logprobs
+        model.llm.reset()
+        fresh = local._choose(model, VERDICT).choice_logprobs
+    assert first is not None and reused is not None and fresh is not None
+    for key in fresh:
+        assert reused[key] == pytest.approx(fresh[key], abs=1e-3)
+        assert first[key] == pytest.approx(fresh[key], abs=1e-3)
+
+
+def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
+    """Three members on the two bundled models, two scenarios, every comparison."""
+    import yaml
+
+    from eigenjury.peer.run import rank
+
+    config = {
+        "population": [
+            {
+                "name": "warm-smol",
+                "model": "local:smollm2-135m",
+                "persona": "You are warm and caring.",
+            },
+            {
+                "name": "curt-smol",
+                "model": "local:smollm2-135m",
+                "persona": "You are curt and dismissive.",
+            },
+            {"name": "gemma", "model": "local:gemma3-270m"},
+        ],
+        "scenarios": {"limit": 2},
+        "sampling": {"design": "all"},
+        "judging": {
+            "reflections": False,
+            "evaluee": {"max_tokens": 40},
+            "judge": {"temperature": 1.0},
+        },
+        "fit": {"bootstrap": 20},
+        "output": str(tmp_path / "run"),
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    run = rank(path, progress=False)
+    summary = run.record["run"]
+    assert summary["comparisons"] == 3 * 6 * 2 and summary["verdicts"] == 36  # always valid
+    assert (run.out / "report.html").is_file()
+    assert {m["name"] for m in run.record["models"]} == {"warm-smol", "curt-smol", "gemma"}

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from eigenjury.models.spec import ModelSpec
+from eigenjury.models.spec import ModelSpec, SpecError
 
 
 class _Strict(BaseModel):
@@ -36,7 +36,10 @@ class Member(_Strict):
     @field_validator("model")
     @classmethod
     def _spec(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
-        ModelSpec.from_value(value)  # raises a SpecError with what to write
+        try:
+            ModelSpec.from_value(value)
+        except SpecError as exc:  # as a ValueError, so the error names file, line and field
+            raise ValueError(exc.message) from None
         return value
 
     @property
@@ -141,7 +144,8 @@ class RankConfig(_Strict):
             unknown = [n for n in self.greenbeard.members if n not in names]
             if unknown:
                 raise ValueError(f"greenbeard members not in the population: {', '.join(unknown)}")
-        if self.sampling.group_size > len(self.population):
+        grouped = self.sampling.design in ("random-groups", "balanced")
+        if grouped and self.sampling.group_size > len(self.population):
             raise ValueError(
                 f"sampling.group_size {self.sampling.group_size} exceeds the population "
                 f"({len(self.population)} members)"

@@ -184,13 +184,18 @@ def rank(
     config, path, out_dir, constitution, scenarios = prepare(config_path, out)
     out_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(config, out_dir, path.parent, progress=progress)
-    specs = [m.spec for m in config.population]
     comparisons = static_design(config, list(scenarios))
 
     async def collect_all() -> tuple[Collector, list[Outcome], list[Outcome] | None]:
         async with engine:
-            engine.prepare(specs)
-            await engine.check_endpoints(specs)
+            for member in config.population:  # every model usable before anything is spent
+                try:
+                    engine.prepare([member.spec])
+                    await engine.check_endpoints([member.spec])
+                except InputError as exc:
+                    raise InputError(
+                        f"member '{member.name}': {exc.message}", path=path, field="population"
+                    ) from None
             collector, outcomes = await _collect(
                 config, engine, constitution, scenarios, comparisons, greenbeard=True
             )
@@ -210,7 +215,15 @@ def rank(
         table, criterion = verdict_table(outcomes, per_criterion)
         ranking = fit(config, table)
     except DataError as exc:
-        raise InputError(f"cannot fit the collected verdicts: {exc}", path=path) from None
+        failed = {o.failure for o in outcomes if o.failure}
+        hint = (
+            f"; {sum(o.failure is not None for o in outcomes)} comparisons could not be made "
+            f"({', '.join(sorted(failed))}): what was collected is kept in the store, so rerun "
+            "to resume"
+            if failed
+            else ""
+        )
+        raise InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path) from None
     record = ranking_record(ranking, source=str(path))
     record["run"] = run_summary(config, constitution, scenarios, comparisons, outcomes, collector)
     if control is not None:

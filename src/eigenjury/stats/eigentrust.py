@@ -20,6 +20,8 @@ from numpy.typing import NDArray
 
 from eigenjury.stats.verdicts import FloatArray
 
+_FLOOR = 1e-300
+
 
 def trust_matrix(
     scores: FloatArray,
@@ -42,6 +44,9 @@ def trust_matrix(
     pi = np.exp(shifted)
     root = np.sqrt(pi)
     support = pi + 0.5 * tie_propensity[:, None] * root * (root.sum(axis=1, keepdims=True) - root)
+    # exp underflows for a disposition far below the rest (a perfect losing record);
+    # a floor keeps every trust, and so every Elo, finite
+    support = np.where(keep, np.maximum(support, _FLOOR), 0.0)
     t = support / support.sum(axis=1, keepdims=True)
     if judge_mask is not None:
         t[~judge_mask] = 0.0
@@ -73,7 +78,8 @@ def eigentrust(
         t = vec / vec.sum()
         if np.any(t < -1e-10):
             raise ValueError("trust matrix is reducible: its stationary vector is not unique")
-        return np.asarray(np.clip(t, 0.0, None) / np.clip(t, 0.0, None).sum())
+        t = np.clip(t, _FLOOR, None)
+        return np.asarray(t / t.sum())
     if method != "power":
         raise ValueError(f"method must be 'exact' or 'power', got {method!r}")
     t = p.copy()

@@ -1,0 +1,278 @@
+"""Peer ranking end to end with scripted members whose judges follow a known truth."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from scipy.stats import kendalltau
+
+import peer_scripts  # noqa: F401  (registers the scripted population)
+from eigenjury.cli import main
+from eigenjury.engine import Store
+from eigenjury.errors import InputError
+from eigenjury.peer.collect import Outcome
+from eigenjury.peer.consistency import order_consistency
+from eigenjury.peer.designs import Comparison
+from eigenjury.peer.run import rank
+
+QUALITIES = {"ada": 1.2, "bo": 0.6, "cy": 0.0, "di": -0.6, "ed": -1.2}
+
+
+def config(tmp_path: Path, **overrides: Any) -> Path:
+    data: dict[str, Any] = {
+        "name": "scripted truth",
+        "population": [
+            {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
+            for n, q in QUALITIES.items()
+        ],
+        "constitution": "kindness",
+        "scenarios": {"source": "everyday", "limit": 40},
+        "sampling": {"design": "random-groups", "group_size": 4},
+        "judging": {"reflections": True},
+        "fit": {"bootstrap": 30},
+        "engine": {"concurrency": 16},
+        "output": str(tmp_path / "run"),
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_rank_recovers_the_scripted_truth_and_writes_every_output(tmp_path: Path) -> None:
+    run = rank(config(tmp_path), progress=False)
+    elo = dict(zip(run.ranking.models_, run.ranking.elo_, strict=True))
+    names = list(QUALITIES)
+    assert kendalltau([QUALITIES[n] for n in names], [elo[n] for n in names]).statistic >= 0.8
+    out = run.out
+    for name in ("results.json", "verdicts.csv", "transcripts.jsonl", "report.html"):
+        assert (out / name).is_file()
+    record = json.loads((out / "results.json").read_text())
+    assert {m["name"] for m in record["models"]} == set(QUALITIES)
+    summary = record["run"]
+    assert summary["comparisons"] == 40 * 12 and summary["verdicts"] == 480
+    roles = {r["role"] for r in summary["accounting"]["by_model_and_role"]}
+    assert roles == {"evaluee", "reflection", "comparison"}
+    transcripts = [json.loads(x) for x in (out / "transcripts.jsonl").read_text().splitlines()]
+    assert len([t for t in transcripts if t["role"] == "evaluee"]) == summary["accounting"][
+        "total"
+    ]["calls"] - 480 - len([t for t in transcripts if t["role"] == "reflection"])
+    # the verdict table is a valid input of `eigenjury fit`
+    assert main(["fit", str(out / "verdicts.csv"), "--bootstrap", "0"]) == 0
+
+
+def test_responses_and_reflections_are_made_once_and_reruns_are_free(tmp_path: Path) -> None:
+    path = config(tmp_path, sampling={"design": "all"}, scenarios={"limit": 3})
+    first = rank(path, progress=False)
+    total = first.record["run"]["accounting"]["total"]
+    # all design: 5 judges x 20 ordered pairs x 3 scenarios; 15 responses; 5 x 5 x 3 reflections
+    assert total["calls"] == 300 + 15 + 75 and total["cached"] == 0
+    again = rank(path, progress=False)
+    assert again.record["run"]["accounting"]["total"]["cached"] == 390
+    assert [m["elo"] for m in again.record["models"]] == [m["elo"] for m in first.record["models"]]
+
+
+def test_a_grown_population_collects_only_new_work(tmp_path: Path) -> None:
+    path = config(
+        tmp_path, sampling={"design": "all"}, scenarios={"limit": 2}, judging={"reflections": False}
+    )
+    rank(path, progress=False)
+    data = yaml.safe_load(path.read_text())
+    data["population"].append(
+        {"name": "fay", "model": "scripted:peer-truth", "persona": "[quality 2.0]"}
+    )
+    path.write_text(yaml.safe_dump(data))
+    grown = rank(path, progress=False)
+    total = grown.record["run"]["accounting"]["total"]
+    new = total["calls"] - total["cached"]
+    # new: fay's 2 responses + every comparison that involves fay as judge or evaluee
+    assert new == 2 + 2 * (6 * (6 * 5) - 5 * (5 * 4))  # judges x ordered pairs, 2 scenarios
+    assert grown.record["models"][0]["name"] == "fay"
+
+
+def test_interrupted_collection_resumes(tmp_path: Path) -> None:
+    """A run stopped by its token budget keeps what it collected and says so; the rerun
+    makes only the rest."""
+    path = config(
+        tmp_path,
+        scenarios={"limit": 10},
+        judging={"reflections": False},
+        engine={"budget_tokens": 1500},
+    )
+    with pytest.raises(InputError, match="rerun to resume"):
+        rank(path, progress=False)
+    with Store(tmp_path / "run" / "store.sqlite") as store:
+        kept = store.counts()["ok"]
+    data = yaml.safe_load(path.read_text())
+    del data["engine"]["budget_tokens"]
+    path.write_text(yaml.safe_dump(data))
+    full = rank(path, progress=False)
+    total = full.record["run"]["accounting"]["total"]
+    assert total["cached"] == kept and not full.record["run"]["failures"]
+
+
+def test_parse_failures_are_repaired_or_counted_never_ties(tmp_path: Path) -> None:
+    population = [
+        {
+            "name": n,
+            "model": "scripted:peer-truth",
+            "persona": f"[quality {q}]" + (" [sloppy]" if n == "cy" else ""),
+        }
+        for n, q in QUALITIES.items()
+    ]
+    repaired = rank(
+        config(tmp_path, population=population, judging={"reflections": False}), progress=False
+    ).record["run"]
+    assert repaired["repaired"] > 0 and not repaired["parse_failures_by_judge"]
+    strict = rank(
+        config(
+            tmp_path / "strict",
+            population=population,
+            judging={"reflections": False, "repair": False},
+        ),
+        progress=False,
+    ).record["run"]
+    assert strict["parse_failures_by_judge"] == {"cy": strict["failures"]["parse"]}
+    assert strict["verdicts"] == strict["comparisons"] - strict["failures"]["parse"]
+
+
+def test_criteria_mode_weights_each_judgment_once(tmp_path: Path) -> None:
+    run = rank(
+        config(
+            tmp_path, judging={"mode": "criteria", "reflections": False}, scenarios={"limit": 10}
+        ),
+        progress=False,
+    )
+    header = (run.out / "verdicts.csv").read_text().splitlines()[0]
+    assert header.endswith(",criterion")
+    assert run.ranking.counts_.total == pytest.approx(run.record["run"]["verdicts"])
+
+
+def test_greenbeards_gain_and_exclusion_limits_it(tmp_path: Path) -> None:
+    run = rank(
+        config(
+            tmp_path,
+            greenbeard={"members": ["di", "ed"]},
+            sampling={"design": "all"},
+            scenarios={"limit": 6},
+            judging={"reflections": False},
+        ),
+        progress=False,
+    )
+    g = run.record["greenbeard"]
+    with_self = g["with_self_judgments"]
+    assert with_self["mean_shift_greenbeards"] > with_self["mean_shift_others"] + 50
+    assert set(g["without_self_judgments"]["elo_shift"]) == set(QUALITIES)
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self.tags.append(tag)
+
+
+def test_the_report_parses_and_escapes_model_text(tmp_path: Path) -> None:
+    population = [
+        {
+            "name": n,
+            "model": "scripted:peer-truth",
+            "persona": f"[quality {q}]" + (" [script]" if n == "ada" else ""),
+        }
+        for n, q in QUALITIES.items()
+    ]
+    run = rank(config(tmp_path, population=population, scenarios={"limit": 20}), progress=False)
+    page = (run.out / "report.html").read_text()
+    parser = _Tags()
+    parser.feed(page)
+    assert "script" not in parser.tags
+    assert {"svg", "table", "details"} <= set(parser.tags)
+    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in page
+
+
+def test_order_consistency_arithmetic() -> None:
+    def o(judge: str, first: str, second: str, verdict: int, scenario: str = "s") -> Outcome:
+        return Outcome(Comparison(scenario, judge, first, second), [verdict])
+
+    outcomes = [
+        o("j", "a", "b", 1),
+        o("j", "b", "a", 2),  # a wins both: consistent
+        o("j", "a", "c", 1),
+        o("j", "c", "a", 1),  # first slot wins both: slot-driven
+        o("j", "b", "c", 0),
+        o("j", "c", "b", 0),  # tie both: consistent
+        o("j", "a", "d", 2),  # one order only: not counted
+        o("k", "a", "b", 2, "t"),
+        o("k", "b", "a", 0, "t"),  # b then tie: neither
+    ]
+    assert order_consistency(outcomes) == {
+        "j": {"pairs": 3, "consistent": round(2 / 3, 4), "same_slot": round(1 / 3, 4)},
+        "k": {"pairs": 1, "consistent": 0.0, "same_slot": 0.0},
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"constitution": "stoicism"}, ["unknown constitution 'stoicism'", "kindness"]),
+        ({"scenarios": {"source": "reddit"}}, ["unknown scenarios set 'reddit'", "everyday"]),
+        ({"population": []}, ["line", "field 'population'", "at least 3 members"]),
+        (
+            {
+                "population": [
+                    {"name": "a", "model": "scripted:echo"},
+                    {"name": "b", "model": "scripted:echo"},
+                ]
+            },
+            ["at least 3 members"],
+        ),
+        ({"population": [{"name": "a", "model": "gpt4"}] * 3}, ["has no provider"]),
+        ({"sampling": {"design": "swiss"}}, ["field 'sampling.design'", "'all'"]),
+        (
+            {
+                "population": [
+                    {"name": n, "model": "openai-compatible:m@http://127.0.0.1:9/v1"} for n in "abc"
+                ],
+                "sampling": {"group_size": 3},
+            },
+            ["cannot reach", "is the server running"],
+        ),
+    ],
+)
+def test_bad_configs_stop_before_spending(
+    change: dict[str, Any],
+    expected: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = config(tmp_path, **change)
+    code = main(["rank", str(path), "--no-progress"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2, err
+    for fragment in expected:
+        assert fragment in err, f"{fragment!r} not in {err!r}"
+    assert "config.yaml" in err and "Traceback" not in err
+    store = tmp_path / "run" / "store.sqlite"
+    if store.exists():
+        with Store(store) as kept:
+            assert kept.counts() == {}
+
+
+def test_yaml_errors_name_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("population:\n  - name: a\n    model: [unclosed\n")
+    assert main(["rank", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "broken.yaml, line" in err and "not valid YAML" in err
