@@ -65,3 +65,40 @@ def peer_truth(request: ChatRequest) -> str:
 
 
 register_script("peer-truth", peer_truth)
+
+
+def _objective_keys() -> dict[str, str]:
+    from pathlib import Path
+
+    from eigenjury.peer.data import load_questions
+
+    return {q.question: q.answer for q in load_questions("general", Path("."))}
+
+
+KEYS = _objective_keys()
+SKILL = re.compile(r"\[skill ([\d.]+)\]")
+
+
+def objective_truth(request: ChatRequest) -> str:
+    """Evaluees answer right with their skill; judges know the key and prefer the right
+    letter 85% of the time (the recovered order should follow accuracy)."""
+    system = request.messages[0].content
+    user = request.messages[-1].content
+    rng = _rng(request)
+    if "Someone has come to you" in system:
+        question = next(q for q in KEYS if user.startswith(q))
+        skill = float(SKILL.search(system).group(1))  # type: ignore[union-attr]
+        key = KEYS[question]
+        wrong = [x for x in "ABCD" if x != key]
+        return f"{key if rng.random() < skill else rng.choice(wrong)}. Because."
+    question = next(q for q in KEYS if q in user)
+    replies = dict(REPLY.findall(user))
+    right = {label: replies.get(label, "").startswith(KEYS[question]) for label in ("A", "B")}
+    if right["A"] == right["B"]:
+        return "<verdict>tie</verdict>"
+    better = "A" if right["A"] else "B"
+    worse = "B" if better == "A" else "A"
+    return f"<verdict>{better if rng.random() < 0.85 else worse}</verdict>"
+
+
+register_script("objective-truth", objective_truth)

@@ -41,3 +41,36 @@ def test_random_groups_keep_most_work_when_a_member_joins() -> None:
     untouched = [c for c in after if "newcomer" not in (c.judge, c.first, c.second)]
     assert len(before & after) / len(before) > 0.4
     assert set(untouched) <= before  # nothing old is re-asked in a new form
+
+
+def test_logit_jacobians_and_information_factors_are_exact() -> None:
+    import numpy as np
+
+    from eigenjury.peer.adaptive import information_factors, logit_jacobians
+    from eigenjury.stats.btd import BTDParams
+
+    rng = np.random.default_rng(0)
+    m, d = 5, 2
+    params = BTDParams(
+        rng.normal(size=(m, d)), rng.normal(size=(m, d)), rng.normal(size=m), rng.normal(size=m)
+    )
+    judge, first, second = np.array([0, 3, 4]), np.array([1, 2, 0]), np.array([2, 4, 3])
+
+    def logits(x: np.ndarray) -> np.ndarray:
+        q = BTDParams.unpack(x, m, d)
+        s = q.lenses @ q.dispositions.T
+        s1, s2 = s[judge, first], s[judge, second]
+        half = 0.5 * q.position_bias[judge]
+        return np.stack([q.log_tie[judge] + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1)
+
+    x = params.pack()
+    numeric = np.stack(
+        [(logits(x + e) - logits(x - e)) / 2e-6 for e in np.eye(len(x)) * 1e-6], axis=-1
+    )
+    jac = logit_jacobians(params, judge, first, second)
+    np.testing.assert_allclose(jac, numeric, atol=1e-6)
+    prob = rng.dirichlet(np.ones(3), size=3)
+    factors = information_factors(jac, prob)
+    for n in range(3):
+        fisher = jac[n].T @ (np.diag(prob[n]) - np.outer(prob[n], prob[n])) @ jac[n]
+        np.testing.assert_allclose(factors[n].T @ factors[n], fisher, atol=1e-12)

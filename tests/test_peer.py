@@ -276,3 +276,41 @@ def test_yaml_errors_name_the_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["rank", str(path)]) == 2
     err = capsys.readouterr().err
     assert "broken.yaml, line" in err and "not valid YAML" in err
+
+
+def test_objective_mode_tracks_true_accuracy(tmp_path: Path) -> None:
+    skills = {"sage": 0.95, "keen": 0.75, "fair": 0.55, "weak": 0.35, "lost": 0.15}
+    path = config(
+        tmp_path,
+        population=[
+            {"name": n, "model": "scripted:objective-truth", "persona": f"[skill {s}]"}
+            for n, s in skills.items()
+        ],
+        objective={"questions": "general"},
+        sampling={"design": "all"},
+        judging={"reflections": False},
+    )
+    run = rank(path, progress=False)
+    objective = run.record["objective"]
+    assert objective["questions"] == 40
+    accuracy = objective["accuracy"]
+    assert accuracy["sage"] > accuracy["lost"]
+    assert objective["kendall_tau_elo_vs_accuracy"] >= 0.8
+    assert run.record["run"]["constitution"]["title"] == "Correctness"
+
+
+def test_every_shipped_config_is_valid() -> None:
+    from importlib import resources
+
+    from eigenjury.config import load_config
+    from eigenjury.peer.config import RankConfig
+    from eigenjury.peer.data import load_constitution
+
+    bundled = resources.files("eigenjury") / "data" / "configs"
+    paths = [Path(str(p)) for p in bundled.iterdir() if p.name.endswith(".yaml")]
+    paths += sorted(Path(__file__).parent.parent.glob("examples/*.yaml"))
+    assert len(paths) >= 6
+    for path in paths:
+        config = load_config(RankConfig, path)
+        if config.objective is None:
+            assert load_constitution(config.constitution, path.parent).criteria

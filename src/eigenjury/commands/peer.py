@@ -193,6 +193,13 @@ def _report(run: Any, console: Console) -> int:
             "order consistency (same model wins both orders): "
             + ", ".join(f"{j} {v['consistent']:.0%}" for j, v in consistency.items())
         )
+    if "objective" in record:
+        obj = record["objective"]
+        console.print(
+            f"objective check on {obj['questions']} questions: Kendall tau between Elo and true "
+            f"accuracy {obj['kendall_tau_elo_vs_accuracy']}; accuracy "
+            + ", ".join(f"{n} {a:.0%}" for n, a in obj["accuracy"].items())
+        )
     if "greenbeard" in record:
         g = record["greenbeard"]
         for label in ("with_self_judgments", "without_self_judgments"):

@@ -49,6 +49,7 @@ class Collector:
     scenarios: dict[str, str]  # id -> text
     judging: Judging
     persona: Persona
+    answer_choices: tuple[str, ...] | None = None  # objective mode: local evaluees pick one
     calls: list[tuple[str, CallResult]] = field(default_factory=list)  # (member, result)
     transcripts: list[dict[str, Any]] = field(default_factory=list)
     responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
@@ -100,6 +101,21 @@ class Collector:
         ]
         for (m, s), result in zip(todo, await self._run("evaluee", jobs), strict=True):
             self.responses[m, s] = result.completion.text if result.completion else None
+
+    def _evaluee(self, member: str, scenario: str) -> ChatRequest:
+        request = evaluee_request(
+            self.persona(member, "evaluee"), self.scenarios[scenario], self.judging.evaluee
+        )
+        if self.answer_choices is None or not self._constrained(member):
+            return request
+        return ChatRequest(
+            request.messages,
+            request.temperature,
+            request.max_tokens,
+            request.top_p,
+            request.seed,
+            choices=self.answer_choices,
+        )
 
     async def _reflect(self, needed: set[tuple[str, str, str]]) -> None:
         todo = sorted(

@@ -22,16 +22,18 @@ from eigenjury.engine.accounting import Accounting
 from eigenjury.errors import InputError
 from eigenjury.files import write_json
 from eigenjury.models.prices import PriceTable
+from eigenjury.peer import adaptive
 from eigenjury.peer.collect import Collector, Outcome
 from eigenjury.peer.config import RankConfig
 from eigenjury.peer.consistency import order_consistency
-from eigenjury.peer.data import Constitution, load_constitution, load_scenarios
+from eigenjury.peer.data import Constitution, load_constitution, load_questions, load_scenarios
 from eigenjury.peer.designs import (
     Comparison,
     design_all,
     design_balanced,
     design_random_groups,
 )
+from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
 from eigenjury.reports.leaderboard import ranking_record
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.verdicts import DataError, VerdictTable
@@ -138,25 +140,90 @@ def fit(
     ).fit(table)
 
 
-async def _collect(
+def _collector(
     config: RankConfig,
     engine: Engine,
     constitution: Constitution,
     scenarios: dict[str, str],
-    comparisons: Sequence[Comparison],
     *,
     greenbeard: bool,
-) -> tuple[Collector, list[Outcome]]:
+) -> Collector:
     table = personas(config, greenbeard=greenbeard)
-    collector = Collector(
+    return Collector(
         engine=engine,
         members={m.name: m for m in config.population},
         constitution=constitution,
         scenarios=scenarios,
         judging=config.judging,
         persona=lambda member, role: table[member, role],
+        answer_choices=OPTION_LETTERS if config.objective is not None else None,
     )
-    return collector, await collector.collect(comparisons)
+
+
+def _covers(names: Sequence[str], comparisons: Sequence[Comparison]) -> bool:
+    """Every member has judged and been judged, and the comparison graph is connected."""
+    judged = {c.judge for c in comparisons}
+    parent = {n: n for n in names}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for c in comparisons:
+        parent[root(c.first)] = root(c.second)
+    evaluated = {m for c in comparisons for m in (c.first, c.second)}
+    return judged >= set(names) and evaluated >= set(names) and len({root(n) for n in names}) == 1
+
+
+# Early rounds see few verdicts, where perfect records are common; a firmer penalty keeps
+# those refits quick and their uncertainty finite (the final fit uses the config's own).
+ADAPTIVE_L2 = 1e-3
+OPTION_LETTERS = ("A", "B", "C", "D")
+
+
+async def _adaptive(
+    config: RankConfig, collector: Collector, scenario_ids: list[str]
+) -> tuple[list[Outcome], list[Comparison]]:
+    """Balanced seed batch, then rounds of fit-and-choose until the call budget is spent."""
+    s = config.sampling
+    names = [m.name for m in config.population]
+    group = min(s.group_size, len(names))
+    budget = s.comparisons or len(
+        design_random_groups(
+            names, scenario_ids, group_size=group, judges_per_group=s.judges_per_group, seed=s.seed
+        )
+    )
+    seed_batch: list[Comparison] = []
+    for c in design_balanced(names, scenario_ids, group_size=group, seed=s.seed):
+        new_scenario = bool(seed_batch) and c.scenario != seed_batch[-1].scenario
+        if (
+            new_scenario
+            and len(seed_batch) >= budget // (s.rounds + 1)
+            and _covers(names, seed_batch)
+        ):
+            break
+        seed_batch.append(c)
+    comparisons = list(seed_batch)
+    outcomes = await collector.collect(seed_batch)
+    per_criterion = config.judging.mode == "criteria"
+    for r in range(s.rounds):
+        remaining = budget - len(comparisons)
+        if remaining < 2:
+            break
+        table, _ = verdict_table(outcomes, per_criterion)
+        ranking = PeerRanking(config.fit.dim, l2=ADAPTIVE_L2, bootstrap=0, seed=s.seed + r).fit(
+            table
+        )
+        batch = adaptive.choose(
+            ranking, scenario_ids, comparisons, remaining // (s.rounds - r), seed=s.seed + r
+        )
+        if not batch:
+            break
+        comparisons += batch
+        outcomes += await collector.collect(batch)
+    return outcomes, comparisons
 
 
 def prepare(
@@ -166,11 +233,17 @@ def prepare(
     config = load_config(RankConfig, path)
     base = path.parent
     try:
-        constitution = load_constitution(config.constitution, base)
-        s = config.scenarios
-        scenarios = {
-            x.id: x.text for x in load_scenarios(s.source, base, limit=s.limit, seed=s.seed)
-        }
+        if config.objective is not None:
+            o = config.objective
+            questions = load_questions(o.questions, base, limit=o.limit, seed=o.seed)
+            constitution = CORRECTNESS
+            scenarios = {q.id: question_text(q) for q in questions}
+        else:
+            constitution = load_constitution(config.constitution, base)
+            s = config.scenarios
+            scenarios = {
+                x.id: x.text for x in load_scenarios(s.source, base, limit=s.limit, seed=s.seed)
+            }
     except InputError as exc:
         if exc.path is None:
             exc.path = str(path)
@@ -184,9 +257,10 @@ def rank(
     config, path, out_dir, constitution, scenarios = prepare(config_path, out)
     out_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(config, out_dir, path.parent, progress=progress)
-    comparisons = static_design(config, list(scenarios))
 
-    async def collect_all() -> tuple[Collector, list[Outcome], list[Outcome] | None]:
+    async def collect_all() -> tuple[
+        Collector, list[Outcome], list[Comparison], list[Outcome] | None
+    ]:
         async with engine:
             for member in config.population:  # every model usable before anything is spent
                 try:
@@ -196,18 +270,20 @@ def rank(
                     raise InputError(
                         f"member '{member.name}': {exc.message}", path=path, field="population"
                     ) from None
-            collector, outcomes = await _collect(
-                config, engine, constitution, scenarios, comparisons, greenbeard=True
-            )
+            collector = _collector(config, engine, constitution, scenarios, greenbeard=True)
+            if config.sampling.design == "adaptive":
+                outcomes, comparisons = await _adaptive(config, collector, list(scenarios))
+            else:
+                comparisons = static_design(config, list(scenarios))
+                outcomes = await collector.collect(comparisons)
             control = None
-            if config.greenbeard is not None:
-                _, control = await _collect(
-                    config, engine, constitution, scenarios, comparisons, greenbeard=False
-                )
-            return collector, outcomes, control
+            if config.greenbeard is not None:  # the same comparisons, without the clique
+                plain = _collector(config, engine, constitution, scenarios, greenbeard=False)
+                control = await plain.collect(comparisons)
+            return collector, outcomes, comparisons, control
 
     try:
-        collector, outcomes, control = asyncio.run(collect_all())
+        collector, outcomes, comparisons, control = asyncio.run(collect_all())
     finally:
         engine.store.close()
     per_criterion = config.judging.mode == "criteria"
@@ -226,6 +302,12 @@ def rank(
         raise InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path) from None
     record = ranking_record(ranking, source=str(path))
     record["run"] = run_summary(config, constitution, scenarios, comparisons, outcomes, collector)
+    if config.objective is not None:
+        o = config.objective
+        questions = load_questions(o.questions, path.parent, limit=o.limit, seed=o.seed)
+        record["objective"] = objective_record(
+            questions, collector.responses, dict(zip(ranking.models_, ranking.elo_, strict=True))
+        )
     if control is not None:
         record["greenbeard"] = greenbeard_shift(
             config, table, verdict_table(control, per_criterion)[0]

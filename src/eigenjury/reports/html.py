@@ -252,6 +252,18 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
     )
     if "greenbeard" in record:
         out.append(_greenbeard(record["greenbeard"]))
+    if "objective" in record:
+        obj = record["objective"]
+        elo = {m["name"]: m["elo"] for m in models}
+        out.append(
+            f"<h2>Objective check</h2><p class=muted>{obj['questions']} questions with a hidden "
+            f"key; Kendall tau between Elo and true accuracy: "
+            f"{_fmt(obj['kendall_tau_elo_vs_accuracy'], '.3f')}.</p>"
+            + _table(
+                ["model", "Elo", "accuracy"],
+                [[n, _fmt(elo.get(n)), f"{a:.0%}"] for n, a in obj["accuracy"].items()],
+            )
+        )
     accounting = run.get("accounting")
     if accounting:
         out.append("<h2>Calls, tokens and cost</h2>")
