@@ -94,7 +94,8 @@ def heatmap_svg(names: list[str], rows: list[list[float]]) -> str:
     n = len(names)
     if not n:
         return ""
-    cell, left, top = 34, 150, 120
+    longest = max(len(str(n)) for n in names)
+    cell, left, top = 34, 20 + 7 * longest, 20 + 5 * longest  # room for the labels
     top_value = max(max(r) for r in rows) or 1.0
     parts = [
         f'<svg width="{left + n * cell + 10}" height="{top + n * cell + 10}" role="img" '
