@@ -186,7 +186,8 @@ OPTION_LETTERS = ("A", "B", "C", "D")
 async def _adaptive(
     config: RankConfig, collector: Collector, scenario_ids: list[str]
 ) -> tuple[list[Outcome], list[Comparison]]:
-    """Balanced seed batch, then rounds of fit-and-choose until the call budget is spent."""
+    """A small balanced seed batch, then rounds of fit-and-choose until the call budget
+    (default: what random groups would spend on these scenarios) is spent."""
     s = config.sampling
     names = [m.name for m in config.population]
     group = min(s.group_size, len(names))
@@ -196,7 +197,9 @@ async def _adaptive(
         )
     )
     seed_batch: list[Comparison] = []
-    for c in design_balanced(names, scenario_ids, group_size=group, seed=s.seed):
+    # the seed batch: balanced pairs until everyone has judged and been judged in one
+    # connected graph (and a share of the budget is spent), leaving the rest to the fits
+    for c in design_balanced(names, scenario_ids, group_size=2, seed=s.seed):
         new_scenario = bool(seed_batch) and c.scenario != seed_batch[-1].scenario
         if (
             new_scenario
