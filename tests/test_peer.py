@@ -314,3 +314,28 @@ def test_every_shipped_config_is_valid() -> None:
         config = load_config(RankConfig, path)
         if config.objective is None:
             assert load_constitution(config.constitution, path.parent).criteria
+
+
+def test_adaptive_design_spends_its_budget_where_the_order_is_open(tmp_path: Path) -> None:
+    budget = 400
+    qualities = {"ada": 1.0, "bo": 0.9, "cy": 0.0, "di": -0.9, "ed": -1.0}  # two close pairs
+    population = [
+        {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
+        for n, q in qualities.items()
+    ]
+    run = rank(
+        config(
+            tmp_path,
+            population=population,
+            scenarios={"limit": 70},
+            sampling={"design": "adaptive", "comparisons": budget, "rounds": 4},
+            judging={"reflections": False},
+        ),
+        progress=False,
+    )
+    comparisons = [o.comparison for o in run.outcomes]
+    assert budget - 12 <= len(comparisons) <= budget
+    close = sum({c.first, c.second} in ({"ada", "bo"}, {"di", "ed"}) for c in comparisons)
+    assert close / len(comparisons) > 2 * (2 / 10)  # twice their share under uniform pairs
+    elo = dict(zip(run.ranking.models_, run.ranking.elo_, strict=True))
+    assert elo["ada"] > elo["cy"] > elo["ed"]
