@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -161,15 +161,4 @@ class Persona:
         """The request as this persona receives it (its system prompt first)."""
         if not self.system_prompt:
             return request
-        messages = (Message("system", self.system_prompt), *request.messages)
-        return ChatRequest(
-            messages,
-            request.temperature,
-            request.max_tokens,
-            request.top_p,
-            request.seed,
-            request.stop,
-            request.choices,
-            request.grammar,
-            request.logprobs,
-        )
+        return replace(request, messages=(Message("system", self.system_prompt), *request.messages))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eigenjury.engine.engine import Call, CallResult, Engine
@@ -108,14 +108,7 @@ class Collector:
         )
         if self.answer_choices is None or not self._constrained(member):
             return request
-        return ChatRequest(
-            request.messages,
-            request.temperature,
-            request.max_tokens,
-            request.top_p,
-            request.seed,
-            choices=self.answer_choices,
-        )
+        return replace(request, choices=self.answer_choices)
 
     async def _reflect(self, needed: set[tuple[str, str, str]]) -> None:
         todo = sorted(

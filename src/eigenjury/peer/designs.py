@@ -54,12 +54,7 @@ def design_random_groups(
 ) -> list[Comparison]:
     """The original design: per scenario, a random group of evaluees and random judges
     (a judge may judge itself), every ordered pair of the group."""
-    out = []
-    for s in scenarios:
-        group = sorted(members, key=lambda m: draw(seed, s, "evaluee", m))[:group_size]
-        judges = sorted(members, key=lambda m: draw(seed, s, "judge", m))[:judges_per_group]
-        out += _both_orders(s, judges, sorted(group))
-    return out
+    return _grouped(members, scenarios, group_size, judges_per_group, seed, balanced=False)
 
 
 def design_balanced(
@@ -72,15 +67,28 @@ def design_balanced(
 ) -> list[Comparison]:
     """Like random groups, but each scenario takes the evaluees and judges used least
     so far (ties broken at random), so every member does nearly equal work in each role."""
-    as_evaluee: Counter[str] = Counter()
-    as_judge: Counter[str] = Counter()
+    return _grouped(members, scenarios, group_size, judges_per_group, seed, balanced=True)
+
+
+def _grouped(
+    members: Sequence[str],
+    scenarios: Sequence[str],
+    group_size: int,
+    judges_per_group: int,
+    seed: int,
+    *,
+    balanced: bool,
+) -> list[Comparison]:
+    used: Counter[tuple[str, str]] = Counter()  # (role, member) -> scenarios so far
     out = []
     for s in scenarios:
-        group = sorted(members, key=lambda m: (as_evaluee[m], draw(seed, s, "evaluee", m)))
-        group = group[:group_size]
-        judges = sorted(members, key=lambda m: (as_judge[m], draw(seed, s, "judge", m)))
-        judges = judges[:judges_per_group]
-        as_evaluee.update(group)
-        as_judge.update(judges)
-        out += _both_orders(s, judges, sorted(group))
+        picked = {}
+        for role, size in (("evaluee", group_size), ("judge", judges_per_group)):
+
+            def order(m: str, role: str = role, s: str = s) -> tuple[int, float]:
+                return (used[role, m] if balanced else 0, draw(seed, s, role, m))
+
+            picked[role] = sorted(members, key=order)[:size]
+            used.update((role, m) for m in picked[role])
+        out += _both_orders(s, picked["judge"], sorted(picked["evaluee"]))
     return out

@@ -9,6 +9,8 @@ they always give a valid verdict.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from eigenjury.models.types import ChatRequest, Message
 from eigenjury.peer.config import Generation
 from eigenjury.peer.data import Constitution
@@ -125,23 +127,8 @@ def comparison_request(
         ]
         root = "root ::= " + " ".join(f"c{i}" for i in range(1, len(constitution.criteria) + 1))
         max_tokens = 24 * len(constitution.criteria)
-        return ChatRequest(
-            request.messages,
-            request.temperature,
-            max_tokens,
-            request.top_p,
-            request.seed,
-            grammar="\n".join([root, *rules]),
-        )
-    return ChatRequest(
-        request.messages,
-        request.temperature,
-        request.max_tokens,
-        request.top_p,
-        request.seed,
-        choices=allowed,
-        logprobs=True,
-    )
+        return replace(request, max_tokens=max_tokens, grammar="\n".join([root, *rules]))
+    return replace(request, choices=allowed, logprobs=True)
 
 
 def repair_request(

@@ -8,6 +8,11 @@ from rich.console import Console
 from rich.table import Table
 
 
+def accounting_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (model, role), then the total."""
+    return [*record["by_model_and_role"], {"model": "total", "role": "", **record["total"]}]
+
+
 def print_accounting(console: Console, record: dict[str, Any]) -> None:
     table = Table(title="Calls and cost", title_justify="left")
     for name in (
@@ -22,7 +27,7 @@ def print_accounting(console: Console, record: dict[str, Any]) -> None:
         "latency p50 / p95 s",
     ):
         table.add_column(name, justify="left" if name in ("model", "role") else "right")
-    rows = [*record["by_model_and_role"], {"model": "total", "role": "", **record["total"]}]
+    rows = accounting_rows(record)
     for row in rows:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(row["errors"].items())) or "0"
         cost = "unknown" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"

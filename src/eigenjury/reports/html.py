@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from eigenjury.reports.accounting import accounting_rows
+
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1080px;
 color:#1d2330;padding:0 1rem}
@@ -268,10 +270,7 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
     accounting = run.get("accounting")
     if accounting:
         out.append("<h2>Calls, tokens and cost</h2>")
-        rows = [
-            *accounting["by_model_and_role"],
-            {"model": "total", "role": "", **accounting["total"]},
-        ]
+        rows = accounting_rows(accounting)
         out.append(
             _table(
                 [
