@@ -246,3 +246,10 @@ def test_help_states_the_estimator_defaults(capsys: pytest.CaptureFixture[str]) 
         main(["fit", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert DEFAULT_L2 == 1e-6 and "1e-6" in text and f"default: {DEFAULT_RESTARTS}" in text
+
+
+def test_the_parser_offers_every_verdict_format() -> None:
+    from eigenjury.cli import VERDICT_FORMATS
+    from eigenjury.verdict_files import FORMATS
+
+    assert set(VERDICT_FORMATS) == set(FORMATS.values())

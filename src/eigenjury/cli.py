@@ -20,7 +20,11 @@ from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
 
 DEFAULT_STORE = Path(".eigenjury/store.sqlite")
-VERDICT_FORMATS = ("csv", "jsonl", "parquet")
+VERDICT_FORMATS = (
+    "csv",
+    "jsonl",
+    "parquet",
+)  # = verdict_files.FORMATS values (importing it loads scipy)
 
 
 def _bounded(

@@ -26,7 +26,13 @@ from eigenjury.peer import adaptive
 from eigenjury.peer.collect import Collector, Outcome
 from eigenjury.peer.config import RankConfig
 from eigenjury.peer.consistency import order_consistency
-from eigenjury.peer.data import Constitution, load_constitution, load_questions, load_scenarios
+from eigenjury.peer.data import (
+    Constitution,
+    Question,
+    load_constitution,
+    load_questions,
+    load_scenarios,
+)
 from eigenjury.peer.designs import (
     Comparison,
     design_all,
@@ -128,12 +134,16 @@ def verdict_table(
 
 
 def fit(
-    config: RankConfig, table: VerdictTable, *, exclude_self: bool | None = None
+    config: RankConfig,
+    table: VerdictTable,
+    *,
+    exclude_self: bool | None = None,
+    bootstrap: bool = True,
 ) -> PeerRanking:
     f = config.fit
     return PeerRanking(
         f.dim,
-        bootstrap=f.bootstrap,
+        bootstrap=f.bootstrap if bootstrap else 0,
         ci=f.ci,
         seed=f.seed,
         exclude_self=f.exclude_self if exclude_self is None else exclude_self,
@@ -229,12 +239,23 @@ async def _adaptive(
     return outcomes, comparisons
 
 
-def prepare(
-    config_path: str | Path, out: str | Path | None
-) -> tuple[RankConfig, Path, Path, Constitution, dict[str, str]]:
+@dataclass(frozen=True)
+class Inputs:
+    """Everything a run reads before it spends anything."""
+
+    config: RankConfig
+    path: Path
+    out: Path
+    constitution: Constitution
+    scenarios: dict[str, str]  # id -> text the evaluees see
+    questions: list[Question] | None  # objective mode: the questions and their keys
+
+
+def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
     path = Path(config_path)
     config = load_config(RankConfig, path)
     base = path.parent
+    questions = None
     try:
         if config.objective is not None:
             o = config.objective
@@ -251,13 +272,15 @@ def prepare(
         if exc.path is None:
             exc.path = str(path)
         raise
-    return config, path, Path(out or config.output), constitution, scenarios
+    return Inputs(config, path, Path(out or config.output), constitution, scenarios, questions)
 
 
 def rank(
     config_path: str | Path, *, out: str | Path | None = None, progress: bool = True
 ) -> RankRun:
-    config, path, out_dir, constitution, scenarios = prepare(config_path, out)
+    inputs = prepare(config_path, out)
+    config, path, out_dir = inputs.config, inputs.path, inputs.out
+    constitution, scenarios = inputs.constitution, inputs.scenarios
     out_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(config, out_dir, path.parent, progress=progress)
 
@@ -305,11 +328,11 @@ def rank(
         raise InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path) from None
     record = ranking_record(ranking, source=str(path))
     record["run"] = run_summary(config, constitution, scenarios, comparisons, outcomes, collector)
-    if config.objective is not None:
-        o = config.objective
-        questions = load_questions(o.questions, path.parent, limit=o.limit, seed=o.seed)
+    if inputs.questions is not None:
         record["objective"] = objective_record(
-            questions, collector.responses, dict(zip(ranking.models_, ranking.elo_, strict=True))
+            inputs.questions,
+            collector.responses,
+            dict(zip(ranking.models_, ranking.elo_, strict=True)),
         )
     if control is not None:
         record["greenbeard"] = greenbeard_shift(
@@ -367,8 +390,9 @@ def greenbeard_shift(
     assert config.greenbeard is not None
     out: dict[str, Any] = {"members": config.greenbeard.members, "marker": config.greenbeard.marker}
     for label, exclude in (("with_self_judgments", False), ("without_self_judgments", True)):
-        a = fit(config, with_clique, exclude_self=exclude)
-        b = fit(config, control, exclude_self=exclude)
+        # only point estimates enter the shift: no bootstrap for these four fits
+        a = fit(config, with_clique, exclude_self=exclude, bootstrap=False)
+        b = fit(config, control, exclude_self=exclude, bootstrap=False)
         shift = {
             name: round(float(a.elo_[a.models_.index(name)] - b.elo_[b.models_.index(name)]), 2)
             for name in a.models_
