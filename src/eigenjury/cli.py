@@ -241,7 +241,121 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("out", type=Path, help="output file (.jsonl or .parquet)")
     export.add_argument("--store", type=Path, default=DEFAULT_STORE)
     export.set_defaults(handler="calls:export")
+    add_contract_commands(commands)
     return parser
+
+
+def add_contract_commands(commands: Any) -> None:
+    """`grade`, `juries compare` and `contracts ...`: expert criteria graded by juries."""
+    grade = commands.add_parser(
+        "grade",
+        help="grade submissions against a contract with a jury of LLM judges",
+        description="Grade each task's submission against its criteria: graders without a "
+        "model (exact_match, regex, numeric, python) directly, llm_judge criteria by a jury "
+        "(strict majority: a tie fails, an unreadable vote is not C). Submissions come from "
+        "candidate models (--candidate) or a JSONL file (--submissions: task_id, submission, "
+        "optional candidate). Writes results.json, trace.jsonl, tasks.csv, criteria.csv, "
+        "judgements.csv and report.html. Exit status 1 when some results rest on failed calls "
+        "(rerun to resume).",
+    )
+    grade.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
+    _add_jury_options(grade, "--jury", "juror model spec (repeat for each juror)")
+    grade.add_argument(
+        "--escalate-to",
+        action="append",
+        metavar="SPEC",
+        help="cascade: a larger jury (repeat for each juror) that regrades criteria the first "
+        "jury split on or could not read",
+    )
+    grade.add_argument(
+        "--escalate-margin",
+        type=_bounded(int, 1),
+        default=1,
+        help="escalate when this many flipped votes would change the outcome (default 1)",
+    )
+    grade.add_argument("--out", type=Path, default=Path("eigenjury-grades"))
+    grade.set_defaults(handler="contracts:grade_command")
+
+    juries = commands.add_parser("juries", help="compare juries on the same submissions")
+    juries_commands = juries.add_subparsers(dest="juries_command", required=True, metavar="COMMAND")
+    compare = juries_commands.add_parser(
+        "compare",
+        help="how far a cheap jury diverges from an expensive one, and what a cascade saves",
+        description="Grade the same submissions with two pools of jurors and report "
+        "criterion-level majority agreement, each pool's split rate, the Pearson correlation "
+        "and identity of task scores, cost, juror time and output tokens per criterion, and "
+        "the cascade (pool A first, escalating to pool B), with bootstrap intervals over "
+        "submissions.",
+    )
+    compare.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
+    _add_jury_options(compare, "--pool-a", "juror of pool A, the one to try first (repeat)")
+    compare.add_argument(
+        "--pool-b", action="append", required=True, metavar="SPEC", help="juror of pool B (repeat)"
+    )
+    compare.add_argument("--cascade-margin", type=_bounded(int, 1), default=1)
+    compare.add_argument("--rounds", type=_bounded(int, 1), default=1000, help="bootstrap rounds")
+    compare.add_argument(
+        "--ci", type=_bounded(float, 0.0, 1.0, open_low=True, open_high=True), default=0.95
+    )
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--out", type=Path, help="write comparison.json and both pools' traces")
+    compare.set_defaults(handler="contracts:compare_command")
+
+    contracts = commands.add_parser("contracts", help="check, convert and export contracts")
+    contract_commands = contracts.add_subparsers(
+        dest="contracts_command", required=True, metavar="COMMAND"
+    )
+    check = contract_commands.add_parser("check", help="validate a contract and list its warnings")
+    check.add_argument("contract")
+    check.set_defaults(handler="contracts:check_command")
+    convert = contract_commands.add_parser(
+        "convert", help="rewrite a contract as a bundle folder or a single YAML file"
+    )
+    convert.add_argument("contract")
+    convert.add_argument("out", type=Path, help="a folder (bundle) or a .yaml file")
+    convert.set_defaults(handler="contracts:convert_command")
+    harbor = contract_commands.add_parser(
+        "export-harbor",
+        help="one Harbor task directory per task, verified by eigenjury's grading core",
+        description="Write a Harbor task per contract task (task.toml, instruction.md, "
+        "environment/Dockerfile, tests/test.sh and its data). The verifier grades the agent's "
+        "/app/answer.txt with the given jury and writes /logs/verifier/reward.json. API keys "
+        "reach it only through [verifier.env] references to your environment.",
+    )
+    harbor.add_argument("contract")
+    harbor.add_argument("out", type=Path)
+    harbor.add_argument(
+        "--jury", action="append", default=[], metavar="SPEC", help="juror model spec (repeat)"
+    )
+    harbor.add_argument("--verifier-timeout", type=_bounded(float, 1.0), default=600.0)
+    _add_juror_settings(harbor)
+    harbor.set_defaults(handler="contracts:export_harbor_command")
+
+
+def _add_jury_options(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:
+    """Jurors, where submissions come from, and the engine."""
+    parser.add_argument(flag, action="append", required=True, metavar="SPEC", help=help_text)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--candidate", action="append", metavar="SPEC", help="model that answers the tasks (repeat)"
+    )
+    source.add_argument("--submissions", type=Path, help="JSONL: task_id, submission, candidate")
+    parser.add_argument("--candidate-temperature", type=_bounded(float, 0.0, 2.0), default=0.0)
+    parser.add_argument("--candidate-max-tokens", type=_bounded(int, 1), default=1024)
+    _add_juror_settings(parser)
+    add_engine_options(parser)
+
+
+def _add_juror_settings(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("jurors")
+    group.add_argument("--juror-temperature", type=_bounded(float, 0.0, 2.0), default=0.0)
+    group.add_argument("--juror-seed", type=int, default=0)
+    group.add_argument("--juror-max-tokens", type=_bounded(int, 1), default=1024)
+    group.add_argument(
+        "--batch-criteria",
+        action="store_true",
+        help="grade all of a task's criteria in one call per juror (cheaper; less independent)",
+    )
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from eigenjury.reports.accounting import accounting_rows
 
-_CSS = """
+CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1080px;
 color:#1d2330;padding:0 1rem}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2.2rem;
@@ -161,7 +161,7 @@ def plane_svg(dispositions: dict[str, list[float]], lenses: dict[str, list[float
     return "".join(parts)
 
 
-def _table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
+def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
     head = "".join(
         f'<th class="{"l" if i < left else ""}">{e(h)}</th>' for i, h in enumerate(headers)
     )
@@ -181,7 +181,7 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
     title = run.get("name") or "Peer ranking"
     out = [
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{CSS}</style></head><body>",
         f"<h1>{e(title)}</h1>",
     ]
     constitution = run.get("constitution", {})
@@ -199,7 +199,7 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
     )
     out.append(leaderboard_svg(models))
     out.append(
-        _table(
+        table(
             ["model", "rank", f"rank {ci}", "Elo", f"Elo {ci}", "trust"],
             [
                 [
@@ -229,7 +229,7 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
     parse = run.get("parse_failures_by_judge", {})
     out.append("<h2>Judges</h2>")
     out.append(
-        _table(
+        table(
             [
                 "judge",
                 "tie propensity",
@@ -262,7 +262,7 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
             f"<h2>Objective check</h2><p class=muted>{obj['questions']} questions with a hidden "
             f"key; Kendall tau between Elo and true accuracy: "
             f"{_fmt(obj['kendall_tau_elo_vs_accuracy'], '.3f')}.</p>"
-            + _table(
+            + table(
                 ["model", "Elo", "accuracy"],
                 [[n, _fmt(elo.get(n)), f"{a:.0%}"] for n, a in obj["accuracy"].items()],
             )
@@ -272,7 +272,7 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
         out.append("<h2>Calls, tokens and cost</h2>")
         rows = accounting_rows(accounting)
         out.append(
-            _table(
+            table(
                 [
                     "member",
                     "role",
@@ -333,7 +333,7 @@ def _greenbeard(data: dict[str, Any]) -> str:
         + e(", ".join(data["members"]))
         + " share a marker and were told to favour it; Elo shift against the same run "
         "without those instructions.</p>"
-        + _table(["fit", "mean shift, greenbeards", "mean shift, others"], rows)
+        + table(["fit", "mean shift, greenbeards", "mean shift, others"], rows)
     )
 
 

@@ -1,0 +1,283 @@
+"""`eigenjury grade`, `eigenjury juries compare` and `eigenjury contracts ...`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.table import Table
+
+from eigenjury.commands.calls import engine_from_args
+from eigenjury.contracts.bundle import ContractSource, load_contract, write_bundle, write_yaml
+from eigenjury.contracts.compare import compare_pools
+from eigenjury.contracts.grading import Submission, TaskResult, generate_submissions, grade
+from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.submissions import read_submissions
+from eigenjury.contracts.trace import results_record, write_trace
+from eigenjury.engine import Engine
+from eigenjury.errors import InputError
+from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
+from eigenjury.files import write_json
+from eigenjury.models.spec import ModelSpec
+from eigenjury.reports.accounting import print_accounting
+from eigenjury.reports.contracts import print_summary, write_report
+
+T = TypeVar("T")
+
+
+def _jury(args: argparse.Namespace, specs: list[str]) -> Jury:
+    return Jury.from_specs(
+        specs,
+        temperature=args.juror_temperature,
+        seed=args.juror_seed,
+        max_tokens=args.juror_max_tokens,
+        batch_criteria=args.batch_criteria,
+    )
+
+
+def _warn(console: Console, warnings: list[str]) -> None:
+    for w in warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+
+
+def _run(
+    args: argparse.Namespace,
+    console: Console,
+    source: ContractSource,
+    juries: list[Jury],
+    work: Callable[[Engine, list[Submission]], Awaitable[T]],
+) -> tuple[T, list[Submission], Engine] | None:
+    """Make or read the submissions, then `work` on them, with one engine; None when
+    interrupted (everything finished is in the store)."""
+    candidates = [ModelSpec.parse(c) for c in args.candidate or []]
+    engine = engine_from_args(args)
+    engine.prepare([*candidates, *(s for jury in juries for s in jury.specs)])
+    given = read_submissions(args.submissions, source.contract) if args.submissions else None
+
+    async def go() -> tuple[T, list[Submission]]:
+        async with engine:
+            await engine.check_endpoints([*candidates, *(s for j in juries for s in j.specs)])
+            submissions = given or await generate_submissions(
+                engine,
+                source,
+                candidates,
+                temperature=args.candidate_temperature,
+                max_tokens=args.candidate_max_tokens,
+            )
+            return await work(engine, submissions), submissions
+
+    try:
+        outcome, submissions = asyncio.run(go())
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: finished calls are in {args.store}; rerun the same command to "
+            "send only the rest"
+        )
+        return None
+    finally:
+        engine.store.close()
+    return outcome, submissions, engine
+
+
+def grade_command(args: argparse.Namespace, console: Console) -> int:
+    source = load_contract(args.contract)
+    warnings = source.contract.warnings()
+    _warn(console, warnings)
+    jury = _jury(args, args.jury)
+    escalate_to = _jury(args, args.escalate_to) if args.escalate_to else None
+    juries = [jury] if escalate_to is None else [jury, escalate_to]
+
+    async def work(engine: Engine, submissions: list[Submission]) -> list[TaskResult]:
+        return await grade(
+            engine,
+            source,
+            submissions,
+            jury,
+            escalate_to=escalate_to,
+            escalate_margin=args.escalate_margin,
+        )
+
+    ran = _run(args, console, source, juries, work)
+    if ran is None:
+        return EXIT_INTERRUPTED
+    results, _, engine = ran
+    record = results_record(
+        results,
+        contract=str(args.contract),
+        jury=jury,
+        escalate_to=escalate_to,
+        escalate_margin=args.escalate_margin if escalate_to else None,
+        warnings=warnings,
+    )
+    record["accounting"] = engine.accounting.record()
+    out: Path = args.out
+    write_json(out / "results.json", record)
+    write_trace(out, results)
+    write_report(out / "report.html", record, results)
+    print_summary(console, record)
+    print_accounting(console, record["accounting"])
+    console.print(
+        f"wrote {out / 'results.json'}, the trace (trace.jsonl, tasks.csv, criteria.csv, "
+        f"judgements.csv) and {out / 'report.html'}"
+    )
+    incomplete = sum(not r.complete for r in results)
+    if incomplete:
+        console.print(
+            f"[yellow]warning:[/] {incomplete} submission(s) rest on failed calls (see "
+            "'complete' and the trace); rerun the same command to try them again"
+        )
+        return EXIT_SOME_FAILED
+    return 0
+
+
+def compare_command(args: argparse.Namespace, console: Console) -> int:
+    source = load_contract(args.contract)
+    _warn(console, source.contract.warnings())
+    pool_a, pool_b = _jury(args, args.pool_a), _jury(args, args.pool_b)
+
+    async def work(
+        engine: Engine, submissions: list[Submission]
+    ) -> tuple[list[TaskResult], list[TaskResult]]:
+        a, b = await asyncio.gather(
+            grade(engine, source, submissions, pool_a), grade(engine, source, submissions, pool_b)
+        )
+        return a, b
+
+    ran = _run(args, console, source, [pool_a, pool_b], work)
+    if ran is None:
+        return EXIT_INTERRUPTED
+    (results_a, results_b), _, engine = ran
+    record = compare_pools(
+        results_a,
+        results_b,
+        pool_a,
+        pool_b,
+        margin=args.cascade_margin,
+        rounds=args.rounds,
+        ci=args.ci,
+        seed=args.seed,
+    )
+    record["contract"] = str(args.contract)
+    record["accounting"] = engine.accounting.record()
+    incomplete = sum(not r.complete for r in (*results_a, *results_b))
+    record["incomplete_submissions"] = incomplete
+    print_comparison(console, record)
+    print_accounting(console, record["accounting"])
+    if args.out:
+        write_json(args.out / "comparison.json", record)
+        for name, results, jury in (("pool_a", results_a, pool_a), ("pool_b", results_b, pool_b)):
+            folder = args.out / name
+            rec = results_record(results, contract=str(args.contract), jury=jury)
+            write_json(folder / "results.json", rec)
+            write_trace(folder, results)
+        console.print(f"wrote {args.out / 'comparison.json'} and each pool's trace")
+    if incomplete:
+        console.print(
+            f"[yellow]warning:[/] {incomplete} graded submission(s) rest on failed calls; "
+            "rerun to try them again"
+        )
+        return EXIT_SOME_FAILED
+    return 0
+
+
+def _fmt(estimate: dict[str, Any] | None, spec: str = ".3f") -> str:
+    if not estimate or estimate["value"] is None:
+        return "-"
+    lo, hi = estimate["ci"]
+    if lo is None:
+        return format(estimate["value"], spec)
+    return f"{format(estimate['value'], spec)} [{format(lo, spec)}, {format(hi, spec)}]"
+
+
+def print_comparison(console: Console, record: dict[str, Any]) -> None:
+    ci = f"{100 * record['settings']['ci']:g}%"
+    console.print(
+        f"{record['submissions']} submissions, {record['criteria']} jury-graded criteria; "
+        f"{ci} intervals from a bootstrap over submissions"
+    )
+    grid = Table(title="Pool A against pool B")
+    grid.add_column("statistic")
+    grid.add_column("value", justify="right")
+    if "agreement" in record:
+        grid.add_row("criterion majority agreement", _fmt(record["agreement"]))
+        grid.add_row(
+            f"  on criteria with every vote read ({record['criteria_common']})",
+            _fmt(record["agreement_common"]),
+        )
+        grid.add_row("split rate, pool A", _fmt(record["split_rate"]["a"]))
+        grid.add_row("split rate, pool B", _fmt(record["split_rate"]["b"]))
+    grid.add_row("Pearson r of task scores", _fmt(record["task_score_pearson"]))
+    grid.add_row("share of identical task scores", _fmt(record["identical_task_scores"]))
+    grid.add_row("task pass/fail agreement", _fmt(record["task_pass_agreement"]))
+    console.print(grid)
+    if "per_criterion" not in record:
+        return
+    cost = Table(title="Per jury-graded criterion")
+    for name in ("pool", "cost (USD)", "juror seconds", "output tokens"):
+        cost.add_column(name, justify="left" if name == "pool" else "right")
+    for side in ("a", "b"):
+        figures = record["per_criterion"][side]
+        cost.add_row(
+            side.upper(),
+            _fmt(figures["cost_usd"], ".6f"),
+            _fmt(figures["latency_s"], ".2f"),
+            _fmt(figures["output_tokens"], ".0f"),
+        )
+    rel = record["a_relative_to_b"]
+    cost.add_row("A / B", _fmt(rel["cost_usd"]), _fmt(rel["latency_s"]), _fmt(rel["output_tokens"]))
+    console.print(cost)
+    cascade = record["cascade"]
+    grid = Table(title=f"Cascade: A first, escalate to B within {cascade['margin']} vote(s)")
+    grid.add_column("statistic")
+    grid.add_column("value", justify="right")
+    grid.add_row("criteria escalated", _fmt(cascade["escalation_rate"]))
+    grid.add_row("agreement with pool B", _fmt(cascade["agreement_with_b"]))
+    grid.add_row("Pearson r of task scores with B", _fmt(cascade["task_score_pearson_with_b"]))
+    grid.add_row("identical task scores with B", _fmt(cascade["identical_task_scores_with_b"]))
+    for name, label in (
+        ("cost_usd", "cost relative to B alone"),
+        ("latency_s", "juror seconds relative to B"),
+        ("output_tokens", "output tokens relative to B"),
+    ):
+        grid.add_row(label, _fmt(cascade["relative_to_b"][name]))
+    console.print(grid)
+
+
+def check_command(args: argparse.Namespace, console: Console) -> int:
+    source = load_contract(args.contract)
+    contract = source.contract
+    graders: dict[str, int] = {}
+    for task in contract.tasks:
+        for c in task.evaluation.criteria:
+            graders[c.grader] = graders.get(c.grader, 0) + 1
+    listed = ", ".join(f"{n} {g}" for g, n in sorted(graders.items()))
+    console.print(f"{source.path}: {len(contract.tasks)} tasks; criteria: {listed}")
+    _warn(console, contract.warnings())
+    return 0
+
+
+def convert_command(args: argparse.Namespace, console: Console) -> int:
+    source = load_contract(args.contract)
+    out: Path = args.out
+    if out.suffix.lower() in (".yaml", ".yml"):
+        write_yaml(source, out)
+    elif out.suffix:
+        raise InputError("write a contract to a folder (bundle) or a .yaml file", path=out)
+    else:
+        write_bundle(source, out)
+    console.print(f"wrote {out}")
+    return 0
+
+
+def export_harbor_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.integrations.harbor import export_harbor
+
+    source = load_contract(args.contract)
+    jury = _jury(args, args.jury)
+    folders = export_harbor(source, args.out, jury, timeout_s=args.verifier_timeout)
+    console.print(f"wrote {len(folders)} Harbor task(s) to {args.out}")
+    return 0

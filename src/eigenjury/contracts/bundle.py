@@ -1,0 +1,406 @@
+"""Reading and writing contracts: the AsymmetryZero bundle layout and a single YAML file.
+
+Bundle (a folder):
+
+    tasks.json    {"version": 2, "prompts": [{"task_id", "task_prompt", "reference_file",
+                   "metadata", "environment"}]}  (also read: version 1, a plain list,
+                   "prompt" or "task" for "task_prompt")
+    answers.json  [{"task_id", "reference_file", "tools", "passThreshold",
+                    "criteria": [{"id", "name", "weight", "grader_type", "semanticPrompt"}]}]
+    refs/         reference files named by "reference_file"
+
+`grader_type` ExactMatch means what it meant to the reference tool (case-insensitive
+containment in the final answer) unless the criterion says `"match": "equals"`;
+eigenjury writes `match` explicitly. The prompt is `semanticPrompt`, else `description`,
+else `name`. Other fields are kept. YAML is the same model as a mapping (`name`,
+`tasks` with `task_id`, `execution`, `evaluation`); its refs/ folder sits beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import ValidationError
+
+from eigenjury.config import load_yaml, validate
+from eigenjury.contracts.schema import (
+    DEFAULT_PASS_THRESHOLD,
+    GRADERS,
+    Contract,
+    Criterion,
+    Evaluation,
+    Execution,
+    GraderKind,
+    Task,
+)
+from eigenjury.errors import InputError
+from eigenjury.files import write_json, write_text
+
+M = TypeVar("M")
+
+_GRADER_NAMES: dict[str, GraderKind] = {
+    "exactmatch": "exact_match",
+    "llmjudge": "llm_judge",
+    "regex": "regex",
+    "numeric": "numeric",
+    "python": "python",
+}
+_BUNDLE_GRADER: dict[GraderKind, str] = {
+    "exact_match": "ExactMatch",
+    "llm_judge": "llm-judge",
+    "regex": "regex",
+    "numeric": "numeric",
+    "python": "python",
+}
+_TASK_KEYS = (
+    "task_id",
+    "task_prompt",
+    "prompt",
+    "task",
+    "reference_file",
+    "metadata",
+    "environment",
+)
+_ANSWER_KEYS = ("task_id", "criteria", "passThreshold", "reference_file", "tools")
+_CRITERION_KEYS = (
+    "id",
+    "name",
+    "weight",
+    "grader_type",
+    "semanticPrompt",
+    "match",
+    "tolerance",
+    "relative_tolerance",
+)
+BUNDLED_DIR = "contracts"
+
+
+@dataclass(frozen=True)
+class ContractSource:
+    """A contract and where it came from (its reference files live in `refs_dir`)."""
+
+    contract: Contract
+    path: Path
+    refs_dir: Path
+
+    def reference_path(self, name: str) -> Path:
+        return self.refs_dir / name
+
+    def reference_text(self, name: str) -> str | None:
+        """A text reference file's content; None for binary files."""
+        try:
+            return self.reference_path(name).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+def load_contract(where: str | Path) -> ContractSource:
+    """A bundle folder, a YAML file, or the name of a bundled example contract."""
+    path = Path(where)
+    if not path.exists() and not path.suffix and os.sep not in str(where):
+        bundled = resources.files("eigenjury") / "data" / BUNDLED_DIR / str(where)
+        if bundled.is_dir():
+            path = Path(str(bundled))
+        else:
+            raise InputError(
+                f"no such contract file or folder, nor a bundled contract; bundled: "
+                f"{', '.join(bundled_contracts())}",
+                path=where,
+            )
+    if path.is_dir():
+        source = read_bundle(path)
+    elif path.suffix.lower() in (".yaml", ".yml"):
+        source = read_yaml(path)
+    elif not path.exists():
+        raise InputError("no such contract file or folder", path=path)
+    else:
+        raise InputError("a contract is a bundle folder or a .yaml file", path=path)
+    _check_references(source)
+    return source
+
+
+def bundled_contracts() -> list[str]:
+    root = resources.files("eigenjury") / "data" / BUNDLED_DIR
+    return sorted(p.name for p in root.iterdir() if p.is_dir())
+
+
+def read_yaml(path: Path) -> ContractSource:
+    data, lines = load_yaml(path)
+    contract = validate(Contract, data, path=path, lines=lines)
+    return ContractSource(contract, path, path.parent / "refs")
+
+
+def write_yaml(source: ContractSource, path: Path) -> None:
+    """Write `source.contract` as one YAML file, its reference files into refs/ beside it."""
+    data = source.contract.model_dump(mode="json", exclude_defaults=True)
+    write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
+    copy_references(source, path.parent / "refs")
+
+
+def read_bundle(folder: Path) -> ContractSource:
+    tasks_path, answers_path = folder / "tasks.json", folder / "answers.json"
+    tasks_data = _read_json(tasks_path)
+    prompts = _task_records(tasks_data, tasks_path)
+    name = tasks_data.get("name") if isinstance(tasks_data, dict) else None
+    answers = _read_json(answers_path)
+    if not isinstance(answers, list):
+        raise InputError("answers.json must be a list of answer records", path=answers_path)
+    by_task: dict[str, dict[str, Any]] = {}
+    for i, answer in enumerate(answers):
+        if not isinstance(answer, dict):
+            raise InputError(f"record {i + 1} is not an object", path=answers_path)
+        task_id = answer.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            raise InputError(f"record {i + 1} has no task_id", path=answers_path)
+        if task_id not in prompts:
+            raise InputError(
+                f"task '{task_id}' is not in tasks.json (known: {_some(prompts)})",
+                path=answers_path,
+            )
+        if task_id in by_task:
+            raise InputError(f"task '{task_id}' has two answer records", path=answers_path)
+        by_task[task_id] = answer
+    tasks = []
+    for task_id, record in prompts.items():
+        if task_id not in by_task:
+            raise InputError(
+                f"task '{task_id}' has no answer record (criteria) in answers.json",
+                path=answers_path,
+            )
+        tasks.append(_task_from_bundle(record, by_task[task_id], folder))
+    contract = _build(
+        lambda: Contract(tasks=tuple(tasks), name=str(name or folder.name)), answers_path, ""
+    )
+    return ContractSource(contract, folder, folder / "refs")
+
+
+def write_bundle(source: ContractSource, folder: Path) -> None:
+    """Write `source.contract` as a bundle, copying its reference files into refs/."""
+    contract = source.contract
+    prompts = []
+    answers = []
+    for task in contract.tasks:
+        ex, ev = task.execution, task.evaluation
+        prompt: dict[str, Any] = {"task_id": task.task_id, "task_prompt": ex.prompt}
+        prompt["reference_file"] = ex.reference_file
+        if ex.metadata:
+            prompt["metadata"] = ex.metadata
+        if ex.environment:
+            prompt["environment"] = ex.environment
+        prompts.append({**prompt, **ex.extra})
+        answers.append(
+            {
+                "task_id": task.task_id,
+                "reference_file": ev.reference_file,
+                "tools": list(ev.tools),
+                "criteria": [_criterion_to_bundle(c) for c in ev.criteria],
+                "passThreshold": ev.pass_threshold,
+                **ev.extra,
+            }
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / "tasks.json", {"version": 2, "name": contract.name, "prompts": prompts})
+    write_json(folder / "answers.json", answers)
+    copy_references(source, folder / "refs")
+
+
+def copy_references(source: ContractSource, refs_dir: Path) -> None:
+    names = {t.execution.reference_file for t in source.contract.tasks} | {
+        t.evaluation.reference_file for t in source.contract.tasks
+    }
+    for name in sorted(n for n in names if n):
+        target = refs_dir / name
+        if source.reference_path(name).resolve() != target.resolve():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source.reference_path(name), target)
+
+
+def _criterion_to_bundle(c: Criterion) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": c.id,
+        "name": c.name,
+        "weight": c.weight,
+        "grader_type": _BUNDLE_GRADER[c.grader],
+        "semanticPrompt": c.prompt,
+    }
+    if c.grader == "exact_match":
+        out["match"] = c.match
+    if c.grader == "numeric":
+        out["tolerance"] = c.tolerance
+        out["relative_tolerance"] = c.relative_tolerance
+    return {**out, **c.extra}
+
+
+def _task_records(data: Any, path: Path) -> dict[str, dict[str, Any]]:
+    if isinstance(data, dict):
+        if "prompts" not in data:
+            raise InputError("expected a 'prompts' list (or a plain list of tasks)", path=path)
+        data = data["prompts"]
+    if not isinstance(data, list) or not data:
+        raise InputError("expected a non-empty list of tasks", path=path)
+    out: dict[str, dict[str, Any]] = {}
+    for i, record in enumerate(data):
+        if not isinstance(record, dict):
+            raise InputError(f"task {i + 1} is not an object", path=path)
+        task_id = record.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            raise InputError(f"task {i + 1} has no task_id", path=path)
+        if task_id in out:
+            raise InputError(f"task id '{task_id}' is used twice", path=path)
+        if not any(isinstance(record.get(k), str) and record[k].strip() for k in _PROMPT_KEYS):
+            raise InputError(
+                f"task '{task_id}' has no prompt (task_prompt, prompt or task)", path=path
+            )
+        out[task_id] = record
+    return out
+
+
+_PROMPT_KEYS = ("task_prompt", "prompt", "task")
+
+
+def _task_from_bundle(record: dict[str, Any], answer: dict[str, Any], folder: Path) -> Task:
+    task_id = record["task_id"]
+    answers_path = folder / "answers.json"
+    where = f"task '{task_id}'"
+    prompt_key = next(k for k in _PROMPT_KEYS if isinstance(record.get(k), str) and record[k])
+    criteria_raw = answer.get("criteria")
+    if not isinstance(criteria_raw, list) or not criteria_raw:
+        raise InputError(f"{where} has no criteria", path=answers_path)
+    criteria = tuple(
+        _criterion_from_bundle(raw, i, where, answers_path) for i, raw in enumerate(criteria_raw)
+    )
+    threshold = answer.get("passThreshold", DEFAULT_PASS_THRESHOLD)
+    if not _is_number(threshold):
+        raise InputError(f"{where}: passThreshold must be a number", path=answers_path)
+    ignored = {k for k in _PROMPT_KEYS if k != prompt_key}
+    execution = _build(
+        lambda: Execution(
+            prompt=record[prompt_key],
+            reference_file=record.get("reference_file") or "",
+            metadata=record.get("metadata") or {},
+            environment=record.get("environment") or {},
+            extra={k: v for k, v in record.items() if k not in _TASK_KEYS or k in ignored},
+        ),
+        folder / "tasks.json",
+        where,
+    )
+    evaluation = _build(
+        lambda: Evaluation(
+            criteria=criteria,
+            pass_threshold=float(threshold),
+            reference_file=answer.get("reference_file") or "",
+            tools=tuple(answer.get("tools") or ()),
+            extra={k: v for k, v in answer.items() if k not in _ANSWER_KEYS},
+        ),
+        answers_path,
+        where,
+    )
+    return Task(task_id=task_id, execution=execution, evaluation=evaluation)
+
+
+def _criterion_from_bundle(raw: Any, index: int, where: str, path: Path) -> Criterion:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}, criterion {index + 1} is not an object", path=path)
+    ident = raw.get("id")
+    if not isinstance(ident, str) or not ident:
+        raise InputError(f"{where}, criterion {index + 1} has no id", path=path)
+    here = f"{where}, criterion '{ident}'"
+    if not _is_number(raw.get("weight")):
+        raise InputError(f"{here}: weight must be a number, got {raw.get('weight')!r}", path=path)
+    kind = str(raw.get("grader_type", "")).strip()
+    grader = _GRADER_NAMES.get(kind.lower().replace("-", "").replace("_", ""))
+    if grader is None:
+        raise InputError(
+            f"{here}: unknown grader_type {kind!r}; known: ExactMatch, llm-judge, "
+            f"{', '.join(g for g in GRADERS if g not in ('exact_match', 'llm_judge'))}",
+            path=path,
+        )
+    prompt_key = next(
+        (k for k in ("semanticPrompt", "description", "name") if _text(raw.get(k))), None
+    )
+    if prompt_key is None:
+        raise InputError(f"{here} has no prompt (semanticPrompt, description or name)", path=path)
+    extra = {k: v for k, v in raw.items() if k not in _CRITERION_KEYS}
+    settings: dict[str, Any] = {}
+    if grader == "exact_match":
+        settings["match"] = raw.get("match", "contains")  # the reference tool's meaning
+    for key in ("tolerance", "relative_tolerance"):
+        if key in raw:
+            settings[key] = raw[key]
+    return _build(
+        lambda: Criterion(
+            id=ident,
+            name=raw.get("name") or "",
+            weight=float(raw["weight"]),
+            grader=grader,
+            prompt=raw[prompt_key],
+            extra=extra,
+            **settings,
+        ),
+        path,
+        here,
+    )
+
+
+def _build(make: Callable[[], M], path: Path, where: str) -> M:
+    """Run a model constructor; a validation error becomes a located input error."""
+    try:
+        return make()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"])
+        prefix = f"{where}: " if where else ""
+        at = f"{field}: " if field else ""
+        raise InputError(f"{prefix}{at}{error['msg']}", path=path) from None
+
+
+def _check_references(source: ContractSource) -> None:
+    for task in source.contract.tasks:
+        for name in (task.execution.reference_file, task.evaluation.reference_file):
+            if not name:
+                continue
+            path = source.reference_path(name)
+            if ".." in Path(name).parts or Path(name).is_absolute():
+                raise InputError(
+                    f"task '{task.task_id}': reference_file {name!r} must be a path inside refs/",
+                    path=source.path,
+                )
+            if not path.is_file():
+                raise InputError(
+                    f"task '{task.task_id}': reference file {name!r} is missing "
+                    f"(looked for {path})",
+                    path=source.path,
+                )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("missing: a bundle needs tasks.json and answers.json", path=path) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _some(ids: dict[str, Any]) -> str:
+    names = list(ids)
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")

@@ -1,0 +1,232 @@
+"""Grading submissions against a contract: graders without a model first, then the jury,
+then the rules (strict majority per criterion, weighted score, threshold).
+
+With a second, larger jury to escalate to (a cascade), the first jury votes on every
+criterion and the larger one only where the first jury's outcome is within
+`escalate_margin` votes of flipping, or where any of its votes was unreadable or failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from eigenjury.contracts.bundle import ContractSource
+from eigenjury.contracts.graders import grade_without_model
+from eigenjury.contracts.jury import Ballot, Jury, Vote, vote
+from eigenjury.contracts.prompts import candidate_request
+from eigenjury.contracts.rules import flip_distance, is_split, passes, task_passes, task_score
+from eigenjury.contracts.schema import Criterion, Task
+from eigenjury.engine import Call, Engine
+from eigenjury.models.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Submission:
+    task_id: str
+    candidate: str
+    text: str | None  # None: the candidate's call failed (see `error`)
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    criterion: Criterion
+    passed: bool
+    votes: tuple[Vote, ...] = ()  # the deciding jury's, in juror order; none without a jury
+    explanation: str = ""  # graders without a model say what they compared
+    escalated_from: tuple[Vote, ...] = ()  # cascade: the first jury's votes, when escalated
+
+    @property
+    def by_jury(self) -> bool:
+        return self.criterion.grader == "llm_judge"
+
+    @property
+    def awarded(self) -> float:
+        return self.criterion.weight if self.passed else 0.0
+
+    @property
+    def c_votes(self) -> int:
+        return sum(v.grade == "C" for v in self.votes)
+
+    @property
+    def i_votes(self) -> int:
+        return sum(v.grade == "I" for v in self.votes)
+
+    @property
+    def unparsed(self) -> int:
+        return sum(v.unparsed for v in self.votes)
+
+    @property
+    def errors(self) -> int:
+        return sum(v.error is not None for v in self.votes)
+
+    @property
+    def split(self) -> bool:
+        return self.by_jury and is_split(self.c_votes, len(self.votes))
+
+    def all_votes(self) -> tuple[Vote, ...]:
+        return self.escalated_from + self.votes
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    task_id: str
+    candidate: str
+    threshold: float
+    criteria: tuple[CriterionResult, ...]
+    submission: Submission
+    score: float = field(init=False)
+    passed: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        score = task_score(
+            (c.criterion.weight for c in self.criteria), (c.passed for c in self.criteria)
+        )
+        object.__setattr__(self, "score", score)
+        object.__setattr__(self, "passed", task_passes(score, self.threshold))
+
+    @property
+    def reward(self) -> float:
+        return self.score / 100.0
+
+    @property
+    def complete(self) -> bool:
+        """Every call this result rests on succeeded (else a rerun may change it)."""
+        return self.submission.text is not None and not any(c.errors for c in self.criteria)
+
+
+async def generate_submissions(
+    engine: Engine,
+    source: ContractSource,
+    candidates: Sequence[ModelSpec],
+    *,
+    temperature: float = 0.0,
+    seed: int = 0,
+    max_tokens: int = 1024,
+) -> list[Submission]:
+    """Each candidate answers each task once (from the store when it already has)."""
+    contract = source.contract
+    jobs = [(task, spec) for spec in candidates for task in contract.tasks]
+    calls = [
+        Call(
+            spec,
+            candidate_request(
+                task,
+                _reference(source, task),
+                temperature=temperature,
+                seed=seed,
+                max_tokens=max_tokens,
+            ),
+            role="candidate",
+        )
+        for task, spec in jobs
+    ]
+    out = []
+    for (task, spec), result in zip(jobs, await engine.run(calls), strict=True):
+        c = result.completion
+        if c is None:
+            out.append(
+                Submission(
+                    task.task_id, str(spec), None, f"{result.error_kind}: {result.error_message}"
+                )
+            )
+            continue
+        out.append(
+            Submission(
+                task.task_id,
+                str(spec),
+                c.text,
+                input_tokens=c.usage.input_tokens,
+                output_tokens=c.usage.output_tokens,
+                latency_s=c.latency_s,
+                cost_usd=c.cost_usd,
+            )
+        )
+    return out
+
+
+def _reference(source: ContractSource, task: Task) -> str | None:
+    name = task.execution.reference_file
+    return source.reference_text(name) if name else None
+
+
+async def grade(
+    engine: Engine,
+    source: ContractSource,
+    submissions: Sequence[Submission],
+    jury: Jury,
+    *,
+    escalate_to: Jury | None = None,
+    escalate_margin: int = 1,
+) -> list[TaskResult]:
+    """Grade every submission; the result order follows `submissions`."""
+    contract = source.contract
+    ballots: list[Ballot] = []
+    ballot_of: dict[int, int] = {}
+    for i, s in enumerate(submissions):
+        task = contract.task(s.task_id)
+        judged = tuple(c for c in task.evaluation.criteria if c.grader == "llm_judge")
+        if judged and s.text is not None:
+            ballot_of[i] = len(ballots)
+            ballots.append(Ballot(task, _reference(source, task), s.text, judged))
+    first = await vote(engine, jury, ballots) if ballots else []
+    second: list[dict[str, list[Vote]]] = [{} for _ in ballots]
+    if escalate_to is not None and ballots:
+        escalated = [
+            Ballot(
+                b.task,
+                b.reference,
+                b.submission,
+                tuple(
+                    c
+                    for c in b.criteria
+                    if needs_escalation(first[k][c.id], jury.size, escalate_margin)
+                ),
+            )
+            for k, b in enumerate(ballots)
+        ]
+        wanted = [j for j, b in enumerate(escalated) if b.criteria]
+        votes = await vote(engine, escalate_to, [escalated[j] for j in wanted]) if wanted else []
+        for j, v in zip(wanted, votes, strict=True):
+            second[j] = v
+    results = []
+    for i, s in enumerate(submissions):
+        task = contract.task(s.task_id)
+        k = ballot_of.get(i)
+        criteria = []
+        for c in task.evaluation.criteria:
+            if s.text is None:
+                criteria.append(CriterionResult(c, False, explanation="no submission"))
+            elif c.grader != "llm_judge":
+                ok, why = grade_without_model(c, s.text, task)
+                criteria.append(CriterionResult(c, ok, explanation=why))
+            else:
+                assert k is not None
+                early = tuple(first[k][c.id])
+                late = second[k].get(c.id)
+                if late is None:
+                    criteria.append(CriterionResult(c, _majority(early), early))
+                else:
+                    criteria.append(
+                        CriterionResult(c, _majority(late), tuple(late), escalated_from=early)
+                    )
+        results.append(
+            TaskResult(s.task_id, s.candidate, task.evaluation.pass_threshold, tuple(criteria), s)
+        )
+    return results
+
+
+def _majority(votes: Sequence[Vote]) -> bool:
+    return passes(sum(v.grade == "C" for v in votes), len(votes))
+
+
+def needs_escalation(votes: Sequence[Vote], jury_size: int, margin: int) -> bool:
+    """The first jury's outcome is within `margin` flipped votes, or a vote was not read."""
+    if any(v.grade is None for v in votes):
+        return True
+    return flip_distance(sum(v.grade == "C" for v in votes), jury_size) <= margin

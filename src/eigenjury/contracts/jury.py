@@ -1,0 +1,218 @@
+"""Juries: every juror gets the same grading prompt and gives one vote per criterion.
+
+Calls go through the engine, so votes are cached, resumable and accounted. Jurors are
+asked at a fixed temperature and seed (where the provider honours them). A reply
+without a readable verdict gets one repair request; if that fails too, the vote is
+recorded as unparseable (it counts as not C). A failed call is recorded as an error
+vote, never turned into a grade. Local models are scored over the two allowed
+verdict lines (or constrained by a grammar when criteria are batched), so they always
+give a readable vote.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eigenjury.contracts.prompts import juror_request, repair_request
+from eigenjury.contracts.rules import parse_grade, parse_grades
+from eigenjury.contracts.schema import Criterion, Task
+from eigenjury.engine import Call, CallResult, Engine
+from eigenjury.models.spec import ModelSpec
+from eigenjury.models.types import ChatRequest
+
+
+@dataclass(frozen=True)
+class Juror:
+    name: str
+    spec: ModelSpec
+    sample: int = 0  # the same model twice on a jury: distinct calls, not one cached answer
+
+    @property
+    def constrained(self) -> bool:
+        return self.spec.provider == "local"
+
+
+@dataclass(frozen=True)
+class Jury:
+    jurors: tuple[Juror, ...]
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int = 1024
+    batch_criteria: bool = False  # grade all of a task's criteria in one call per juror
+
+    @classmethod
+    def from_specs(
+        cls,
+        specs: Sequence[str | ModelSpec],
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_tokens: int = 1024,
+        batch_criteria: bool = False,
+    ) -> Jury:
+        """Jurors named by their spec; a repeated spec is named `spec#2`, `spec#3`, ..."""
+        seen: Counter[str] = Counter()
+        jurors = []
+        for value in specs:
+            spec = value if isinstance(value, ModelSpec) else ModelSpec.parse(value)
+            name = str(spec)
+            seen[name] += 1
+            n = seen[name]
+            jurors.append(Juror(name if n == 1 else f"{name}#{n}", spec, n - 1))
+        if not jurors:
+            raise ValueError("a jury needs at least one juror")
+        return cls(tuple(jurors), temperature, seed, max_tokens, batch_criteria)
+
+    @property
+    def size(self) -> int:
+        return len(self.jurors)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.jurors)
+
+    @property
+    def specs(self) -> tuple[ModelSpec, ...]:
+        return tuple(j.spec for j in self.jurors)
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One juror's vote on one criterion, with what it cost.
+
+    Token, latency and cost figures are those of the call (and its repair, if any);
+    `share` is 1 / the number of criteria that call graded, for apportioning them."""
+
+    juror: str
+    grade: str | None  # "C", "I", or None: unparseable, or the call failed
+    text: str | None
+    retry_text: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    attempts: int = 1
+    error: str | None = None
+    cached: bool = False
+    share: float = 1.0
+
+    @property
+    def unparsed(self) -> bool:
+        return self.grade is None and self.error is None
+
+
+@dataclass(frozen=True)
+class Ballot:
+    """What a jury is asked to grade: criteria of one task for one submission."""
+
+    task: Task
+    reference: str | None
+    submission: str
+    criteria: tuple[Criterion, ...]
+
+
+def _groups(ballot: Ballot, jury: Jury) -> list[tuple[Criterion, ...]]:
+    if jury.batch_criteria:
+        return [ballot.criteria]
+    return [(c,) for c in ballot.criteria]
+
+
+def _parse(text: str, group: tuple[Criterion, ...]) -> dict[str, str | None]:
+    if len(group) == 1:
+        return {group[0].id: parse_grade(text)}
+    return parse_grades(text, [c.id for c in group])
+
+
+@dataclass
+class _Asked:
+    ballot: int
+    juror: Juror
+    group: tuple[Criterion, ...]
+    request: ChatRequest
+    first: CallResult | None = None
+    retry: CallResult | None = None
+
+
+async def vote(
+    engine: Engine, jury: Jury, ballots: Sequence[Ballot]
+) -> list[dict[str, list[Vote]]]:
+    """For each ballot, criterion id -> the jury's votes in juror order."""
+    asked = [
+        _Asked(
+            i,
+            juror,
+            group,
+            juror_request(
+                ballot.task,
+                ballot.reference,
+                ballot.submission,
+                group,
+                constrained=juror.constrained,
+                temperature=jury.temperature,
+                seed=jury.seed,
+                max_tokens=jury.max_tokens,
+            ),
+        )
+        for i, ballot in enumerate(ballots)
+        for group in _groups(ballot, jury)
+        for juror in jury.jurors
+    ]
+    firsts = await engine.run(
+        [Call(a.juror.spec, a.request, a.juror.sample, "juror") for a in asked]
+    )
+    needs_repair = []
+    for a, result in zip(asked, firsts, strict=True):
+        a.first = result
+        text = None if result.completion is None or a.juror.constrained else result.completion.text
+        if text is not None and None in _parse(text, a.group).values():
+            needs_repair.append(a)
+    if needs_repair:
+        calls = [
+            Call(
+                a.juror.spec,
+                repair_request(a.request, a.first.completion.text, a.group),  # type: ignore[union-attr]
+                a.juror.sample,
+                "juror-retry",
+            )
+            for a in needs_repair
+        ]
+        for a, result in zip(needs_repair, await engine.run(calls), strict=True):
+            a.retry = result
+    out: list[dict[str, list[Vote]]] = [{c.id: [] for c in b.criteria} for b in ballots]
+    for a in asked:
+        for criterion_id, v in _votes(a).items():
+            out[a.ballot][criterion_id].append(v)
+    return out
+
+
+def _votes(a: _Asked) -> dict[str, Vote]:
+    first, retry = a.first, a.retry
+    assert first is not None
+    share = 1.0 / len(a.group)
+    if first.completion is None:
+        error = f"{first.error_kind}: {first.error_message}"
+        return {c.id: Vote(a.juror.name, None, None, error=error, share=share) for c in a.group}
+    grades = _parse(first.completion.text, a.group)
+    calls = [first.completion]
+    retry_text = None
+    if retry is not None and retry.completion is not None:
+        retry_text = retry.completion.text
+        calls.append(retry.completion)
+        repaired = _parse(retry_text, a.group)
+        grades = {k: g if g is not None else repaired[k] for k, g in grades.items()}
+    costs = [c.cost_usd for c in calls]
+    common = {
+        "text": first.completion.text,
+        "retry_text": retry_text,
+        "input_tokens": sum(c.usage.input_tokens for c in calls),
+        "output_tokens": sum(c.usage.output_tokens for c in calls),
+        "latency_s": sum(c.latency_s for c in calls),
+        "cost_usd": None if any(c is None for c in costs) else sum(c for c in costs if c),
+        "attempts": 1 + (retry is not None),
+        "error": None,
+        "cached": first.cached and (retry is None or retry.cached),
+        "share": share,
+    }
+    return {k: Vote(a.juror.name, g, **common) for k, g in grades.items()}  # type: ignore[arg-type]

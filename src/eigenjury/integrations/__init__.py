@@ -1,0 +1,1 @@
+"""Adapters to other tools: Inspect AI, Harbor."""

@@ -1,0 +1,251 @@
+"""Harbor export: one Harbor task directory per contract task, graded by eigenjury.
+
+    task.toml               timeouts and resources; [verifier.env] names the API keys the
+                            jurors need as ${VAR} references, resolved by Harbor at run time
+    instruction.md          the task prompt, and where to leave the answer (/app/answer.txt)
+    environment/Dockerfile  Python with eigenjury's runtime dependencies; refs/ under /app
+    tests/test.sh           runs the verifier below; a crash still leaves a reward of 0
+    tests/contract.yaml     this task alone (criteria, weights, threshold)
+    tests/jury.json         juror specs and settings (never keys)
+    tests/vendor/eigenjury  the grading core, exactly the installed version
+
+The verifier (`python -m eigenjury.integrations.harbor verify ...`) grades the answer
+with the same code as `eigenjury grade` and writes `reward.json`
+({"reward": S / 100, "passed": 0 or 1}), `result.json`, `trace.jsonl` and its call
+store into the verifier's log folder. Paths in test.sh sit under $EIGENJURY_HARBOR_ROOT
+(empty inside Harbor), so the same script runs against a temporary root in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import eigenjury
+from eigenjury.contracts.bundle import ContractSource, copy_references, load_contract, write_yaml
+from eigenjury.contracts.grading import Submission, grade
+from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.schema import Contract, Task
+from eigenjury.contracts.trace import judgement_rows, task_record
+from eigenjury.files import write_json, write_text
+from eigenjury.models.spec import ModelSpec
+
+ANSWER_PATH = "/app/answer.txt"
+_TEST_SH = """\
+#!/usr/bin/env bash
+# Grades /app/answer.txt with eigenjury; Harbor reads /logs/verifier/reward.json.
+ROOT="${EIGENJURY_HARBOR_ROOT:-}"
+LOGS="$ROOT/logs/verifier"
+mkdir -p "$LOGS"
+if ! PYTHONPATH="$ROOT/tests/vendor" python3 -m eigenjury.integrations.harbor verify \\
+    --contract "$ROOT/tests/contract.yaml" --jury "$ROOT/tests/jury.json" \\
+    --submission "$ROOT/app/answer.txt" --logs "$LOGS"; then
+  echo "eigenjury verifier failed; reward 0" >&2
+  echo '{"reward": 0.0, "passed": 0}' > "$LOGS/reward.json"
+fi
+"""
+_INSTRUCTION = """\
+{prompt}
+
+When you are done, write your final answer to `{answer}`{refs}.
+"""
+
+
+def export_harbor(
+    source: ContractSource, out: Path, jury: Jury, *, timeout_s: float = 600.0
+) -> list[Path]:
+    """Write one Harbor task directory per task; returns the directories."""
+    folders = []
+    requirements = _runtime_requirements()
+    for task in source.contract.tasks:
+        folder = out / _safe(task.task_id)
+        tests = folder / "tests"
+        one = ContractSource(
+            Contract(tasks=(task,), name=source.contract.name), source.path, source.refs_dir
+        )
+        write_yaml(one, tests / "contract.yaml")  # copies the reference files to tests/refs
+        write_json(tests / "jury.json", _jury_record(jury))
+        write_text(tests / "test.sh", _TEST_SH)
+        (tests / "test.sh").chmod(0o755)
+        _vendor(tests / "vendor" / "eigenjury")
+        write_text(folder / "task.toml", _task_toml(task, jury, timeout_s))
+        refs = task.execution.reference_file
+        where = f" (the reference file is /app/refs/{refs})" if refs else ""
+        write_text(
+            folder / "instruction.md",
+            _INSTRUCTION.format(prompt=task.execution.prompt, answer=ANSWER_PATH, refs=where),
+        )
+        if refs:
+            task_only = Contract(
+                tasks=(task.model_copy(update={"evaluation": _no_reference(task)}),),
+            )
+            copy_references(
+                ContractSource(task_only, source.path, source.refs_dir),
+                folder / "environment" / "refs",
+            )
+        write_text(folder / "environment" / "Dockerfile", _dockerfile(requirements, bool(refs)))
+        folders.append(folder)
+    return folders
+
+
+def _no_reference(task: Task) -> Any:
+    """The solver's environment gets the execution reference only, never the evaluation's."""
+    return task.evaluation.model_copy(update={"reference_file": ""})
+
+
+def _safe(task_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in task_id)
+
+
+def _jury_record(jury: Jury) -> dict[str, Any]:
+    return {
+        "jurors": [_spec_value(spec) for spec in jury.specs],
+        "temperature": jury.temperature,
+        "seed": jury.seed,
+        "max_tokens": jury.max_tokens,
+        "batch_criteria": jury.batch_criteria,
+    }
+
+
+def _spec_value(spec: ModelSpec) -> str | dict[str, Any]:
+    """A spec as written; one that reads its key from a named variable keeps the name,
+    never a value."""
+    if spec.api_key_env is None:
+        return str(spec)
+    return {"spec": str(spec), "api_key_env": spec.api_key_env}
+
+
+def _key_variables(jury: Jury) -> list[str]:
+    return sorted({spec.key_variable for spec in jury.specs if spec.key_variable})
+
+
+def _toml_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid TOML basic string
+
+
+def _task_toml(task: Task, jury: Jury, timeout_s: float) -> str:
+    env = task.execution.environment
+    lines = [
+        'version = "1.0"',
+        "",
+        "[metadata]",
+        f"eigenjury_task_id = {_toml_string(task.task_id)}",
+        f"eigenjury_version = {_toml_string(eigenjury.__version__)}",
+        'tags = ["eigenjury", "contract"]',
+        "",
+        "[verifier]",
+        f"timeout_sec = {float(timeout_s)}",
+        "",
+        "[verifier.env]",
+        *(f'{name} = "${{{name}}}"' for name in _key_variables(jury)),
+        "",
+        "[agent]",
+        f"timeout_sec = {float(env.get('agent_timeout_sec', 600.0))}",
+        "",
+        "[environment]",
+        f"build_timeout_sec = {float(env.get('build_timeout_sec', 600.0))}",
+        f"cpus = {int(env.get('cpus', 1))}",
+        f"memory_mb = {int(env.get('memory_mb', 2048))}",
+        f"storage_mb = {int(env.get('storage_mb', 10240))}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _runtime_requirements() -> list[str]:
+    """eigenjury's own dependencies (no extras), pinned to the installed versions."""
+    pinned = []
+    for requirement in metadata.requires("eigenjury") or []:
+        if "extra ==" in requirement:
+            continue
+        name = requirement.split(";")[0].split("[")[0]
+        for stop in "<>=!~ ":
+            name = name.split(stop)[0]
+        pinned.append(f"{name}=={metadata.version(name)}")
+    return pinned
+
+
+def _dockerfile(requirements: Sequence[str], refs: bool) -> str:
+    lines = [
+        "FROM python:3.12-slim",
+        f"RUN pip install --no-cache-dir {' '.join(requirements)}",
+        "WORKDIR /app",
+    ]
+    if refs:
+        lines.append("COPY refs/ /app/refs/")
+    return "\n".join(lines) + "\n"
+
+
+def _vendor(target: Path) -> None:
+    """Copy the installed package's code (not its data) for the verifier to import."""
+    package = Path(eigenjury.__file__).parent
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(
+        package, target, ignore=shutil.ignore_patterns("__pycache__", "data", "*.pyc", "testing")
+    )
+
+
+def _read_jury(path: Path) -> Jury:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    specs = [ModelSpec.from_value(v) for v in data["jurors"]]
+    return Jury.from_specs(
+        specs,
+        temperature=data["temperature"],
+        seed=data["seed"],
+        max_tokens=data["max_tokens"],
+        batch_criteria=data["batch_criteria"],
+    )
+
+
+def verify(contract: Path, jury_path: Path, submission: Path, logs: Path) -> dict[str, Any]:
+    """Grade the agent's answer; write reward.json, result.json and trace.jsonl into `logs`."""
+    from eigenjury.engine import Engine, Store
+
+    source = load_contract(contract)
+    jury = _read_jury(jury_path)
+    task = source.contract.tasks[0]
+    text = submission.read_text(encoding="utf-8") if submission.is_file() else ""
+    logs.mkdir(parents=True, exist_ok=True)
+    engine = Engine(Store(logs / "store.sqlite"), progress=False)
+
+    async def go() -> Any:
+        async with engine:
+            return await grade(engine, source, [Submission(task.task_id, "agent", text)], jury)
+
+    try:
+        [result] = asyncio.run(go())
+    finally:
+        engine.store.close()
+    reward = {"reward": result.reward, "passed": int(result.passed)}
+    write_json(
+        logs / "result.json", {**task_record(result), "submission_found": submission.is_file()}
+    )
+    lines = (json.dumps(row, ensure_ascii=False) for row in judgement_rows([result]))
+    write_text(logs / "trace.jsonl", "".join(line + "\n" for line in lines))
+    write_json(logs / "reward.json", reward)
+    return reward
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eigenjury.integrations.harbor")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("verify", help="grade a Harbor agent's answer")
+    run.add_argument("--contract", type=Path, required=True)
+    run.add_argument("--jury", type=Path, required=True)
+    run.add_argument("--submission", type=Path, required=True)
+    run.add_argument("--logs", type=Path, required=True)
+    args = parser.parse_args(argv)
+    reward = verify(args.contract, args.jury, args.submission, args.logs)
+    print(json.dumps(reward))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

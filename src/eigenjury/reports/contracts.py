@@ -1,0 +1,181 @@
+"""The report of a grading run: a self-contained HTML page and a terminal table.
+
+Per submission, a vote matrix (criteria x jurors) with split criteria highlighted, and
+every juror's full reply behind a disclosure. All text from models, contracts and
+submissions is escaped: it is untrusted and must never become markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from eigenjury.contracts.grading import CriterionResult, TaskResult
+from eigenjury.files import write_text
+from eigenjury.reports.html import CSS, e, table
+
+_MORE_CSS = """
+.votes td.C{background:#e3f6e8;color:#146c2e;text-align:center}
+.votes td.I{background:#fdeaea;color:#9b1c1c;text-align:center}
+.votes td.U{background:#f1f1f4;color:#667085;text-align:center}
+.votes tr.split td.l{border-left:4px solid #f5a623}
+.pass{color:#146c2e;font-weight:600}.fail{color:#9b1c1c;font-weight:600}
+"""
+_CELL = {"C": ("C", "C"), "I": ("I", "I"), None: ("U", "?")}
+
+
+def _ci(estimate: dict[str, Any], spec: str) -> str:
+    lo, hi = estimate["ci"]
+    value = estimate["value"]
+    if value is None:
+        return "-"
+    if lo is None or hi is None:
+        return format(value, spec)
+    return f"{format(value, spec)} [{format(lo, spec)}, {format(hi, spec)}]"
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def _vote_matrix(r: TaskResult, jurors: Sequence[str]) -> str:
+    judged = [c for c in r.criteria if c.by_jury and c.votes]
+    others = [c for c in r.criteria if not (c.by_jury and c.votes)]
+    out = []
+    if judged:
+        names = list(dict.fromkeys([*jurors, *(v.juror for c in judged for v in c.votes)]))
+        head = "".join(f"<th>{e(n)}</th>" for n in names)
+        rows = []
+        for c in judged:
+            by = {v.juror: v for v in c.votes}
+            cells = []
+            for n in names:
+                v = by.get(n)
+                if v is None:
+                    cells.append("<td></td>")
+                    continue
+                css, label = _CELL[v.grade] if v.error is None else ("U", "err")
+                cells.append(f'<td class="{css}" title="{e(v.error or "")}">{label}</td>')
+            split = ' class="split"' if c.split else ""
+            mark = " (split)" if c.split else ""
+            via = " · escalated" if c.escalated_from else ""
+            rows.append(
+                f'<tr{split}><td class="l">{e(c.criterion.id)}{mark}{via}</td>'
+                f"<td>{c.criterion.weight:g}</td>{''.join(cells)}"
+                f'<td class="{"pass" if c.passed else "fail"}">'
+                f"{'pass' if c.passed else 'fail'}</td></tr>"
+            )
+        out.append(
+            f'<table class="votes"><tr><th class="l">criterion</th><th>weight</th>{head}'
+            f"<th>outcome</th></tr>{''.join(rows)}</table>"
+        )
+    if others:
+        out.append(
+            table(
+                ["criterion", "grader", "weight", "outcome", "why"],
+                [
+                    [
+                        c.criterion.id,
+                        c.criterion.grader,
+                        f"{c.criterion.weight:g}",
+                        "pass" if c.passed else "fail",
+                        c.explanation,
+                    ]
+                    for c in others
+                ],
+            )
+        )
+    return "".join(out)
+
+
+def _replies(c: CriterionResult) -> str:
+    parts = []
+    for v in c.all_votes():
+        text = v.text if v.error is None else f"call failed: {v.error}"
+        retry = (
+            f"<p><b>After the repair request</b></p><pre>{e(v.retry_text)}</pre>"
+            if v.retry_text
+            else ""
+        )
+        parts.append(
+            f"<p><b>{e(v.juror)}</b>: {e(v.grade or 'unread')} · {v.output_tokens} output "
+            f"tokens · {v.latency_s:.2f} s · {_money(v.cost_usd)}</p><pre>{e(text)}</pre>{retry}"
+        )
+    return (
+        f"<details><summary>Juror replies on {e(c.criterion.id)}</summary>"
+        f"<p class=muted>Criterion: {e(c.criterion.prompt)}</p>{''.join(parts)}</details>"
+    )
+
+
+def render(record: dict[str, Any], results: Sequence[TaskResult]) -> str:
+    jurors = record["jury"]["jurors"]
+    out = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<title>Grading: {e(record['contract'])}</title><style>{CSS}{_MORE_CSS}</style>"
+        "</head><body>",
+        f"<h1>Grading: {e(record['contract'])}</h1>",
+        f"<p class=muted>Jury: {e(', '.join(jurors))} · strict majority (a tie fails) · "
+        f"eigenjury {e(record['eigenjury'])}</p>",
+    ]
+    if "escalate_to" in record:
+        esc = record["escalate_to"]
+        out.append(
+            f"<p class=muted>Cascade: criteria within {esc['margin']} vote(s) of flipping, or "
+            f"with an unread vote, escalated to {e(', '.join(esc['jurors']))}.</p>"
+        )
+    out.extend(f'<p class="warn">{e(w)}</p>' for w in record.get("warnings", []))
+    out.append("<h2>Summary</h2><p class=muted>Intervals: 95% bootstrap over tasks.</p>")
+    out.append(
+        table(
+            ["candidate", "tasks", "mean score", "pass rate", "split criteria", "jury cost"],
+            [
+                [
+                    s["candidate"],
+                    s["tasks"],
+                    _ci(s["mean_score"], ".1f"),
+                    _ci(s["pass_rate"], ".2f"),
+                    f"{s['split_criteria']} of {s['judged_criteria']}",
+                    _money(s["jury_cost_usd"]),
+                ]
+                for s in record["summary"]
+            ],
+        )
+    )
+    out.append("<h2>Tasks</h2>")
+    for r in results:
+        verdict = "pass" if r.passed else "fail"
+        out.append(
+            f"<details><summary>{e(r.task_id)} · {e(r.candidate)} · score {r.score:g} of "
+            f"threshold {r.threshold:g} · <span class={verdict}>{verdict}</span>"
+            f"{'' if r.complete else ' · incomplete'}</summary>"
+            f"<p><b>Submission</b></p><pre>{e(r.submission.text or r.submission.error)}</pre>"
+            f"{_vote_matrix(r, jurors)}"
+            + "".join(_replies(c) for c in r.criteria if c.by_jury and c.votes)
+            + "</details>"
+        )
+    out.append("</body></html>")
+    return "".join(out)
+
+
+def write_report(path: Path, record: dict[str, Any], results: Sequence[TaskResult]) -> None:
+    write_text(path, render(record, results))
+
+
+def print_summary(console: Console, record: dict[str, Any]) -> None:
+    grid = Table(title="Grades (95% intervals over tasks)")
+    for name in ("candidate", "tasks", "mean score", "pass rate", "split", "jury cost"):
+        grid.add_column(name, justify="left" if name == "candidate" else "right")
+    for s in record["summary"]:
+        grid.add_row(
+            s["candidate"],
+            str(s["tasks"]),
+            _ci(s["mean_score"], ".1f"),
+            _ci(s["pass_rate"], ".2f"),
+            f"{s['split_criteria']}/{s['judged_criteria']}",
+            _money(s["jury_cost_usd"]),
+        )
+    console.print(grid)

@@ -1,0 +1,59 @@
+"""Scripted jurors and candidates with known behaviour, for grading tests.
+
+- `juror-keyword`: grades C iff the criterion's last word (lower case) appears in the
+  submission; for batched criteria, one verdict line per criterion.
+- `juror-yes` / `juror-no`: always C / always I, after an echoed example of the other.
+- `juror-mute`: never gives a verdict line, not even when asked to repair.
+- `juror-late`: no verdict at first; answers the repair request with GRADE: C.
+- `candidate-paris`: answers every task with "Answer: Paris".
+"""
+
+from __future__ import annotations
+
+import re
+
+from eigenjury.models.providers.scripted import register_script
+from eigenjury.models.types import ChatRequest
+
+SUBMISSION = re.compile(r"<<<SUBMISSION\n(.*?)\nSUBMISSION>>>", re.S)
+CRITERION = re.compile(r"^Criterion: (.*)$", re.M)
+LISTED = re.compile(r"^\[([^\]]+)\] (.*)$", re.M)
+
+
+def _user(request: ChatRequest) -> str:
+    return request.messages[-1].content
+
+
+def _is_repair(request: ChatRequest) -> bool:
+    return "did not end with" in _user(request)
+
+
+def _meets(criterion: str, submission: str) -> bool:
+    return criterion.split()[-1].strip(".").lower() in submission.lower()
+
+
+def juror_keyword(request: ChatRequest) -> str:
+    if _is_repair(request):
+        return "GRADE: I"
+    user = _user(request)
+    found = SUBMISSION.search(user)
+    submission = found.group(1) if found else ""
+    single = CRITERION.search(user)
+    if single:
+        grade = "C" if _meets(single.group(1), submission) else "I"
+        return f"Looking at it, for example GRADE: X would be wrong.\nGRADE: {grade}"
+    lines = [
+        f"GRADE[{ident}]: {'C' if _meets(text, submission) else 'I'}"
+        for ident, text in LISTED.findall(user)
+    ]
+    return "Each criterion on its own.\n" + "\n".join(lines)
+
+
+register_script("juror-keyword", juror_keyword)
+register_script(
+    "juror-yes", lambda r: "GRADE: I would be wrong here.\nGRADE: I\nOn reflection:\nGRADE: C"
+)
+register_script("juror-no", lambda r: "GRADE: C\nNo, actually.\nGRADE: I")
+register_script("juror-mute", lambda r: "I cannot decide.")
+register_script("juror-late", lambda r: "GRADE: C" if _is_repair(r) else "Thinking it over.")
+register_script("candidate-paris", lambda r: "The capital is lovely.\nAnswer: Paris")

@@ -1,0 +1,465 @@
+"""Contracts: the grading rules, graders, bundle I/O and grading through the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import contract_scripts  # noqa: F401  (registers the scripted jurors)
+from eigenjury.cli import main
+from eigenjury.contracts.bundle import ContractSource, load_contract, read_bundle, write_bundle
+from eigenjury.contracts.graders import exact_match, final_answer, numeric, parse_number
+from eigenjury.contracts.grading import Submission, TaskResult, grade
+from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.rules import (
+    flip_distance,
+    is_split,
+    parse_grade,
+    parse_grades,
+    passes,
+    task_passes,
+    task_score,
+)
+from eigenjury.contracts.schema import Criterion
+from eigenjury.engine import Engine, Store
+from eigenjury.models.providers.scripted import ScriptedProvider
+
+CONTRACT = """\
+name: capitals
+tasks:
+  - task_id: france
+    execution: {prompt: "What is the capital of France? End with 'Answer: <city>'."}
+    evaluation:
+      pass_threshold: 60
+      criteria:
+        - {id: city, weight: 50, grader: exact_match, prompt: Paris}
+        - {id: names-paris, weight: 30, grader: llm_judge, prompt: The answer names paris}
+        - {id: mentions-lovely, weight: 20, grader: llm_judge, prompt: The answer says lovely}
+  - task_id: sum
+    execution: {prompt: "What is 2.5 + 2.5?"}
+    evaluation:
+      criteria:
+        - {id: value, weight: 60, grader: numeric, prompt: "5", tolerance: 0.01}
+        - {id: shows-work, weight: 40, grader: regex, prompt: "\\\\d\\\\s*\\\\+\\\\s*\\\\d"}
+"""
+
+
+@pytest.fixture
+def contract_path(tmp_path: Path) -> Path:
+    path = tmp_path / "contract.yaml"
+    path.write_text(CONTRACT)
+    return path
+
+
+def crit(**fields: Any) -> Criterion:
+    base: dict[str, Any] = {"id": "c", "weight": 100, "grader": "exact_match", "prompt": "Paris"}
+    return Criterion(**{**base, **fields})
+
+
+# --- the rules -------------------------------------------------------------------------
+
+
+def test_the_last_verdict_line_counts() -> None:
+    assert parse_grade("GRADE: C\nbut then\nGRADE: I") == "I"
+    assert parse_grade("Example: reply 'GRADE: C'.\nMy verdict:\n**GRADE: I**") == "I"
+    assert parse_grade("reasoning...\n  grade:  c \n") == "C"
+    assert parse_grade("Grade: I think it passes") is None  # prose is not a verdict line
+    assert parse_grade("no verdict at all") is None
+    assert parse_grade("GRADE: X") is None
+    text = "GRADE[a]: I\nGRADE[b]: C\nchanged my mind\nGRADE[a]: C\nGRADE[zz]: I"
+    assert parse_grades(text, ["a", "b", "c"]) == {"a": "C", "b": "C", "c": None}
+
+
+@pytest.mark.parametrize(
+    ("c_votes", "size", "passed", "distance"),
+    [
+        (3, 5, True, 1),
+        (2, 5, False, 1),
+        (5, 5, True, 3),
+        (0, 5, False, 3),
+        (2, 4, False, 1),
+        (3, 4, True, 1),
+        (4, 4, True, 2),
+        (1, 2, False, 1),
+        (1, 1, True, 1),
+    ],
+)
+def test_strict_majority_and_margins(c_votes: int, size: int, passed: bool, distance: int) -> None:
+    assert passes(c_votes, size) is passed
+    assert flip_distance(c_votes, size) == distance
+    assert is_split(c_votes, size) is (distance == 1)
+
+
+def test_score_and_threshold() -> None:
+    assert task_score([50, 30, 20], [True, False, True]) == 70
+    assert task_passes(task_score([33.3, 33.3, 33.4], [True] * 3), 100)
+    assert not task_passes(69.99, 70)
+    assert task_passes(70, 70)
+
+
+# --- graders without a model -------------------------------------------------------------
+
+
+def test_exact_match_is_equality_of_the_final_answer_unless_contains() -> None:
+    assert exact_match(crit(), "Some thoughts.\nAnswer: paris.")[0]
+    assert exact_match(crit(), "The capital is  PARIS")[0] is False  # last line != Paris
+    assert exact_match(crit(), "It is Paris")[0] is False
+    assert exact_match(crit(match="contains"), "It is Paris")[0]
+    assert exact_match(crit(match="contains"), "Answer: Parisian")[0]  # the reference's semantics
+    assert final_answer("x\nFinal answer: 42\nbye") == "42"
+
+
+def test_numbers_and_tolerances() -> None:
+    assert parse_number("about 1,234.5 units") == 1234.5
+    assert parse_number("-3e2") == -300
+    assert parse_number("none") is None
+    c = crit(grader="numeric", prompt="5", tolerance=0.01)
+    assert numeric(c, "so 2.5 + 2.5 = 5.0")[0]
+    assert not numeric(c, "Answer: 5.02")[0]
+    assert numeric(crit(grader="numeric", prompt="1000", relative_tolerance=0.01), "Answer: 1,009")[
+        0
+    ]
+    assert not numeric(c, "Answer: five")[0]
+
+
+def test_python_grader_calls_the_users_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_checks.py").write_text(
+        "def short(submission, task, criterion):\n"
+        "    return len(submission) < 20, f'{len(submission)} characters'\n"
+        "def broken(submission, task, criterion):\n"
+        "    raise RuntimeError('bug')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from eigenjury.contracts.graders import python as grade_python
+
+    task = load_contract(_yaml(tmp_path, CONTRACT)).contract.tasks[0]
+    assert grade_python(crit(grader="python", prompt="my_checks:short"), "tiny", task) == (
+        True,
+        "4 characters",
+    )
+    ok, why = grade_python(crit(grader="python", prompt="my_checks:broken"), "x", task)
+    assert not ok and "RuntimeError: bug" in why
+
+
+def _yaml(folder: Path, text: str) -> Path:
+    path = folder / "c.yaml"
+    path.write_text(text)
+    return path
+
+
+# --- bundles -----------------------------------------------------------------------------
+
+REFERENCE_TASKS = [
+    {"task_id": "t1", "prompt": "Capital of France?", "reference_file": "", "note": "kept"},
+    {"task_id": "t2", "task_prompt": "Summarise the file.", "reference_file": "doc.txt"},
+]
+REFERENCE_ANSWERS = [
+    {
+        "task_id": "t1",
+        "reference_file": "",
+        "tools": [],
+        "criteria": [
+            {
+                "id": "city",
+                "name": "city",
+                "weight": 100,
+                "grader_type": "ExactMatch",
+                "description": "Paris",
+                "rationale": "kept too",
+                "examples": [],
+            },
+        ],
+        "passThreshold": 100,
+    },
+    {
+        "task_id": "t2",
+        "criteria": [
+            {
+                "id": "gist",
+                "weight": 70,
+                "grader_type": "llm-judge",
+                "semanticPrompt": "States the main point",
+            },
+            {"id": "short", "weight": 30, "grader_type": "regex", "semanticPrompt": "^.{0,400}$"},
+        ],
+        "passThreshold": 70,
+        "owner": "expert-7",
+    },
+]
+
+
+def write_reference_bundle(folder: Path, tasks: Any = None, answers: Any = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tasks.json").write_text(json.dumps(REFERENCE_TASKS if tasks is None else tasks))
+    (folder / "answers.json").write_text(
+        json.dumps(REFERENCE_ANSWERS if answers is None else answers)
+    )
+    (folder / "refs").mkdir(exist_ok=True)
+    (folder / "refs" / "doc.txt").write_text("The main point is kindness.")
+    return folder
+
+
+def test_bundle_round_trip_is_identical(tmp_path: Path) -> None:
+    first = read_bundle(write_reference_bundle(tmp_path / "a"))
+    c = first.contract
+    assert c.tasks[0].execution.prompt == "Capital of France?"
+    city = c.tasks[0].evaluation.criteria[0]
+    assert (city.grader, city.match, city.prompt) == ("exact_match", "contains", "Paris")
+    assert city.extra["rationale"] == "kept too"
+    assert c.tasks[0].execution.extra == {"note": "kept"}
+    assert c.tasks[1].evaluation.extra == {"owner": "expert-7"}
+    write_bundle(first, tmp_path / "b")
+    second = read_bundle(tmp_path / "b")
+    assert second.contract == first.contract
+    assert (tmp_path / "b" / "refs" / "doc.txt").read_text() == "The main point is kindness."
+    # bundle -> YAML -> bundle
+    assert main(["contracts", "convert", str(tmp_path / "b"), str(tmp_path / "y" / "c.yaml")]) == 0
+    third = load_contract(tmp_path / "y" / "c.yaml")
+    assert third.contract.tasks == first.contract.tasks
+    assert third.reference_text("doc.txt") == "The main point is kindness."
+    assert main(["contracts", "convert", str(tmp_path / "y" / "c.yaml"), str(tmp_path / "d")]) == 0
+    assert read_bundle(tmp_path / "d").contract.tasks == first.contract.tasks
+
+
+def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["contracts", "check", str(path)])
+    captured = capsys.readouterr()
+    return code, captured.err + captured.out
+
+
+@pytest.mark.parametrize(
+    ("tasks", "answers", "expected"),
+    [
+        (None, [{"task_id": "t9", "criteria": []}], "task 't9' is not in tasks.json"),
+        (None, [REFERENCE_ANSWERS[0]], "task 't2' has no answer record"),
+        (
+            None,
+            [
+                REFERENCE_ANSWERS[0],
+                {
+                    **REFERENCE_ANSWERS[1],
+                    "criteria": [
+                        {"id": "gist", "weight": 70, "grader_type": "Vibes", "semanticPrompt": "x"}
+                    ],
+                },
+            ],
+            "task 't2', criterion 'gist': unknown grader_type 'Vibes'",
+        ),
+        (
+            None,
+            [
+                REFERENCE_ANSWERS[0],
+                {
+                    **REFERENCE_ANSWERS[1],
+                    "criteria": [{"id": "gist", "weight": 70, "grader_type": "llm-judge"}],
+                },
+            ],
+            "task 't2', criterion 'gist' has no prompt",
+        ),
+        (
+            None,
+            [
+                REFERENCE_ANSWERS[0],
+                {
+                    **REFERENCE_ANSWERS[1],
+                    "criteria": [
+                        {
+                            "id": "gist",
+                            "weight": "seventy",
+                            "grader_type": "llm-judge",
+                            "semanticPrompt": "x",
+                        }
+                    ],
+                },
+            ],
+            "weight must be a number",
+        ),
+        (
+            None,
+            [
+                REFERENCE_ANSWERS[0],
+                {
+                    **REFERENCE_ANSWERS[1],
+                    "criteria": [
+                        {
+                            "id": "re",
+                            "weight": 70,
+                            "grader_type": "regex",
+                            "semanticPrompt": "(unclosed",
+                        }
+                    ],
+                },
+            ],
+            "not a valid regular expression",
+        ),
+        (
+            None,
+            [REFERENCE_ANSWERS[0], {**REFERENCE_ANSWERS[1], "criteria": []}],
+            "task 't2' has no criteria",
+        ),
+        ([REFERENCE_TASKS[0], REFERENCE_TASKS[0]], REFERENCE_ANSWERS, "task id 't1' is used twice"),
+        ([{"task_id": "t1"}], REFERENCE_ANSWERS, "task 't1' has no prompt"),
+        (
+            [REFERENCE_TASKS[0], {**REFERENCE_TASKS[1], "reference_file": "gone.png"}],
+            REFERENCE_ANSWERS,
+            "reference file 'gone.png' is missing",
+        ),
+    ],
+)
+def test_bad_bundles_give_located_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tasks: Any, answers: Any, expected: str
+) -> None:
+    folder = write_reference_bundle(tmp_path / "bad", tasks, answers)
+    code, out = _check(folder, capsys)
+    assert code == 2, out
+    assert expected in out
+    assert "Traceback" not in out
+    assert str(folder) in out
+
+
+def test_missing_bundle_files_and_bad_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    code, out = _check(folder, capsys)
+    assert code == 2 and "tasks.json" in out and "missing" in out
+    (folder / "tasks.json").write_text("{not json")
+    code, out = _check(folder, capsys)
+    assert code == 2 and "not valid JSON" in out and "line 1" in out
+    bad = _yaml(tmp_path, CONTRACT.replace("weight: 30", "weight: -30"))
+    code, out = _check(bad, capsys)
+    assert code == 2 and "line 9" in out and "criteria.1.weight" in out
+    code, out = _check(_yaml(tmp_path, CONTRACT.replace("grader: regex", "grader: vibes")), capsys)
+    assert code == 2 and "grader" in out
+    code, out = _check(tmp_path / "nowhere", capsys)
+    assert code == 2 and "no such contract" in out
+
+
+def test_weights_not_summing_to_100_warn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _check(_yaml(tmp_path, CONTRACT.replace("weight: 20", "weight: 25")), capsys)
+    assert code == 0
+    assert "task 'france': criterion weights sum to 105, not 100" in out
+
+
+# --- grading through the engine ----------------------------------------------------------
+
+
+def run_grade(
+    source: ContractSource,
+    submissions: list[Submission],
+    jury: Jury,
+    tmp_path: Path,
+    **options: Any,
+) -> tuple[list[TaskResult], Engine]:
+    engine = Engine(Store(tmp_path / "store.sqlite"), progress=False, **options.pop("engine", {}))
+
+    async def go() -> list[TaskResult]:
+        async with engine:
+            return await grade(engine, source, submissions, jury, **options)
+
+    try:
+        return asyncio.run(go()), engine
+    finally:
+        engine.store.close()
+
+
+def test_a_tie_fails_and_weights_add_up(contract_path: Path, tmp_path: Path) -> None:
+    source = load_contract(contract_path)
+    subs = [Submission("france", "x", "Paris is lovely.\nAnswer: Paris")]
+    tie = Jury.from_specs(["scripted:juror-yes", "scripted:juror-no"])
+    [r], _ = run_grade(source, subs, tie, tmp_path)
+    assert [c.passed for c in r.criteria] == [True, False, False]
+    assert r.score == 50 and not r.passed  # threshold 60
+    assert [v.grade for v in r.criteria[1].votes] == ["C", "I"]  # last verdict lines won
+    majority = Jury.from_specs(["scripted:juror-yes", "scripted:juror-no", "scripted:juror-yes"])
+    [r], _ = run_grade(source, subs, majority, tmp_path)
+    assert r.score == 100 and r.passed and r.reward == 1.0
+    assert r.criteria[1].split and r.criteria[1].c_votes == 2
+    assert [v.juror for v in r.criteria[1].votes][-1] == "scripted:juror-yes#2"
+
+
+def test_unparseable_is_a_fail_vote_retried_once(contract_path: Path, tmp_path: Path) -> None:
+    source = load_contract(contract_path)
+    subs = [Submission("france", "x", "Answer: Paris")]
+    mute = ScriptedProvider("juror-mute")
+    late = ScriptedProvider("juror-late")
+    jury = Jury.from_specs(["scripted:juror-mute", "scripted:juror-late", "scripted:juror-yes"])
+    providers = {"scripted:juror-mute": mute, "scripted:juror-late": late}
+    [r], _ = run_grade(source, subs, jury, tmp_path, engine={"providers": providers})
+    votes = r.criteria[1].votes
+    assert [v.grade for v in votes] == [None, "C", "C"]
+    assert (
+        votes[0].unparsed and votes[0].attempts == 2 and votes[0].retry_text == "I cannot decide."
+    )
+    assert votes[1].attempts == 2 and votes[2].attempts == 1
+    assert mute.calls == 4 and late.calls == 4  # two criteria, each asked once and repaired once
+    assert r.criteria[1].passed  # 2 of 3
+    jury2 = Jury.from_specs(["scripted:juror-mute", "scripted:juror-yes"])
+    [r2], _ = run_grade(source, subs, jury2, tmp_path, engine={"providers": providers})
+    assert not r2.criteria[1].passed  # C + unparsed = a tie: fails
+    assert mute.calls == 4  # the store answered
+
+
+def test_failed_calls_are_error_votes_and_make_the_result_incomplete(
+    contract_path: Path, tmp_path: Path
+) -> None:
+    source = load_contract(contract_path)
+    failing = ScriptedProvider("juror-yes", failure_rate=1.0, failure_kinds=("auth",))
+    jury = Jury.from_specs(
+        ["scripted:juror-yes", "scripted:juror-keyword", "scripted:juror-keyword"]
+    )
+    subs = [Submission("france", "x", "Answer: Paris")]
+    [r], _ = run_grade(
+        source, subs, jury, tmp_path, engine={"providers": {"scripted:juror-yes": failing}}
+    )
+    first = r.criteria[1].votes[0]
+    assert first.grade is None and first.error is not None and first.error.startswith("auth")
+    assert not r.complete
+
+
+def test_batched_criteria_use_one_call_per_juror(contract_path: Path, tmp_path: Path) -> None:
+    source = load_contract(contract_path)
+    subs = [
+        Submission("france", "x", "Paris, a lovely city.\nAnswer: Paris"),
+        Submission("france", "y", "Answer: Paris"),
+    ]
+    keyword = ScriptedProvider("juror-keyword")
+    single = Jury.from_specs(["scripted:juror-keyword"])
+    batched = Jury.from_specs(["scripted:juror-keyword"], batch_criteria=True)
+    engine = {"providers": {"scripted:juror-keyword": keyword}}
+    one, _ = run_grade(source, subs, single, tmp_path / "1", engine=engine)
+    assert keyword.calls == 4
+    both, _ = run_grade(source, subs, batched, tmp_path / "2", engine=engine)
+    assert keyword.calls == 6
+    assert [r.score for r in one] == [r.score for r in both] == [100, 80]
+    assert both[0].criteria[1].votes[0].share == 0.5
+
+
+def test_cascade_escalates_only_split_or_unread_criteria(
+    contract_path: Path, tmp_path: Path
+) -> None:
+    from eigenjury.models.prices import Price, PriceTable
+
+    source = load_contract(contract_path)
+    subs = [Submission("france", "x", "Paris, a lovely city.\nAnswer: Paris")]
+    compact = Jury.from_specs(["scripted:juror-yes", "scripted:juror-no", "scripted:juror-keyword"])
+    big = ScriptedProvider("juror-keyword")
+    large = Jury.from_specs(["scripted:juror-keyword"] * 3)
+    prices = PriceTable({"scripted:juror-keyword": Price(1.0, 1.0)})
+    engine = {"providers": {"scripted:juror-keyword": big}, "prices": prices}
+    # every compact vote is 2-1: split, so both jury criteria are escalated
+    [r], _ = run_grade(source, subs, compact, tmp_path, escalate_to=large, engine=engine)
+    assert all(c.escalated_from for c in r.criteria[1:])
+    assert r.score == 100
+    unanimous = Jury.from_specs(["scripted:juror-keyword"] * 3)
+    [r2], _ = run_grade(source, subs, unanimous, tmp_path / "u", escalate_to=large, engine=engine)
+    assert not any(c.escalated_from for c in r2.criteria)  # 3-0 is two flips from changing
