@@ -20,7 +20,7 @@ from eigenjury.contracts.rules import parse_grade, parse_grades
 from eigenjury.contracts.schema import Criterion, Task
 from eigenjury.engine import Call, CallResult, Engine
 from eigenjury.models.spec import ModelSpec
-from eigenjury.models.types import ChatRequest
+from eigenjury.models.types import ChatRequest, Completion
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def _groups(ballot: Ballot, jury: Jury) -> list[tuple[Criterion, ...]]:
     return [(c,) for c in ballot.criteria]
 
 
-def _parse(text: str, group: tuple[Criterion, ...]) -> dict[str, str | None]:
+def read_grades(text: str, group: tuple[Criterion, ...]) -> dict[str, str | None]:
     if len(group) == 1:
         return {group[0].id: parse_grade(text)}
     return parse_grades(text, [c.id for c in group])
@@ -166,7 +166,7 @@ async def vote(
     for a, result in zip(asked, firsts, strict=True):
         a.first = result
         text = None if result.completion is None or a.juror.constrained else result.completion.text
-        if text is not None and None in _parse(text, a.group).values():
+        if text is not None and None in read_grades(text, a.group).values():
             needs_repair.append(a)
     if needs_repair:
         calls = [
@@ -190,29 +190,54 @@ async def vote(
 def _votes(a: _Asked) -> dict[str, Vote]:
     first, retry = a.first, a.retry
     assert first is not None
-    share = 1.0 / len(a.group)
     if first.completion is None:
         error = f"{first.error_kind}: {first.error_message}"
-        return {c.id: Vote(a.juror.name, None, None, error=error, share=share) for c in a.group}
-    grades = _parse(first.completion.text, a.group)
-    calls = [first.completion]
-    retry_text = None
-    if retry is not None and retry.completion is not None:
-        retry_text = retry.completion.text
-        calls.append(retry.completion)
-        repaired = _parse(retry_text, a.group)
+        return votes_from_replies(a.juror.name, a.group, None, error=error)
+    return votes_from_replies(
+        a.juror.name,
+        a.group,
+        first.completion,
+        retry=None if retry is None else retry.completion,
+        retried=retry is not None,
+        cached=first.cached and (retry is None or retry.cached),
+    )
+
+
+def votes_from_replies(
+    juror: str,
+    group: tuple[Criterion, ...],
+    first: Completion | None,
+    *,
+    error: str | None = None,
+    retry: Completion | None = None,
+    retried: bool = False,
+    cached: bool = False,
+) -> dict[str, Vote]:
+    """One juror's votes on a group of criteria from its reply and its repair reply
+    (a grade the first reply gave is kept; the repair fills only what was missing)."""
+    share = 1.0 / len(group)
+    if first is None:
+        return {c.id: Vote(juror, None, None, error=error, share=share) for c in group}
+    grades = read_grades(first.text, group)
+    replies = [first] if retry is None else [first, retry]
+    if retry is not None:
+        repaired = read_grades(retry.text, group)
         grades = {k: g if g is not None else repaired[k] for k, g in grades.items()}
-    costs = [c.cost_usd for c in calls]
-    common = {
-        "text": first.completion.text,
-        "retry_text": retry_text,
-        "input_tokens": sum(c.usage.input_tokens for c in calls),
-        "output_tokens": sum(c.usage.output_tokens for c in calls),
-        "latency_s": sum(c.latency_s for c in calls),
-        "cost_usd": None if any(c is None for c in costs) else sum(c for c in costs if c),
-        "attempts": 1 + (retry is not None),
-        "error": None,
-        "cached": first.cached and (retry is None or retry.cached),
-        "share": share,
+    costs = [c.cost_usd for c in replies]
+    cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    return {
+        criterion_id: Vote(
+            juror,
+            grade,
+            first.text,
+            retry_text=None if retry is None else retry.text,
+            input_tokens=sum(c.usage.input_tokens for c in replies),
+            output_tokens=sum(c.usage.output_tokens for c in replies),
+            latency_s=sum(c.latency_s for c in replies),
+            cost_usd=cost,
+            attempts=2 if retried else 1,
+            cached=cached,
+            share=share,
+        )
+        for criterion_id, grade in grades.items()
     }
-    return {k: Vote(a.juror.name, g, **common) for k, g in grades.items()}  # type: ignore[arg-type]

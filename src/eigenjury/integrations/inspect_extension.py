@@ -1,0 +1,262 @@
+"""Inspect AI extension: a contract task and a contract scorer (ties fail).
+
+Registered through the `inspect_ai` entry point, so after `pip install eigenjury[inspect]`
+
+    inspect eval eigenjury/contract -T bundle=path/to/bundle --model openai/gpt-4o-mini \\
+        -T jury=openai/gpt-4o-mini,anthropic/claude-3-5-haiku-latest
+
+answers each task with the model under evaluation and grades it with eigenjury's rules:
+graders without a model directly; `llm_judge` criteria by a jury of Inspect models, each
+asked the same prompt at a fixed temperature and seed, read by the last verdict line,
+repaired once, and decided by strict majority (Inspect's own `model_graded_qa` majority
+leaves a tie unscored; here it fails). `-T submissions=FILE` grades pre-made answers
+(JSONL: task_id, submission, candidate) instead of generating. The score value is
+{"score": S / 100, "passed": 0 or 1}; the metadata carries every criterion and vote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    get_model,
+)
+from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
+
+from eigenjury.contracts.bundle import ContractSource, load_contract
+from eigenjury.contracts.graders import grade_without_model
+from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
+from eigenjury.contracts.jury import Vote, votes_from_replies
+from eigenjury.contracts.prompts import juror_request, repair_request, task_text
+from eigenjury.contracts.rules import passes
+from eigenjury.contracts.schema import Criterion
+from eigenjury.contracts.submissions import read_submissions
+from eigenjury.contracts.trace import judgement_rows, task_record
+from eigenjury.errors import InputError
+from eigenjury.models.types import ChatRequest, Completion, Usage
+
+
+def _names(jury: str | Sequence[str | Model] | None) -> list[str | Model]:
+    if jury is None:
+        return []
+    if isinstance(jury, str):
+        return [name.strip() for name in jury.split(",") if name.strip()]
+    return list(jury)
+
+
+def _messages(request: ChatRequest) -> list[ChatMessage]:
+    kinds = {
+        "system": ChatMessageSystem,
+        "user": ChatMessageUser,
+        "assistant": ChatMessageAssistant,
+    }
+    return [kinds[m.role](content=m.content) for m in request.messages]
+
+
+def _completion(output: ModelOutput, seconds: float) -> Completion:
+    usage = output.usage
+    return Completion(
+        text=output.completion,
+        finish_reason=str(output.stop_reason),
+        usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
+        latency_s=output.time if output.time is not None else seconds,
+    )
+
+
+async def _ask(model: Model, request: ChatRequest) -> Completion:
+    config = GenerateConfig(
+        temperature=request.temperature, seed=request.seed, max_tokens=request.max_tokens
+    )
+    start = time.perf_counter()
+    output = await model.generate(_messages(request), config=config)
+    return _completion(output, time.perf_counter() - start)
+
+
+async def _juror_votes(
+    name: str,
+    model: Model,
+    source: ContractSource,
+    task_id: str,
+    submission: str,
+    group: tuple[Criterion, ...],
+    settings: dict[str, Any],
+) -> dict[str, Vote]:
+    contract_task = source.contract.task(task_id)
+    request = juror_request(
+        contract_task,
+        _reference(source, task_id),
+        submission,
+        group,
+        constrained=False,
+        **settings,
+    )
+    try:
+        first = await _ask(model, request)
+    except Exception as exc:  # a failed call is an error vote, never a grade
+        return votes_from_replies(name, group, None, error=f"{type(exc).__name__}: {exc}")
+    votes = votes_from_replies(name, group, first)
+    if all(v.grade is not None for v in votes.values()):
+        return votes
+    try:
+        retry = await _ask(model, repair_request(request, first.text, group))
+    except Exception:
+        retry = None
+    return votes_from_replies(name, group, first, retry=retry, retried=True)
+
+
+def _reference(source: ContractSource, task_id: str) -> str | None:
+    name = source.contract.task(task_id).execution.reference_file
+    return source.reference_text(name) if name else None
+
+
+def _jurors(jury: Sequence[str | Model]) -> list[tuple[str, Model]]:
+    seen: dict[str, int] = {}
+    out = []
+    for entry in jury:
+        model = entry if isinstance(entry, Model) else get_model(entry)
+        base = str(entry) if isinstance(entry, str) else model.name
+        seen[base] = seen.get(base, 0) + 1
+        out.append((base if seen[base] == 1 else f"{base}#{seen[base]}", model))
+    return out
+
+
+@scorer(metrics={"score": [mean(), stderr()], "passed": [accuracy(), stderr()]})
+def contract_scorer(
+    bundle: str,
+    jury: str | Sequence[str | Model] | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    max_tokens: int = 1024,
+    batch_criteria: bool = False,
+) -> Any:
+    """Grade the completion against the sample's task; no jury given: the model under
+    evaluation is the only juror."""
+    source = load_contract(bundle)
+    settings = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens}
+
+    async def score(state: TaskState, target: Target) -> Score:
+        task_id = str(state.sample_id)
+        contract_task = source.contract.task(task_id)
+        text = state.output.completion
+        jurors = _jurors(_names(jury) or [get_model()])
+        judged = tuple(c for c in contract_task.evaluation.criteria if c.grader == "llm_judge")
+        groups = [judged] if batch_criteria and judged else [(c,) for c in judged]
+        asked = [
+            _juror_votes(name, model, source, task_id, text, group, settings)
+            for group in groups
+            for name, model in jurors
+        ]
+        votes: dict[str, list[Vote]] = {c.id: [] for c in judged}
+        for found in await asyncio.gather(*asked):
+            for criterion_id, v in found.items():
+                votes[criterion_id].append(v)
+        criteria = []
+        for c in contract_task.evaluation.criteria:
+            if c.grader == "llm_judge":
+                mine = tuple(votes[c.id])
+                criteria.append(
+                    CriterionResult(c, passes(sum(v.grade == "C" for v in mine), len(mine)), mine)
+                )
+            else:
+                ok, why = grade_without_model(c, text, contract_task)
+                criteria.append(CriterionResult(c, ok, explanation=why))
+        result = TaskResult(
+            task_id,
+            str(state.model),
+            contract_task.evaluation.pass_threshold,
+            tuple(criteria),
+            Submission(task_id, str(state.model), text),
+        )
+        lines = [
+            f"{c.criterion.id}: {'pass' if c.passed else 'fail'}"
+            + (f" ({c.c_votes}/{len(c.votes)} C)" if c.by_jury else f" ({c.explanation})")
+            for c in criteria
+        ]
+        return Score(
+            value={"score": result.reward, "passed": float(result.passed)},
+            answer=text,
+            explanation="\n".join(lines),
+            metadata={**task_record(result), "trace": list(judgement_rows([result]))},
+        )
+
+    return score
+
+
+@solver
+def submitted(answers: dict[str, str]) -> Solver:
+    """Use a pre-made submission as the model's output (no generation)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        text = answers[str(state.sample_id)]
+        state.output = ModelOutput.from_content(model="submission", content=text)
+        state.messages.append(ChatMessageAssistant(content=text))
+        return state
+
+    return solve
+
+
+@task
+def contract(
+    bundle: str,
+    jury: str | Sequence[str] | None = None,
+    submissions: str | None = None,
+    candidate: str | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    max_tokens: int = 1024,
+    batch_criteria: bool = False,
+) -> Task:
+    """Every task of an eigenjury contract (bundle folder, YAML file or bundled name)."""
+    source = load_contract(bundle)
+    samples = [
+        Sample(
+            input=task_text(t, _reference(source, t.task_id)),
+            id=t.task_id,
+            metadata={"criteria": [c.id for c in t.evaluation.criteria]},
+        )
+        for t in source.contract.tasks
+    ]
+    solve: Solver = generate()
+    if submissions is not None:
+        answers = _pick_submissions(Path(submissions), source, candidate)
+        samples = [s for s in samples if str(s.id) in answers]
+        solve = submitted(answers)
+    return Task(
+        dataset=MemoryDataset(samples, name=source.contract.name or "contract"),
+        solver=solve,
+        scorer=contract_scorer(
+            bundle,
+            jury=_names(jury),
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+            batch_criteria=batch_criteria,
+        ),
+    )
+
+
+def _pick_submissions(path: Path, source: ContractSource, candidate: str | None) -> dict[str, str]:
+    given = read_submissions(path, source.contract)
+    names = sorted({s.candidate for s in given})
+    if candidate is None and len(names) > 1:
+        raise InputError(
+            f"submissions from {len(names)} candidates ({', '.join(names)}); choose one with "
+            "-T candidate=NAME",
+            path=path,
+        )
+    wanted = candidate or names[0]
+    return {s.task_id: s.text or "" for s in given if s.candidate == wanted}

@@ -1,0 +1,295 @@
+"""`eigenjury grade` and `eigenjury juries compare` end to end, and the comparison arithmetic."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import contract_scripts  # noqa: F401  (registers the scripted jurors)
+from eigenjury.cli import main
+from eigenjury.contracts.compare import compare_pools
+from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
+from eigenjury.contracts.jury import Jury, Vote
+from eigenjury.contracts.schema import Criterion
+from eigenjury.testing.server import Faults, ServerThread
+
+CONTRACT = """\
+name: capitals
+tasks:
+  - task_id: france
+    execution: {prompt: "What is the capital of France?"}
+    evaluation:
+      pass_threshold: 60
+      criteria:
+        - {id: city, weight: 50, grader: exact_match, prompt: Paris}
+        - {id: lovely, weight: 50, grader: llm_judge, prompt: The answer says lovely}
+  - task_id: italy
+    execution: {prompt: "What is the capital of Italy?"}
+    evaluation:
+      criteria:
+        - {id: city, weight: 100, grader: exact_match, prompt: Rome}
+"""
+XSS = "<script>alert('x')</script>"
+
+
+@pytest.fixture
+def contract(tmp_path: Path) -> Path:
+    path = tmp_path / "contract.yaml"
+    path.write_text(CONTRACT)
+    return path
+
+
+def write_submissions(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def grade_args(contract: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        "grade",
+        str(contract),
+        "--out",
+        str(tmp_path / "out"),
+        "--store",
+        str(tmp_path / "store.sqlite"),
+        "--no-progress",
+        *extra,
+    ]
+
+
+def test_grade_submissions_writes_results_trace_and_report(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subs = write_submissions(
+        tmp_path / "subs.jsonl",
+        [
+            {
+                "task_id": "france",
+                "submission": f"Lovely city {XSS}\nAnswer: Paris",
+                "candidate": "a",
+            },
+            {"task_id": "italy", "submission": "Answer: Milan", "candidate": "a"},
+            {"task_id": "france", "submission": "Answer: Lyon", "candidate": "b"},
+        ],
+    )
+    jury = [
+        "--jury",
+        "scripted:juror-keyword",
+        "--jury",
+        "scripted:juror-keyword",
+        "--jury",
+        "scripted:juror-no",
+    ]
+    code = main(grade_args(contract, tmp_path, "--submissions", str(subs), *jury))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "mean score" in out
+    record = json.loads((tmp_path / "out" / "results.json").read_text())
+    tasks = {(t["task_id"], t["candidate"]): t for t in record["tasks"]}
+    first = tasks[("france", "a")]
+    assert (first["score"], first["passed"], first["reward"]) == (100, True, 1.0)
+    assert first["criteria"][1] == {
+        "id": "lovely",
+        "grader": "llm_judge",
+        "weight": 50,
+        "passed": True,
+        "awarded": 50,
+        "votes": {"C": 2, "I": 1, "unparsed": 0, "error": 0},
+        "split": True,
+    }
+    assert tasks[("italy", "a")]["score"] == 0 and tasks[("france", "b")]["score"] == 0
+    assert record["jury"]["jurors"] == [
+        "scripted:juror-keyword",
+        "scripted:juror-keyword#2",
+        "scripted:juror-no",
+    ]
+    summary = {s["candidate"]: s for s in record["summary"]}
+    assert summary["a"]["mean_score"]["value"] == 50 and summary["a"]["tasks"] == 2
+    out_dir = tmp_path / "out"
+    with (out_dir / "judgements.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 * (1 + 3) + 1  # 2 france x (1 grader + 3 votes) + italy x 1 grader
+    assert {r["stage"] for r in rows} == {"exact_match", "jury"}
+    criteria = list(csv.DictReader((out_dir / "criteria.csv").open()))
+    assert len(criteria) == 5 and {"votes_C", "split", "explanation"} <= set(criteria[0])
+    trace = [json.loads(line) for line in (out_dir / "trace.jsonl").read_text().splitlines()]
+    assert any("GRADE: C" in (row["text"] or "") for row in trace)
+    html = (out_dir / "report.html").read_text()
+    assert XSS not in html and "&lt;script&gt;" in html
+    assert 'class="split"' in html  # the 2-1 criterion is highlighted
+
+
+def test_grade_generates_submissions_from_candidates(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = grade_args(
+        contract,
+        tmp_path,
+        "--candidate",
+        "scripted:candidate-paris",
+        "--jury",
+        "scripted:juror-yes",
+    )
+    assert main(args) == 0
+    record = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [(t["task_id"], t["score"]) for t in record["tasks"]] == [("france", 100), ("italy", 0)]
+    assert record["tasks"][0]["candidate"] == "scripted:candidate-paris"
+
+
+def test_failed_juror_calls_exit_1_and_a_rerun_resumes(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"task_id": "france", "submission": f"answer {i}", "candidate": f"m{i}"} for i in range(8)
+    ]
+    subs = write_submissions(tmp_path / "s.jsonl", rows)
+    with ServerThread(faults=Faults(server_error=0.5), seed=3) as server:
+        args = grade_args(
+            contract,
+            tmp_path,
+            "--submissions",
+            str(subs),
+            "--jury",
+            f"openai-compatible:judge@{server.base_url}",
+        )
+        assert main([*args, "--max-attempts", "1"]) == 1
+        assert "rest on failed calls" in capsys.readouterr().out
+        first = json.loads((tmp_path / "out" / "results.json").read_text())
+        assert any(not t["complete"] for t in first["tasks"])
+        assert main([*args, "--max-attempts", "20"]) == 0
+        again = json.loads((tmp_path / "out" / "results.json").read_text())
+        assert all(t["complete"] for t in again["tasks"])
+        # nothing that succeeded was asked twice
+        assert server.stats()["most_successes_for_one_request"] == 1
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([{"task_id": "spain", "submission": "x"}], "line 1: task_id 'spain' is not a task"),
+        ([{"task_id": "france"}], "line 1: field 'submission'"),
+        (
+            [{"task_id": "france", "submission": "a"}, {"task_id": "france", "submission": "b"}],
+            "line 2: candidate 'submission' already submitted task 'france' on line 1",
+        ),
+        ([], "no submissions"),
+    ],
+)
+def test_bad_submissions_are_located(
+    contract: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    rows: list[dict[str, Any]],
+    expected: str,
+) -> None:
+    subs = write_submissions(tmp_path / "subs.jsonl", rows)
+    code = main(
+        grade_args(contract, tmp_path, "--submissions", str(subs), "--jury", "scripted:juror-yes")
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err and "Traceback" not in err
+
+
+def test_unknown_juror_spec_is_an_input_error(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subs = write_submissions(tmp_path / "s.jsonl", [{"task_id": "italy", "submission": "Rome"}])
+    code = main(grade_args(contract, tmp_path, "--submissions", str(subs), "--jury", "gpt-4o"))
+    assert code == 2 and "has no provider" in capsys.readouterr().err
+
+
+# --- the comparison arithmetic on constructed votes -------------------------------------
+
+
+def _criterion(ident: str, weight: float) -> Criterion:
+    return Criterion(id=ident, weight=weight, grader="llm_judge", prompt="p")
+
+
+def _votes(grades: str, cost: float) -> tuple[Vote, ...]:
+    table = {"C": "C", "I": "I", "?": None}
+    return tuple(
+        Vote(f"j{k}", table[g], "t", output_tokens=10, latency_s=1.0, cost_usd=cost)
+        for k, g in enumerate(grades)
+    )
+
+
+def _result(task: str, grades: list[str], cost: float) -> TaskResult:
+    criteria = []
+    for k, g in enumerate(grades):
+        votes = _votes(g, cost)
+        c_votes = sum(v.grade == "C" for v in votes)
+        criteria.append(CriterionResult(_criterion(f"c{k}", 50), 2 * c_votes > len(votes), votes))
+    return TaskResult(task, "m", 50, tuple(criteria), Submission(task, "m", "text"))
+
+
+def test_comparison_and_cascade_arithmetic() -> None:
+    # pool A (3 compact jurors, $1 a vote) and pool B (5 large jurors, $10 a vote)
+    a = [_result("t1", ["CCI", "III"], 1.0), _result("t2", ["CCC", "CI?"], 1.0)]
+    b = [_result("t1", ["CCCCI", "IIIII"], 10.0), _result("t2", ["CCCII", "CCCIC"], 10.0)]
+    # outcomes A: pass fail | pass fail ; B: pass fail | pass pass  -> agreement 3/4
+    jury_a = Jury.from_specs(["scripted:a"] * 3)
+    jury_b = Jury.from_specs(["scripted:b"] * 5)
+    record = compare_pools(a, b, jury_a, jury_b, rounds=200, seed=1)
+    assert record["criteria"] == 4
+    assert record["agreement"]["value"] == 0.75
+    assert record["agreement_common"]["value"] == 1.0 and record["criteria_common"] == 3
+    assert record["split_rate"]["a"]["value"] == 0.5  # CCI and CI? (unread = not C) are 2-1
+    assert record["split_rate"]["b"]["value"] == 0.25  # only CCCII is 3-2
+    assert record["identical_task_scores"]["value"] == 0.5  # t1: 50/50, t2: 50/100
+    assert record["per_criterion"]["a"]["cost_usd"]["value"] == 3.0
+    assert record["per_criterion"]["b"]["cost_usd"]["value"] == 50.0
+    assert record["a_relative_to_b"]["cost_usd"]["value"] == pytest.approx(12 / 200)
+    cascade = record["cascade"]
+    # escalated: CCI (split), CI? (split, unread); kept: III, CCC
+    assert cascade["escalation_rate"]["value"] == 0.5
+    assert cascade["agreement_with_b"]["value"] == 1.0
+    assert cascade["identical_task_scores_with_b"]["value"] == 1.0
+    assert cascade["relative_to_b"]["cost_usd"]["value"] == pytest.approx((12 + 100) / 200)
+    lo, hi = record["agreement"]["ci"]
+    assert 0.0 <= lo <= 0.75 <= hi <= 1.0
+
+
+def test_juries_compare_command(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subs = write_submissions(
+        tmp_path / "subs.jsonl",
+        [
+            {"task_id": "france", "submission": "lovely.\nAnswer: Paris", "candidate": f"m{i}"}
+            for i in range(3)
+        ],
+    )
+    code = main(
+        [
+            "juries",
+            "compare",
+            str(contract),
+            "--submissions",
+            str(subs),
+            "--pool-a",
+            "scripted:juror-yes",
+            "--pool-a",
+            "scripted:juror-no",
+            "--pool-b",
+            "scripted:juror-keyword",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--no-progress",
+            "--rounds",
+            "50",
+            "--out",
+            str(tmp_path / "cmp"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    record = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert record["agreement"]["value"] == 0.0  # A ties (fails); B passes
+    assert record["split_rate"]["a"]["value"] == 1.0
+    assert record["cascade"]["agreement_with_b"]["value"] == 1.0
+    assert (tmp_path / "cmp" / "pool_a" / "judgements.csv").is_file()
+    assert "criterion majority agreement" in out
