@@ -194,3 +194,55 @@ def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
     assert summary["comparisons"] == 3 * 6 * 2 and summary["verdicts"] == 36  # always valid
     assert (run.out / "report.html").is_file()
     assert {m["name"] for m in run.record["models"]} == {"warm-smol", "curt-smol", "gemma"}
+
+
+def test_the_bundled_contract_graded_by_local_models(tmp_path: Path) -> None:
+    """A local candidate answers two starter tasks; two local jurors vote by option
+    scoring (one criterion a call) and under a grammar (criteria batched): every vote
+    is readable, and grading twice asks nothing again."""
+    import json
+
+    from eigenjury.cli import main
+
+    subset = tmp_path / "starter.yaml"
+    assert main(["contracts", "convert", "starter", str(subset)]) == 0
+    text = subset.read_text()
+    subset.write_text(text[: text.index("- task_id: example-email")])  # the first three tasks
+    for batch in ([], ["--batch-criteria"]):
+        args = [
+            "grade",
+            str(subset),
+            "--candidate",
+            "local:smollm2-135m",
+            "--jury",
+            "local:smollm2-135m",
+            "--jury",
+            "local:gemma3-270m",
+            "--candidate-max-tokens",
+            "40",
+            "--out",
+            str(tmp_path / f"out{len(batch)}"),
+            "--store",
+            str(tmp_path / "store.sqlite"),
+            "--no-progress",
+            *batch,
+        ]
+        assert main(args) == 0
+        record = json.loads((tmp_path / f"out{len(batch)}" / "results.json").read_text())
+        assert [t["task_id"] for t in record["tasks"]] == [
+            "times-table",
+            "capital-japan",
+            "comfort-friend",
+        ]
+        votes = [c["votes"] for t in record["tasks"] for c in t["criteria"] if "votes" in c]
+        assert len(votes) == 3
+        assert all(v["C"] + v["I"] == 2 and v["unparsed"] == v["error"] == 0 for v in votes)
+    assert main(args) == 0
+    assert (
+        json.loads((tmp_path / "out1" / "results.json").read_text())["accounting"]["total"][
+            "cached"
+        ]
+        == json.loads((tmp_path / "out1" / "results.json").read_text())["accounting"]["total"][
+            "calls"
+        ]
+    )

@@ -113,7 +113,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         escalate_margin=args.escalate_margin if escalate_to else None,
         warnings=warnings,
     )
-    record["accounting"] = engine.accounting.record()
+    record["accounting"] = engine.session_accounting.record()
     out: Path = args.out
     write_json(out / "results.json", record)
     write_trace(out, results)
@@ -142,10 +142,8 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     async def work(
         engine: Engine, submissions: list[Submission]
     ) -> tuple[list[TaskResult], list[TaskResult]]:
-        a, b = await asyncio.gather(
-            grade(engine, source, submissions, pool_a), grade(engine, source, submissions, pool_b)
-        )
-        return a, b
+        a = await grade(engine, source, submissions, pool_a)  # one engine run at a time
+        return a, await grade(engine, source, submissions, pool_b)
 
     ran = _run(args, console, source, [pool_a, pool_b], work)
     if ran is None:
@@ -162,7 +160,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         seed=args.seed,
     )
     record["contract"] = str(args.contract)
-    record["accounting"] = engine.accounting.record()
+    record["accounting"] = engine.session_accounting.record()
     incomplete = sum(not r.complete for r in (*results_a, *results_b))
     record["incomplete_submissions"] = incomplete
     print_comparison(console, record)

@@ -156,7 +156,8 @@ class Engine:
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._io = ThreadPoolExecutor(1, thread_name_prefix="eigenjury-store")
         self._secrets: tuple[str, ...] = ()
-        self.accounting = Accounting()
+        self.accounting = Accounting()  # the latest run's
+        self.session_accounting = Accounting()  # every run of this engine's
         self.limiters: dict[str, EndpointLimiter] = {}
 
     async def __aenter__(self) -> Engine:
@@ -303,13 +304,14 @@ class Engine:
         return results
 
     def _account(self, result: CallResult) -> None:
-        self.accounting.add(
-            str(result.call.spec),
-            result.call.role,
-            result.completion,
-            result.error_kind,
-            result.cached,
-        )
+        for accounting in (self.accounting, self.session_accounting):
+            accounting.add(
+                str(result.call.spec),
+                result.call.role,
+                result.completion,
+                result.error_kind,
+                result.cached,
+            )
 
     def _estimate(self, call: Call) -> tuple[float, float]:
         prompt = sum(len(m.content) for m in call.request.messages) / 4
