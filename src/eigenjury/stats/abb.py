@@ -47,7 +47,7 @@ from scipy import stats as sps
 
 from eigenjury.stats.verdicts import FloatArray
 
-BATCH_MEAN = "batch-mean"
+BATCH_MEAN: Literal["batch-mean"] = "batch-mean"
 BOUND_METHODS = ("kl", "hoeffding", "bootstrap")
 Centre = float | Literal["batch-mean"]
 
