@@ -126,7 +126,7 @@ def check(
     alphas, sigmas, kendalls, pearsons = [], [], [], []
     for _ in range(measurements):
         scores = scale.normalise(judge.judge(quality, rng))
-        sample = rng.choice(dim, size=m, replace=False)
+        sample = rng.choice(dim, size=min(m, dim), replace=False)
         original = scale.normalise(judge.judge(quality[sample], rng))
         moved = scale.normalise(judge.neighbour(quality[sample], rng))
         certificate = _certificate(original, moved, tau, delta, dim, confidence_share, choices)
