@@ -242,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--store", type=Path, default=DEFAULT_STORE)
     export.set_defaults(handler="calls:export")
     add_contract_commands(commands)
+    add_bound_commands(commands)
     return parser
 
 
@@ -356,6 +357,196 @@ def _add_juror_settings(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="grade all of a task's criteria in one call per juror (cheaper; less independent)",
     )
+
+
+BOUND_GENERATORS = "formatting,markdown,verbosity,position,paraphrase,identity"
+BOUND_SCALES = ("unit", "likert5", "likert10", "pairwise5", "verdict", "percent")
+
+
+def _centre(text: str) -> str:
+    """'batch-mean' or a number in [0, 1] (kept as text; the handler converts it)."""
+    if text != "batch-mean":
+        _bounded(float, 0.0, 1.0)(text)
+    return text
+
+
+def _bound_options(parser: argparse.ArgumentParser) -> None:
+    """How tau and delta are spent: shared by `bound apply` and `bound certify`."""
+    parser.add_argument(
+        "--tau",
+        type=_bounded(float, 0.0, open_low=True),
+        required=True,
+        help="the bound on ||M(D) - M(D')||_2, in [0, 1] score units",
+    )
+    parser.add_argument(
+        "--delta",
+        type=_bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        required=True,
+        help="the allowed probability of exceeding tau",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=_bounded(float, 0.0, 1.0, open_low=True),
+        help="fixed shrinkage (default: the largest feasible one)",
+    )
+    parser.add_argument(
+        "--centre",
+        type=_centre,
+        default="0.5",
+        help="shrinkage centre in [0, 1] fixed before seeing the data (default 0.5, the scale "
+        "midpoint), or 'batch-mean' (its shift is added to the sensitivity)",
+    )
+    parser.add_argument(
+        "--k",
+        type=_bounded(int, 1),
+        default=1,
+        help="items a neighbour perturbs (default 1)",
+    )
+    parser.add_argument(
+        "--delta-split",
+        type=_bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.5,
+        help="share of the Markov step in what delta leaves after the sensitivity bound "
+        "(the rest: the noise tail; default 0.5)",
+    )
+    parser.add_argument(
+        "--noise-share",
+        type=_bounded(float, 0.0, 1.0, open_high=True),
+        default=0.5,
+        help="share of tau kept for noise when choosing alpha (default 0.5)",
+    )
+    parser.add_argument(
+        "--min-alpha",
+        type=_bounded(float, 0.0, 1.0, open_low=True),
+        default=0.1,
+        help="smallest shrinkage accepted: released scores keep at least this share of "
+        "their spread (default 0.1)",
+    )
+    parser.add_argument(
+        "--range-bound",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also bound a k-item change by sqrt(k) and use it where it leaves more room "
+        "(default on)",
+    )
+
+
+def add_bound_commands(commands: Any) -> None:
+    bound = commands.add_parser(
+        "bound",
+        help="bias-bounded evaluation: measure a judge's sensitivity, certify, debias",
+        description="Bias-bounded evaluation (A-BB): measure how far meaning-preserving "
+        "perturbations move a judge, then release scores with a certified (tau, delta) "
+        "bound on how far such perturbations can move them. See docs/bounds.md.",
+    )
+    steps = bound.add_subparsers(dest="step", required=True, metavar="STEP")
+
+    measure = steps.add_parser(
+        "measure",
+        help="measure a judge's sensitivity to neighbours on a dataset (writes a profile)",
+        description="Sample m items of a JSONL dataset (id, prompt, and response or "
+        "response_a + response_b), judge them, perturb each with every generator, re-judge "
+        "only the perturbed items, and write the RMS sensitivity per generator with an "
+        "upper confidence bound. Identity neighbours (another seed) measure the judge's "
+        "intrinsic jitter.",
+    )
+    measure.add_argument("dataset", type=Path, help="JSONL dataset")
+    measure.add_argument("--judge", required=True, help="judge model spec")
+    measure.add_argument(
+        "--generators",
+        default="formatting,markdown,verbosity,identity",
+        help=f"comma-separated, from {BOUND_GENERATORS} (default "
+        "formatting,markdown,verbosity,identity)",
+    )
+    measure.add_argument("--paraphraser", help="model spec for the paraphrase neighbour")
+    measure.add_argument(
+        "--m", type=_bounded(int, 1), default=50, help="items sampled (default 50)"
+    )
+    measure.add_argument("--seed", type=int, default=0)
+    measure.add_argument(
+        "--confidence",
+        type=_bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.95,
+        help="level of the reported upper bound (apply recomputes it for its delta)",
+    )
+    measure.add_argument(
+        "--method",
+        choices=("kl", "hoeffding", "bootstrap"),
+        default="kl",
+        help="upper confidence bound on Delta (default kl: Chernoff-Hoeffding, valid at any m)",
+    )
+    measure.add_argument(
+        "--temperature",
+        type=_bounded(float, 0.0, 2.0),
+        default=0.0,
+        help="judge temperature (default 0)",
+    )
+    measure.add_argument("--max-tokens", type=_bounded(int, 1))
+    measure.add_argument("--out", type=Path, required=True, help="profile JSON to write")
+    add_engine_options(measure)
+    measure.set_defaults(handler="bounds:measure")
+
+    apply = steps.add_parser(
+        "apply",
+        help="debias a score file under a certified (tau, delta) bound",
+        description="Shrink and noise a score file (CSV/JSONL with item, score, optional "
+        "model and criterion; a peer verdict file; or a contracts results.json) so that "
+        "perturbations measured in PROFILE move the released score vector by more than "
+        "tau with probability at most delta. Writes debiased.csv and certificate.json.",
+    )
+    apply.add_argument("scores", type=Path, help="score file")
+    apply.add_argument("--profile", type=Path, required=True, help="from `bound measure`")
+    apply.add_argument("--out", type=Path, required=True, help="output folder")
+    scale = apply.add_mutually_exclusive_group()
+    scale.add_argument("--scale", choices=BOUND_SCALES, help="raw range of a score file")
+    scale.add_argument("--range", type=float, nargs=2, metavar=("LOW", "HIGH"))
+    apply.add_argument(
+        "--level",
+        choices=("task", "criterion"),
+        default="task",
+        help="contracts results: task scores or criterion pass values",
+    )
+    apply.add_argument(
+        "--sigma",
+        type=_bounded(float, 0.0),
+        help="noise level, up to sigma_max (default sigma_max / 2)",
+    )
+    apply.add_argument("--seed", type=int, default=0)
+    apply.add_argument(
+        "--generators", help="the profile's generators to bound against (default: all)"
+    )
+    apply.add_argument(
+        "--confidence-share",
+        type=_bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.2,
+        help="share of delta for the upper confidence bound on Delta (default 0.2)",
+    )
+    apply.add_argument("--method", choices=("kl", "hoeffding", "bootstrap"))
+    _bound_options(apply)
+    apply.set_defaults(handler="bounds:apply")
+
+    certify = steps.add_parser(
+        "certify",
+        help="print the certificate for a sensitivity and a dimension (JSON)",
+        description="Compute feasibility, alpha, sigma_max and the threshold for a known "
+        "sensitivity Delta (in [0, 1] units) and d items. Exit status 2 when infeasible, "
+        "with the smallest feasible tau.",
+    )
+    certify.add_argument(
+        "--sensitivity",
+        type=_bounded(float, 0.0),
+        required=True,
+        help="RMS sensitivity Delta (or its upper bound) in [0, 1] units",
+    )
+    certify.add_argument("--dim", type=_bounded(int, 1), required=True, help="items d")
+    certify.add_argument(
+        "--delta-sensitivity",
+        type=_bounded(float, 0.0),
+        default=0.0,
+        help="the part of delta already spent on an upper bound given as --sensitivity",
+    )
+    _bound_options(certify)
+    certify.set_defaults(handler="bounds:certify")
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

@@ -1,5 +1,17 @@
 """Statistics for LLM judging: pure numpy/scipy, no I/O and no model calls."""
 
+from eigenjury.stats.abb import (
+    Certificate,
+    DeltaSplit,
+    Sensitivity,
+    Utility,
+    certify,
+    debias,
+    estimate_sensitivity,
+    laurent_massart_radius,
+    mean_upper_bound,
+    utility_retained,
+)
 from eigenjury.stats.baselines import BradleyTerry, Davidson, pair_counts
 from eigenjury.stats.bootstrap import cluster_bootstrap, percentile_interval
 from eigenjury.stats.btd import (
@@ -25,23 +37,32 @@ from eigenjury.stats.verdicts import (
 __all__ = [
     "BTDParams",
     "BradleyTerry",
+    "Certificate",
     "DataError",
     "Davidson",
+    "DeltaSplit",
     "HeldOutScore",
     "LowRankBTD",
     "PeerRanking",
     "Population",
     "ScenarioCounts",
+    "Sensitivity",
+    "Utility",
     "VerdictCounts",
     "VerdictTable",
     "btd_objective",
     "canonical_gauge",
+    "certify",
     "check_design",
     "cluster_bootstrap",
     "davidson_nll",
+    "debias",
     "eigentrust",
+    "estimate_sensitivity",
     "heldout_loglik",
+    "laurent_massart_radius",
     "make_population",
+    "mean_upper_bound",
     "pair_counts",
     "percentile_interval",
     "rank_intervals",
@@ -51,4 +72,5 @@ __all__ = [
     "simulate_verdicts",
     "to_elo",
     "trust_matrix",
+    "utility_retained",
 ]

@@ -1,0 +1,346 @@
+"""Sensitivity of a judge, measured through the engine, and the profile that records it.
+
+For m items sampled (seeded) from a dataset, the judge scores each original once;
+then every generator makes one neighbour per item, and only the neighbours are
+re-judged. Neighbours are judged with another seed and sample number than the
+originals, so the identity neighbour is a fresh draw (the store does not return the
+cached answer) and every generator's change includes the same intrinsic jitter,
+which identity measures on its own. Failed calls, unparseable replies and rejected
+paraphrases are counted per generator and leave their item out; they are never
+scored.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from eigenjury.batch import _first_problem
+from eigenjury.bounds.judges import JudgeProtocol
+from eigenjury.bounds.neighbours import (
+    LOCAL_GENERATORS,
+    PARAPHRASE,
+    JudgedItem,
+    Paraphraser,
+)
+from eigenjury.bounds.scores import json_object
+from eigenjury.engine.accounting import Accounting
+from eigenjury.engine.engine import Call, CallResult, Engine
+from eigenjury.errors import InputError
+from eigenjury.models.spec import ModelSpec
+from eigenjury.stats.abb import estimate_sensitivity
+
+PROFILE_KIND = "eigenjury-bound-profile"
+
+
+class _DatasetLine(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str | int
+    prompt: str
+    response: str | None = None
+    response_a: str | None = None
+    response_b: str | None = None
+    model: str | None = None
+    model_a: str | None = None
+    model_b: str | None = None
+
+
+def read_dataset(path: Path) -> list[JudgedItem]:
+    """A JSONL dataset: `id`, `prompt` and either `response` or `response_a` and
+    `response_b` (every line the same kind); optional `model` / `model_a`, `model_b`."""
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    items: list[JudgedItem] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8-sig") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                line = _DatasetLine.model_validate(json_object(text, path, number))
+            except ValidationError as exc:
+                raise InputError(_first_problem(exc), path=path, line=number) from None
+            item = _item(line, path, number)
+            if items and item.pairwise != items[0].pairwise:
+                raise InputError(
+                    "mixes single responses and pairs; use one kind per dataset",
+                    path=path,
+                    line=number,
+                )
+            if item.id in seen:
+                raise InputError(
+                    f"id '{item.id}' was already used on line {seen[item.id]}",
+                    path=path,
+                    line=number,
+                    field="id",
+                )
+            seen[item.id] = number
+            items.append(item)
+    if not items:
+        raise InputError("the dataset is empty; expected one JSON object a line", path=path)
+    return items
+
+
+def _item(line: _DatasetLine, path: Path, number: int) -> JudgedItem:
+    pair = (line.response_a, line.response_b)
+    if line.response is not None and any(p is not None for p in pair):
+        raise InputError(
+            "give either response or response_a and response_b", path=path, line=number
+        )
+    if line.response is not None:
+        return JudgedItem(str(line.id), line.prompt, (line.response,), (line.model,))
+    if pair[0] is None or pair[1] is None:
+        missing = "response_b" if pair[0] is not None else "response_a"
+        field = missing if any(p is not None for p in pair) else "response"
+        raise InputError("missing", path=path, line=number, field=field)
+    return JudgedItem(str(line.id), line.prompt, (pair[0], pair[1]), (line.model_a, line.model_b))
+
+
+class Pair(BaseModel):
+    """One item's normalised score, original and neighbour."""
+
+    model_config = ConfigDict(extra="forbid")
+    item: str
+    original: float = Field(ge=0.0, le=1.0)
+    perturbed: float = Field(ge=0.0, le=1.0)
+
+
+class GeneratorProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    estimate: float | None
+    upper_bound: float | None
+    confidence: float
+    method: str
+    m: int
+    beyond_jitter: float | None
+    failures: dict[str, int]
+    pairs: list[Pair]
+
+
+class Profile(BaseModel):
+    """What `eigenjury bound measure` writes; per-item pairs let `apply` recompute the
+    upper bound at the confidence its own delta calls for."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str = PROFILE_KIND
+    judge: str
+    protocol: str
+    scale: dict[str, Any]
+    dataset: str
+    items: int
+    m: int
+    seed: int
+    confidence: float
+    method: str
+    paraphraser: str | None
+    original_failures: dict[str, int]
+    jitter: float | None
+    generators: dict[str, GeneratorProfile] = Field(min_length=1)
+    accounting: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, path: Path) -> Profile:
+        if not path.is_file():
+            raise InputError("no such profile", path=path)
+        try:
+            profile = cls.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            raise InputError(
+                f"not a profile from `eigenjury bound measure`: {_first_problem(exc)}", path=path
+            ) from None
+        if profile.kind != PROFILE_KIND:
+            raise InputError(f"kind is {profile.kind!r}, not {PROFILE_KIND!r}", path=path)
+        return profile
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    judge: ModelSpec
+    protocol: JudgeProtocol
+    generators: tuple[str, ...]
+    m: int
+    seed: int = 0
+    confidence: float = 0.95
+    method: str = "kl"
+    paraphraser: ModelSpec | None = None
+    paraphrase: Paraphraser = field(default_factory=Paraphraser)
+
+
+def sample_items(items: Sequence[JudgedItem], m: int, seed: int) -> list[JudgedItem]:
+    """m items (all if fewer), seeded, in dataset order."""
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(len(items), size=min(m, len(items)), replace=False))
+    return [items[i] for i in chosen]
+
+
+def _generator_rng(seed: int, name: str, index: int) -> np.random.Generator:
+    """Each (generator, item) has its own stream: adding a generator changes no other."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode()), index])
+
+
+async def measure(
+    engine: Engine, items: Sequence[JudgedItem], settings: MeasureSettings, *, dataset: str
+) -> Profile:
+    """Judge m sampled items and their neighbours; estimate each generator's Delta."""
+    protocol = settings.protocol
+    sampled = sample_items(items, settings.m, settings.seed)
+    originals = await engine.run(
+        [
+            Call(settings.judge, protocol.request(item, settings.seed), 0, role="judge")
+            for item in sampled
+        ]
+    )
+    every = list(originals)  # for the accounting
+    original_failures: Counter[str] = Counter()
+    scores: dict[int, float] = {}
+    for i, (item, result) in enumerate(zip(sampled, originals, strict=True)):
+        score, failure = _score(protocol, item, result)
+        if failure:
+            original_failures[failure] += 1
+        else:
+            assert score is not None
+            scores[i] = score
+
+    neighbours: dict[str, dict[int, JudgedItem]] = {}
+    failures: dict[str, Counter[str]] = {g: Counter() for g in settings.generators}
+    for name in settings.generators:
+        if name == PARAPHRASE:
+            neighbours[name], made = await _paraphrased(engine, sampled, settings, failures[name])
+            every.extend(made)
+        else:
+            generator = LOCAL_GENERATORS[name]
+            neighbours[name] = {
+                i: generator.perturb(item, _generator_rng(settings.seed, name, i))
+                for i, item in enumerate(sampled)
+            }
+    jobs = [(name, i, item) for name, made in neighbours.items() for i, item in made.items()]
+    results = await engine.run(
+        [
+            Call(settings.judge, protocol.request(item, settings.seed + 1), 1, role="neighbour")
+            for _, _, item in jobs
+        ]
+    )
+    every.extend(results)
+    pairs: dict[str, list[Pair]] = {g: [] for g in settings.generators}
+    for (name, i, item), result in zip(jobs, results, strict=True):
+        score, failure = _score(protocol, item, result)
+        if failure:
+            failures[name][failure] += 1
+        elif i in scores:
+            assert score is not None
+            pairs[name].append(Pair(item=sampled[i].id, original=scores[i], perturbed=score))
+    generators = {
+        name: _generator_profile(pairs[name], failures[name], settings)
+        for name in settings.generators
+    }
+    jitter = generators["identity"].estimate if "identity" in generators else None
+    if jitter is not None:
+        for record in generators.values():
+            if record.estimate is not None:
+                record.beyond_jitter = math.sqrt(max(record.estimate**2 - jitter**2, 0.0))
+    return Profile(
+        judge=str(settings.judge),
+        protocol=protocol.kind,
+        scale=protocol.scale.to_dict(),
+        dataset=dataset,
+        items=len(items),
+        m=len(sampled),
+        seed=settings.seed,
+        confidence=settings.confidence,
+        method=settings.method,
+        paraphraser=None if settings.paraphraser is None else str(settings.paraphraser),
+        original_failures=dict(original_failures),
+        jitter=jitter,
+        generators=generators,
+        accounting=_accounting(every),
+    )
+
+
+def _accounting(results: Sequence[CallResult]) -> dict[str, Any]:
+    accounting = Accounting()
+    for r in results:
+        accounting.add(str(r.call.spec), r.call.role, r.completion, r.error_kind, r.cached)
+    return accounting.record()
+
+
+def _score(
+    protocol: JudgeProtocol, item: JudgedItem, result: CallResult
+) -> tuple[float | None, str | None]:
+    """The normalised score, or the failure: "error" (the call) or "unparsed"."""
+    if result.completion is None:
+        return None, "error"
+    raw = protocol.parse(result.completion.text, item)
+    if raw is None:
+        return None, "unparsed"
+    return float(protocol.scale.normalise(raw)), None
+
+
+async def _paraphrased(
+    engine: Engine,
+    sampled: Sequence[JudgedItem],
+    settings: MeasureSettings,
+    failures: Counter[str],
+) -> tuple[dict[int, JudgedItem], list[CallResult]]:
+    if settings.paraphraser is None:
+        raise InputError("the paraphrase neighbour needs --paraphraser MODEL")
+    which = [
+        int(_generator_rng(settings.seed, PARAPHRASE, i).integers(len(item.responses)))
+        for i, item in enumerate(sampled)
+    ]
+    results = await engine.run(
+        [
+            Call(
+                settings.paraphraser,
+                settings.paraphrase.request(item.responses[w], settings.seed),
+                role="paraphraser",
+            )
+            for item, w in zip(sampled, which, strict=True)
+        ]
+    )
+    made: dict[int, JudgedItem] = {}
+    for i, (item, w, result) in enumerate(zip(sampled, which, results, strict=True)):
+        if result.completion is None:
+            failures["paraphrase error"] += 1
+            continue
+        text = settings.paraphrase.accept(item.responses[w], result.completion.text)
+        if text is None:
+            failures["rejected"] += 1
+            continue
+        responses = list(item.responses)
+        responses[w] = text
+        made[i] = JudgedItem(item.id, item.prompt, tuple(responses), item.models, item.swapped)
+    return made, results
+
+
+def _generator_profile(
+    pairs: list[Pair], failures: Counter[str], settings: MeasureSettings
+) -> GeneratorProfile:
+    if not pairs:
+        estimate = upper = None
+    else:
+        sensitivity = estimate_sensitivity(
+            [p.original for p in pairs],
+            [p.perturbed for p in pairs],
+            settings.confidence,
+            method=settings.method,
+            rng=np.random.default_rng(settings.seed),
+        )
+        estimate, upper = sensitivity.estimate, sensitivity.upper_bound
+    return GeneratorProfile(
+        estimate=estimate,
+        upper_bound=upper,
+        confidence=settings.confidence,
+        method=settings.method,
+        m=len(pairs),
+        beyond_jitter=None,
+        failures=dict(failures),
+        pairs=pairs,
+    )

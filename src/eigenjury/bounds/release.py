@@ -1,0 +1,247 @@
+"""Debiased scores and their certificate: a measured profile applied to a score set.
+
+What is bounded: the released per-item score vector (in [0, 1] units). What is not:
+anything computed from it, rankings above all (a ranking is not Lipschitz in the
+scores); for those the ranking stability over noise draws is measured and reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eigenjury.bounds.measure import Profile
+from eigenjury.bounds.scores import ScoreSet
+from eigenjury.errors import InputError
+from eigenjury.stats.abb import (
+    Centre,
+    Certificate,
+    Sensitivity,
+    Utility,
+    certify,
+    debias,
+    estimate_sensitivity,
+    utility_retained,
+)
+from eigenjury.stats.verdicts import FloatArray
+
+BOUNDED = "the released per-item score vector, in [0, 1] units (L2 distance)"
+NOT_BOUNDED = (
+    "anything derived from the released scores, rankings above all; their stability over "
+    "noise draws is measured instead (see 'stability')"
+)
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    """The target (tau, delta) and how delta and tau are spent.
+
+    `confidence_share` of delta goes to the upper confidence bound on Delta (computed
+    from the profile's pairs at confidence 1 - that share); the rest is split
+    `delta_split` : 1 - `delta_split` between the Markov step and the noise tail.
+    sigma None is sigma_max / 2.
+    """
+
+    tau: float
+    delta: float
+    sigma: float | None = None
+    seed: int = 0
+    alpha: float | None = None
+    centre: Centre = 0.5
+    neighbour_size: int = 1
+    delta_split: float = 0.5
+    confidence_share: float = 0.2
+    noise_share: float = 0.5
+    min_alpha: float = 0.1
+    range_bound: bool = True
+    generators: tuple[str, ...] | None = None  # None: all in the profile
+    method: str | None = None  # None: the profile's
+    stability_draws: int = 200
+
+
+@dataclass
+class Release:
+    certificate: Certificate
+    sigma: float
+    debiased: FloatArray  # normalised units
+    sensitivities: dict[str, Sensitivity]
+    utility_items: Utility
+    utility_models: Utility | None
+    stability: dict[str, Any] | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def profile_sensitivities(profile: Profile, settings: ReleaseSettings) -> dict[str, Sensitivity]:
+    """Each chosen generator's Delta and upper bound at the release's confidence."""
+    names = settings.generators or tuple(profile.generators)
+    unknown = [g for g in names if g not in profile.generators]
+    if unknown:
+        raise InputError(
+            f"the profile has no generator {unknown[0]!r}; it has {', '.join(profile.generators)}",
+            field="generators",
+        )
+    confidence = 1.0 - settings.confidence_share * settings.delta
+    out = {}
+    for name in names:
+        pairs = profile.generators[name].pairs
+        if not pairs:
+            raise InputError(
+                f"generator {name!r} has no judged pairs in the profile (all failed); leave "
+                "it out with --generators or measure again",
+                field=f"generators.{name}",
+            )
+        out[name] = estimate_sensitivity(
+            [p.original for p in pairs],
+            [p.perturbed for p in pairs],
+            confidence,
+            method=settings.method or profile.method,
+            neighbour_size=settings.neighbour_size,
+            rng=np.random.default_rng(settings.seed),
+        )
+    return out
+
+
+def release(scores: ScoreSet, profile: Profile, settings: ReleaseSettings) -> Release:
+    """Certify against the worst chosen generator, then shrink and add noise."""
+    sensitivities = profile_sensitivities(profile, settings)
+    worst = max(s.upper_bound for s in sensitivities.values())
+    if settings.neighbour_size > scores.dim:
+        raise InputError(
+            f"--k {settings.neighbour_size} exceeds the number of items ({scores.dim})"
+        )
+    try:
+        certificate = certify(
+            settings.tau,
+            settings.delta,
+            worst,
+            scores.dim,
+            alpha=settings.alpha,
+            delta_split=settings.delta_split,
+            delta_sensitivity=settings.confidence_share * settings.delta,
+            neighbour_size=settings.neighbour_size,
+            range_bound=settings.range_bound,
+            centre=settings.centre,
+            noise_share=settings.noise_share,
+            min_alpha=settings.min_alpha,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if not certificate.feasible:
+        raise InputError(certificate.explain())
+    sigma = certificate.sigma_max / 2 if settings.sigma is None else settings.sigma
+    if sigma > certificate.sigma_max:
+        raise InputError(
+            f"--sigma {sigma:g} exceeds sigma_max = {certificate.sigma_max:.6g} for these "
+            "settings; the bound holds for any sigma up to sigma_max"
+        )
+    rng = np.random.default_rng(settings.seed)
+    original = scores.normalised
+    debiased = debias(original, certificate, sigma, rng)
+    warnings = _warnings(scores, profile, settings)
+    models = None
+    stability = None
+    if len(scores.models) >= 2:
+        before = scores.model_scores(original)
+        models = utility_retained(before, scores.model_scores(debiased))
+        stability = _stability(scores, certificate, sigma, settings, before)
+    return Release(
+        certificate=certificate,
+        sigma=sigma,
+        debiased=debiased,
+        sensitivities=sensitivities,
+        utility_items=utility_retained(original, debiased),
+        utility_models=models,
+        stability=stability,
+        warnings=warnings,
+    )
+
+
+def _stability(
+    scores: ScoreSet,
+    certificate: Certificate,
+    sigma: float,
+    settings: ReleaseSettings,
+    before: FloatArray,
+) -> dict[str, Any]:
+    """How the model ranking fares over fresh noise draws (it is not what is bounded)."""
+    rng = np.random.default_rng([settings.seed, 1])
+    kendall = []
+    same_top = 0
+    for _ in range(settings.stability_draws):
+        after = scores.model_scores(debias(scores.normalised, certificate, sigma, rng))
+        kendall.append(utility_retained(before, after).kendall)
+        same_top += int(np.argmax(after) == np.argmax(before))
+    values = np.array([np.nan if k is None else k for k in kendall])
+    return {
+        "draws": settings.stability_draws,
+        "kendall_mean": None if np.all(np.isnan(values)) else float(np.nanmean(values)),
+        "kendall_p05": None if np.all(np.isnan(values)) else float(np.nanquantile(values, 0.05)),
+        "same_top_model": same_top / settings.stability_draws,
+    }
+
+
+def _warnings(scores: ScoreSet, profile: Profile, settings: ReleaseSettings) -> list[str]:
+    out = []
+    if profile.scale.get("name") != scores.scale.name:
+        out.append(
+            f"the profile was measured on the {profile.scale.get('name')} scale and the "
+            f"scores are on the {scores.scale.name} scale; the bound is only as good as "
+            "the profile's judge is for these scores"
+        )
+    names = settings.generators or tuple(profile.generators)
+    failed = sum(sum(profile.generators[g].failures.values()) for g in names)
+    if failed:
+        out.append(
+            f"{failed} neighbour judgment(s) in the profile failed and are left out of "
+            "Delta (see the profile's failures)"
+        )
+    return out
+
+
+def release_record(
+    release: Release, scores: ScoreSet, profile: Profile, settings: ReleaseSettings
+) -> dict[str, Any]:
+    """The certificate JSON: everything the bound rests on, and what it cost in signal."""
+    return {
+        "bounded": BOUNDED,
+        "not_bounded": NOT_BOUNDED,
+        "guarantee": (
+            f"P[ ||M(D) - M(D')||_2 > {settings.tau:g} ] <= {settings.delta:g} over "
+            "neighbours D' from each generator used and the noise"
+        ),
+        **release.certificate.to_dict(),
+        "sigma": release.sigma,
+        "seed": settings.seed,
+        "scores": {
+            "format": scores.source_format,
+            "scale": scores.scale.to_dict(),
+            "items": scores.dim,
+            "models": len(scores.models),
+        },
+        "profile": {
+            "judge": profile.judge,
+            "protocol": profile.protocol,
+            "scale": profile.scale,
+            "m": profile.m,
+            "jitter": profile.jitter,
+        },
+        "generators": {
+            name: {
+                "estimate": s.estimate,
+                "upper_bound": s.upper_bound,
+                "confidence": s.confidence,
+                "method": s.method,
+                "m": s.m,
+                "beyond_jitter": profile.generators[name].beyond_jitter,
+            }
+            for name, s in release.sensitivities.items()
+        },
+        "utility": {
+            "items": asdict(release.utility_items),
+            "models": None if release.utility_models is None else asdict(release.utility_models),
+        },
+        "stability": release.stability,
+        "warnings": release.warnings,
+    }

@@ -1,0 +1,404 @@
+"""Score files for `eigenjury bound apply`: scales, readers and model-level scores.
+
+Three inputs, told apart by their content:
+
+- a score file (CSV or JSONL) with columns `item`, `score` and optional `model` and
+  `criterion`, on a declared raw range (`--scale` or `--range LOW HIGH`);
+- a peer-ranking verdict file (columns scenario, judge, first, second, verdict; 0 tie,
+  1 first better, 2 second better, as `eigenjury rank` writes it): one item per row,
+  scored 1 / 0.5 / 0 for the evaluee shown first;
+- a contracts `results.json` (an object with `tasks`): one item per task and
+  candidate on its 0..100 `score`, or with level "criterion" one item per criterion
+  on its pass value (0 or 1).
+
+Tolerated, and only this: blank lines, a UTF-8 byte-order mark, extra columns or
+fields (ignored), numbers written as strings in CSV. Everything else is a located
+error.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from eigenjury.errors import InputError
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
+from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
+from eigenjury.verdict_files import read_verdicts
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A raw score range; scores are normalised to [0, 1] by (x - low) / (high - low)."""
+
+    name: str
+    low: float
+    high: float
+
+    def normalise(self, raw: ArrayLike) -> FloatArray:
+        return (np.asarray(raw, dtype=np.float64) - self.low) / (self.high - self.low)
+
+    def raw(self, normalised: FloatArray) -> FloatArray:
+        return np.asarray(self.low + normalised * (self.high - self.low))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "low": self.low, "high": self.high}
+
+
+SCALES = {
+    s.name: s
+    for s in (
+        Scale("unit", 0.0, 1.0),
+        Scale("likert5", 1.0, 5.0),
+        Scale("likert10", 1.0, 10.0),
+        Scale("pairwise5", 1.0, 5.0),
+        Scale("verdict", 0.0, 2.0),
+        Scale("percent", 0.0, 100.0),
+    )
+}
+PREFERENCE = Scale("preference", 0.0, 1.0)  # peer verdicts: 1 first better, 0.5 tie, 0 second
+_PREFERENCE_OF = {FIRST: 1.0, TIE: 0.5, SECOND: 0.0}
+SCORE_COLUMNS = ("item", "score")
+LEVELS = ("task", "criterion")
+
+
+@dataclass(frozen=True)
+class ScoreSet:
+    """d scored items, their scale, and which model each item speaks for.
+
+    Model-level scores are means over contributions: contribution c gives model
+    `owner[c]` the score of item `source[c]`, or 1 minus it when `flip[c]` (the
+    evaluee shown second in a peer verdict).
+    """
+
+    items: tuple[str, ...]
+    raw: FloatArray
+    scale: Scale
+    source_format: str
+    criteria: tuple[str | None, ...]
+    models: tuple[str, ...]
+    source: IntArray
+    owner: IntArray
+    flip: np.ndarray[Any, np.dtype[np.bool_]]
+
+    @property
+    def normalised(self) -> FloatArray:
+        return self.scale.normalise(self.raw)
+
+    @property
+    def dim(self) -> int:
+        return len(self.items)
+
+    def model_scores(self, normalised: FloatArray) -> FloatArray:
+        """Each model's mean score (in the units of `normalised`) over its items."""
+        values = normalised[self.source]
+        values = np.where(self.flip, 1.0 - values, values)
+        total = np.bincount(self.owner, values, minlength=len(self.models))
+        count = np.bincount(self.owner, minlength=len(self.models))
+        return np.asarray(total / np.maximum(count, 1))
+
+    def item_models(self) -> list[str | None]:
+        """The model of each item (the first evaluee for peer verdicts), for output."""
+        out: list[str | None] = [None] * self.dim
+        for c in range(len(self.source) - 1, -1, -1):
+            if not self.flip[c]:
+                out[self.source[c]] = self.models[self.owner[c]]
+        return out
+
+
+def read_scores(path: Path, *, scale: Scale | None = None, level: str = "task") -> ScoreSet:
+    """Read any of the three inputs; `scale` is required for plain score files only."""
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        _no_scale(path, scale, "a contracts results.json")
+        return _read_results(path, level)
+    if level != "task":
+        raise InputError("--level criterion applies to a contracts results.json", path=path)
+    if suffix == ".parquet" or _columns(path, suffix) >= set(VERDICT_COLUMNS):
+        _no_scale(path, scale, "a verdict file")
+        return _from_verdicts(path)
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        raise InputError(
+            f"unknown file type '{suffix or '(none)'}'; use a .csv or .jsonl score file, a "
+            "verdict file or a contracts results.json",
+            path=path,
+        )
+    if scale is None:
+        raise InputError(
+            f"declare the raw score range with --scale ({', '.join(SCALES)}) or --range LOW HIGH",
+            path=path,
+        )
+    return _read_score_file(path, suffix, scale)
+
+
+def _no_scale(path: Path, scale: Scale | None, what: str) -> None:
+    if scale is not None:
+        raise InputError(f"{what} declares its own scale; drop --scale / --range", path=path)
+
+
+def _columns(path: Path, suffix: str) -> set[str]:
+    """The column names of a CSV header or of the first JSONL object (empty if none)."""
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        if suffix == ".csv":
+            header = next(csv.reader(f), [])
+            return {h.strip() for h in header}
+        for text in f:
+            if text.strip():
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError:
+                    return set()  # the score reader reports it, with the line
+                return set(record) if isinstance(record, dict) else set()
+    return set()
+
+
+def _from_verdicts(path: Path) -> ScoreSet:
+    table = read_verdicts(path)
+    n = len(table.verdict)
+    rows = np.arange(n)
+    scenarios = np.asarray(table.scenarios, dtype=object)[table.scenario]
+    models = np.asarray(table.models, dtype=object)
+    items = tuple(
+        f"{s}|{j}|{a}|{b}"
+        for s, j, a, b in zip(
+            scenarios, models[table.judge], models[table.first], models[table.second], strict=True
+        )
+    )
+    preference = np.array([_PREFERENCE_OF[int(v)] for v in table.verdict])
+    return ScoreSet(
+        items=_numbered_duplicates(items),
+        raw=preference,
+        scale=PREFERENCE,
+        source_format="verdicts",
+        criteria=(None,) * n,
+        models=table.models,
+        source=np.concatenate([rows, rows]),
+        owner=np.concatenate([table.first, table.second]).astype(np.int64),
+        flip=np.concatenate([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]),
+    )
+
+
+def _numbered_duplicates(items: Sequence[str]) -> tuple[str, ...]:
+    """Repeated judgments of the same pair get #2, #3, ... so item ids stay unique."""
+    seen: dict[str, int] = {}
+    out = []
+    for item in items:
+        seen[item] = seen.get(item, 0) + 1
+        out.append(item if seen[item] == 1 else f"{item}#{seen[item]}")
+    return tuple(out)
+
+
+def _read_score_file(path: Path, suffix: str, scale: Scale) -> ScoreSet:
+    items: list[str] = []
+    raw: list[float] = []
+    models: list[str | None] = []
+    criteria: list[str | None] = []
+    first_seen: dict[str, int] = {}
+    rows = _csv_records(path) if suffix == ".csv" else _jsonl_records(path)
+    for line, record in rows:
+        for name in SCORE_COLUMNS:
+            if name not in record or _blank(record[name]):
+                raise InputError(f"missing value for '{name}'", path=path, line=line, column=name)
+        item = str(record["item"]).strip()
+        if item in first_seen:
+            raise InputError(
+                f"item '{item}' already appeared on line {first_seen[item]}; item ids must "
+                "be unique (one score per item)",
+                path=path,
+                line=line,
+                column="item",
+            )
+        first_seen[item] = line
+        value = _number(record["score"])
+        if value is None or not scale.low <= value <= scale.high:
+            raise InputError(
+                f"score {record['score']!r} is outside the declared range "
+                f"[{scale.low:g}, {scale.high:g}] ({scale.name})",
+                path=path,
+                line=line,
+                column="score",
+            )
+        items.append(item)
+        raw.append(value)
+        models.append(None if _blank(record.get("model")) else str(record["model"]).strip())
+        criteria.append(
+            None if _blank(record.get("criterion")) else str(record["criterion"]).strip()
+        )
+    if not items:
+        raise InputError("the file has no scores; expected rows with item and score", path=path)
+    return _score_set(items, raw, scale, "scores", models, criteria)
+
+
+def _score_set(
+    items: Sequence[str],
+    raw: Sequence[float],
+    scale: Scale,
+    source_format: str,
+    models: Sequence[str | None],
+    criteria: Sequence[str | None],
+) -> ScoreSet:
+    named = sorted({m for m in models if m is not None})
+    index = {m: i for i, m in enumerate(named)}
+    source = np.array([i for i, m in enumerate(models) if m is not None], dtype=np.int64)
+    return ScoreSet(
+        items=tuple(items),
+        raw=np.asarray(raw, dtype=np.float64),
+        scale=scale,
+        source_format=source_format,
+        criteria=tuple(criteria),
+        models=tuple(named),
+        source=source,
+        owner=np.array([index[m] for m in models if m is not None], dtype=np.int64),
+        flip=np.zeros(len(source), dtype=bool),
+    )
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        header = [h.strip() for h in next(reader, [])]
+        missing = [c for c in SCORE_COLUMNS if c not in header]
+        if missing:
+            raise InputError(
+                f"missing column(s) {', '.join(missing)}; found {', '.join(header) or 'none'}; "
+                "a score file needs item and score (model and criterion optional)",
+                path=path,
+                line=1,
+            )
+        try:
+            for fields in reader:
+                if not any(x.strip() for x in fields):
+                    continue
+                if len(fields) != len(header):
+                    raise InputError(
+                        f"{len(fields)} fields where the header has {len(header)}",
+                        path=path,
+                        line=reader.line_num,
+                    )
+                yield reader.line_num, dict(zip(header, fields, strict=True))
+        except csv.Error as exc:
+            raise InputError(
+                f"not readable as CSV ({exc})", path=path, line=reader.line_num
+            ) from None
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8-sig") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            yield number, json_object(text, path, number)
+
+
+def json_object(text: str, path: Path, line: int) -> dict[str, Any]:
+    """One JSONL line as an object, or a located error."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON ({exc.msg} at character {exc.colno})", path=path, line=line
+        ) from None
+    if not isinstance(record, dict):
+        raise InputError("each line must be a JSON object", path=path, line=line)
+    return record
+
+
+def _read_results(path: Path, level: str) -> ScoreSet:
+    """A contracts results.json: task scores (percent) or criterion pass values."""
+    if level not in LEVELS:
+        raise InputError(f"--level must be one of {', '.join(LEVELS)}", path=path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise InputError(
+            "expected a contracts results object with a 'tasks' list", path=path, field="tasks"
+        )
+    items: list[str] = []
+    raw: list[float] = []
+    models: list[str | None] = []
+    criteria: list[str | None] = []
+    for t, task in enumerate(data["tasks"]):
+        where = f"tasks[{t}]"
+        task_id = _text_field(task, "task_id", path, where)
+        candidate = _text_field(task, "candidate", path, where)
+        if level == "task":
+            score = _number(task.get("score"))
+            if score is None or not 0.0 <= score <= 100.0:
+                raise InputError(
+                    f"score {task.get('score')!r} is not a number in [0, 100]",
+                    path=path,
+                    field=f"{where}.score",
+                )
+            items.append(f"{task_id}/{candidate}")
+            raw.append(score)
+            models.append(candidate)
+            criteria.append(None)
+            continue
+        found = task.get("criteria")
+        if not isinstance(found, list):
+            raise InputError("expected a list of criteria", path=path, field=f"{where}.criteria")
+        for c, criterion in enumerate(found):
+            at = f"{where}.criteria[{c}]"
+            ident = _text_field(criterion, "id", path, at)
+            passed = criterion.get("passed")
+            if not isinstance(passed, bool):
+                raise InputError(
+                    f"passed must be true or false, got {passed!r}", path=path, field=f"{at}.passed"
+                )
+            items.append(f"{task_id}/{candidate}/{ident}")
+            raw.append(float(passed))
+            models.append(candidate)
+            criteria.append(ident)
+    if not items:
+        raise InputError("no scores: the results have no tasks (or no criteria)", path=path)
+    duplicates = [item for item, count in Counter(items).items() if count > 1]
+    if duplicates:
+        raise InputError(
+            f"item {duplicates[0]!r} appears twice; task, candidate (and criterion) "
+            "must identify one score",
+            path=path,
+            field="tasks",
+        )
+    scale = SCALES["percent"] if level == "task" else SCALES["unit"]
+    return _score_set(items, raw, scale, f"contracts-{level}", models, criteria)
+
+
+def _text_field(record: Any, name: str, path: Path, where: str) -> str:
+    if not isinstance(record, Mapping):
+        raise InputError("expected an object", path=path, field=where)
+    value = record.get(name)
+    if not isinstance(value, str | int) or isinstance(value, bool) or not str(value).strip():
+        raise InputError(f"missing or empty '{name}'", path=path, field=f"{where}.{name}")
+    return str(value)

@@ -1,0 +1,447 @@
+"""Bias-bounded evaluation (A-BB): certificate, mechanism and sensitivity bounds.
+
+Everything is in normalised score units: a judge's scores on d items form a vector
+f(D) in [0, 1]^d, and a neighbour D' perturbs k of the items in ways that should not
+move a fair judge. The mechanism releases
+
+    M(D) = alpha * f(D) + (1 - alpha) * mu + Z,    Z ~ N(0, sigma^2 I_d),
+
+and the certificate states that P[ ||M(D) - M(D')||_2 > tau ] <= delta over the
+neighbour draw and both noise draws. The proof is a union bound over three events,
+each with its own share of delta:
+
+- sensitivity: the RMS sensitivity Delta = sqrt(E ||f(D) - f(D')||^2) is at most
+  the upper confidence bound used (share `delta_sensitivity`, spent when measuring);
+- Markov: ||f(D) - f(D')|| <= Delta / sqrt(delta_markov), except with delta_markov;
+  or, never failing, the range bound ||f(D) - f(D')|| <= sqrt(k) (k changed items in
+  [0, 1]), which then needs no delta at all: the whole of delta goes to the noise
+  tail. Both certificates are valid; the one with more room for noise is kept (so a
+  looser target never lowers the noise ceiling);
+- noise: ||Z - Z'||^2 / (2 sigma^2) is chi-square with d degrees of freedom, below
+  the Laurent-Massart radius d + 2 sqrt(d x) + 2x, x = ln(1 / delta_noise), except
+  with delta_noise.
+
+So the release is within L(alpha) * B + sigma * sqrt(2 R) of its neighbour, where
+B is the bias term above, R the radius, and L(alpha) the Lipschitz constant of the
+shrinkage: alpha for a fixed centre mu; sqrt(alpha^2 + (1 - alpha^2) k / d) when mu
+is the batch mean (one perturbed item moves the centre too).
+
+Infeasibility. With a fixed centre, alpha -> 0 makes any tau reachable, but then
+the released scores keep nothing of their spread. The certificate therefore takes
+`min_alpha` (default 0.1: released scores keep at least a tenth of their spread)
+and is infeasible when tau < L(min_alpha) * B, or tau < L(alpha) * B for a given
+alpha; `smallest_feasible_tau` is that value. With the batch-mean centre the limit
+is real even at alpha -> 0: L(0) * B = sqrt(k / d) * B.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize
+from scipy import stats as sps
+
+from eigenjury.stats.verdicts import FloatArray
+
+BATCH_MEAN: Literal["batch-mean"] = "batch-mean"
+BOUND_METHODS = ("kl", "hoeffding", "bootstrap")
+Centre = float | Literal["batch-mean"]
+
+
+def laurent_massart_radius(dim: int, delta: float) -> float:
+    """r with P[chi2_dim >= r] <= delta (Laurent and Massart 2000, Lemma 1)."""
+    if dim < 1:
+        raise ValueError(f"dim must be at least 1, got {dim}")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    x = math.log(1.0 / delta)
+    return dim + 2.0 * math.sqrt(dim * x) + 2.0 * x
+
+
+def shrinkage_lipschitz(alpha: float, dim: int, neighbour_size: int, centre: Centre) -> float:
+    """How far the shrunk scores can move per unit move of k-sparse raw scores."""
+    if centre == BATCH_MEAN:
+        share = neighbour_size / dim
+        return math.sqrt(alpha**2 + (1.0 - alpha**2) * share)
+    return alpha
+
+
+@dataclass(frozen=True)
+class DeltaSplit:
+    """Where delta goes: the sensitivity bound, the Markov step and the noise tail."""
+
+    sensitivity: float
+    markov: float
+    noise: float
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A (tau, delta) bias bound for a d-item score vector, with everything it rests on.
+
+    `threshold` = lipschitz * bias_term: how far the shrunk scores of D and D' can be
+    apart (with the Markov or range step); tau must reach it. `sigma_max` is the
+    noise ceiling (the bound holds for any sigma in [0, sigma_max]).
+    """
+
+    tau: float
+    delta: float
+    split: DeltaSplit
+    dim: int
+    neighbour_size: int
+    sensitivity: float
+    bias_term: float
+    bias_bound: Literal["markov", "range"]
+    alpha: float
+    alpha_given: bool
+    centre: float | None  # None: the batch mean
+    lipschitz: float
+    threshold: float
+    noise_radius: float  # sqrt(2 R): ||Z - Z'|| <= sigma * noise_radius
+    sigma_max: float
+    feasible: bool
+    smallest_feasible_tau: float
+    noise_share: float
+    min_alpha: float
+
+    def to_dict(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["centre"] = BATCH_MEAN if self.centre is None else self.centre
+        return record
+
+    def explain(self) -> str:
+        """Why the target cannot be certified, and what can."""
+        if self.feasible:
+            return f"feasible: sigma_max = {self.sigma_max:.6g}"
+        which = (
+            f"at the given alpha = {self.alpha:g}"
+            if self.alpha_given
+            else f"even at the smallest shrinkage alpha = {self.min_alpha:g}"
+        )
+        step = (
+            f"the range bound sqrt(k) = {self.bias_term:.4g}"
+            if self.bias_bound == "range"
+            else f"Delta / sqrt(delta_markov) = {self.sensitivity:.4g} / "
+            f"sqrt({self.split.markov:.3g}) = {self.bias_term:.4g}"
+        )
+        return (
+            f"tau = {self.tau:g} is infeasible {which}: perturbations can move the shrunk "
+            f"scores by {self.threshold:.4g} ({step}, times {self.lipschitz:.4g}); the "
+            f"smallest feasible tau for these settings is {self.smallest_feasible_tau:.4g}"
+        )
+
+
+def certify(
+    tau: float,
+    delta: float,
+    sensitivity: float,
+    dim: int,
+    *,
+    alpha: float | None = None,
+    delta_split: float = 0.5,
+    delta_sensitivity: float = 0.0,
+    neighbour_size: int = 1,
+    range_bound: bool = True,
+    centre: Centre = 0.5,
+    noise_share: float = 0.5,
+    min_alpha: float = 0.1,
+) -> Certificate:
+    """Certify a (tau, delta) bias bound for `dim` scores in [0, 1] units.
+
+    sensitivity: an upper bound on the RMS change of the score vector under one
+    neighbour draw (k = `neighbour_size` items perturbed); it holds except with
+    probability `delta_sensitivity` (0 when known exactly), which is part of delta.
+    The rest of delta is split `delta_split` : 1 - `delta_split` between the Markov
+    step and the noise tail. alpha None chooses the largest shrinkage in
+    [min_alpha, 1] whose bias term uses at most (1 - noise_share) * tau, leaving the
+    rest of tau for noise (noise_share 0 is the reference rule, alpha = tau / B,
+    which leaves no room for noise whenever it shrinks). `centre` is fixed (a value
+    in [0, 1] chosen before seeing the data; 0.5 is the scale midpoint) or
+    "batch-mean", whose shift is added to the sensitivity (see the module docstring).
+    """
+    _check_open(tau, "tau", 0.0, math.inf)
+    _check_open(delta, "delta", 0.0, 1.0)
+    _check_open(delta_split, "delta_split", 0.0, 1.0)
+    if not math.isfinite(sensitivity) or sensitivity < 0:
+        raise ValueError(f"sensitivity must be a finite number >= 0, got {sensitivity}")
+    if dim < 1:
+        raise ValueError(f"dim must be at least 1, got {dim}")
+    if not 1 <= neighbour_size <= dim:
+        raise ValueError(f"neighbour_size must be in [1, dim = {dim}], got {neighbour_size}")
+    if not 0.0 <= delta_sensitivity < delta:
+        raise ValueError(
+            f"delta_sensitivity must be in [0, delta = {delta}), got {delta_sensitivity}"
+        )
+    if not 0.0 <= noise_share < 1.0:
+        raise ValueError(f"noise_share must be in [0, 1), got {noise_share}")
+    _check_open(min_alpha, "min_alpha", 0.0, 1.0, high_closed=True)
+    if alpha is not None:
+        _check_open(alpha, "alpha", 0.0, 1.0, high_closed=True)
+    if centre != BATCH_MEAN and not (isinstance(centre, float | int) and 0.0 <= centre <= 1.0):
+        raise ValueError(f"centre must be in [0, 1] or '{BATCH_MEAN}', got {centre!r}")
+
+    rest = delta - delta_sensitivity
+    markov = _candidate(
+        tau,
+        delta,
+        sensitivity / math.sqrt(delta_split * rest),
+        "markov",
+        DeltaSplit(delta_sensitivity, delta_split * rest, (1.0 - delta_split) * rest),
+        sensitivity=sensitivity,
+        dim=dim,
+        neighbour_size=neighbour_size,
+        alpha=alpha,
+        centre=centre,
+        noise_share=noise_share,
+        min_alpha=min_alpha,
+    )
+    if not range_bound:
+        return markov
+    # The range step never fails, so it needs no part of delta, nor the measured Delta.
+    by_range = _candidate(
+        tau,
+        delta,
+        math.sqrt(neighbour_size),
+        "range",
+        DeltaSplit(0.0, 0.0, delta),
+        sensitivity=sensitivity,
+        dim=dim,
+        neighbour_size=neighbour_size,
+        alpha=alpha,
+        centre=centre,
+        noise_share=noise_share,
+        min_alpha=min_alpha,
+    )
+    # Both are valid; keep the one leaving more room for noise (then more alpha), so
+    # that a looser target never gets a smaller noise ceiling; else the lower threshold.
+    best = max(markov, by_range, key=lambda c: (c.feasible, c.sigma_max, c.alpha, -c.threshold))
+    smallest = min(markov.smallest_feasible_tau, by_range.smallest_feasible_tau)
+    return replace(best, smallest_feasible_tau=smallest)
+
+
+def _candidate(
+    tau: float,
+    delta: float,
+    bias_term: float,
+    bias_bound: Literal["markov", "range"],
+    split: DeltaSplit,
+    *,
+    sensitivity: float,
+    dim: int,
+    neighbour_size: int,
+    alpha: float | None,
+    centre: Centre,
+    noise_share: float,
+    min_alpha: float,
+) -> Certificate:
+    """The certificate that bounds the raw change by `bias_term`."""
+
+    def lipschitz(a: float) -> float:
+        return shrinkage_lipschitz(a, dim, neighbour_size, centre)
+
+    if alpha is None:
+        chosen = _largest_alpha((1.0 - noise_share) * tau, bias_term, dim, neighbour_size, centre)
+        alpha_used = max(chosen, min_alpha)
+        smallest = lipschitz(min_alpha) * bias_term
+    else:
+        alpha_used = alpha
+        smallest = lipschitz(alpha) * bias_term
+    threshold = lipschitz(alpha_used) * bias_term
+    feasible = tau >= threshold or math.isclose(tau, threshold, rel_tol=1e-12)
+    noise_radius = math.sqrt(2.0 * laurent_massart_radius(dim, split.noise))
+    sigma_max = max(tau - threshold, 0.0) / noise_radius if feasible else 0.0
+    return Certificate(
+        tau=tau,
+        delta=delta,
+        split=split,
+        dim=dim,
+        neighbour_size=neighbour_size,
+        sensitivity=sensitivity,
+        bias_term=bias_term,
+        bias_bound=bias_bound,
+        alpha=alpha_used,
+        alpha_given=alpha is not None,
+        centre=None if centre == BATCH_MEAN else float(centre),
+        lipschitz=lipschitz(alpha_used),
+        threshold=threshold,
+        noise_radius=noise_radius,
+        sigma_max=sigma_max,
+        feasible=feasible,
+        smallest_feasible_tau=smallest,
+        noise_share=noise_share,
+        min_alpha=min_alpha,
+    )
+
+
+def _largest_alpha(
+    budget: float, bias_term: float, dim: int, neighbour_size: int, centre: Centre
+) -> float:
+    """The largest alpha in [0, 1] with lipschitz(alpha) * bias_term <= budget."""
+    if bias_term == 0.0:
+        return 1.0
+    reach = budget / bias_term
+    if centre != BATCH_MEAN:
+        return min(1.0, reach)
+    share = neighbour_size / dim
+    if share >= 1.0 or reach >= 1.0:
+        return 1.0
+    if reach**2 <= share:
+        return 0.0
+    return math.sqrt((reach**2 - share) / (1.0 - share))
+
+
+def _check_open(
+    value: float, name: str, low: float, high: float, *, high_closed: bool = False
+) -> None:
+    ok = low < value <= high if high_closed else low < value < high
+    if not (math.isfinite(value) and ok):
+        raise ValueError(
+            f"{name} must be in ({low:g}, {high:g}{']' if high_closed else ')'}, got {value}"
+        )
+
+
+def debias(
+    scores: ArrayLike, certificate: Certificate, sigma: float, rng: np.random.Generator
+) -> FloatArray:
+    """The mechanism: shrink toward the centre, add N(0, sigma^2) noise per item.
+
+    Scores are in [0, 1] units, one per item, in the certificate's dimension; sigma
+    must be in [0, sigma_max]. The output is not clipped (clipping to [0, 1] would
+    keep the bound, being non-expansive, but bias the released means).
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 1 or len(x) != certificate.dim:
+        raise ValueError(f"expected {certificate.dim} scores (the certificate's d), got {x.shape}")
+    if not np.all((x >= 0.0) & (x <= 1.0)):
+        raise ValueError("scores must be normalised to [0, 1]")
+    if not certificate.feasible:
+        raise ValueError(certificate.explain())
+    if not 0.0 <= sigma <= certificate.sigma_max * (1 + 1e-12):
+        raise ValueError(f"sigma must be in [0, sigma_max = {certificate.sigma_max:.6g}]")
+    mu = x.mean() if certificate.centre is None else certificate.centre
+    shrunk = certificate.alpha * x + (1.0 - certificate.alpha) * mu
+    return np.asarray(shrunk + sigma * rng.standard_normal(len(x)))
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """RMS sensitivity from m neighbour experiments: the estimate and an upper bound.
+
+    Per item, the squared change of its [0, 1] score; a neighbour perturbing k items
+    moves the vector by k times their mean in expectation (items are judged apart).
+    """
+
+    estimate: float
+    upper_bound: float
+    confidence: float
+    method: str
+    m: int
+    neighbour_size: int
+
+
+def mean_upper_bound(
+    values: ArrayLike,
+    confidence: float,
+    *,
+    method: str = "kl",
+    rounds: int = 2000,
+    rng: np.random.Generator | None = None,
+) -> float:
+    """An upper confidence bound on the mean of i.i.d. values in [0, 1].
+
+    "kl" (default): the Chernoff-Hoeffding bound, the largest q with
+    m * kl(mean, q) <= ln(1 / (1 - confidence)); valid for any [0, 1] variable at any
+    m, and much tighter than Hoeffding when the mean is near 0, as squared score
+    changes mostly are. "hoeffding": mean + sqrt(ln(1 / (1 - confidence)) / 2m).
+    "bootstrap": the percentile bootstrap, with no finite-sample guarantee (it gives
+    0 when all m changes are 0).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1 or len(v) == 0:
+        raise ValueError("need at least one value")
+    if not np.all((v >= 0.0) & (v <= 1.0)):
+        raise ValueError("values must be in [0, 1]")
+    _check_open(confidence, "confidence", 0.0, 1.0)
+    m, mean = len(v), float(v.mean())
+    log_term = math.log(1.0 / (1.0 - confidence))
+    if method == "kl":
+        if mean >= 1.0:
+            return 1.0
+        limit = log_term / m
+
+        def excess(q: float) -> float:
+            return _bernoulli_kl(mean, q) - limit
+
+        if excess(1.0 - 1e-15) <= 0:
+            return 1.0
+        return float(optimize.brentq(excess, mean, 1.0 - 1e-15, xtol=1e-14))
+    if method == "hoeffding":
+        return min(1.0, mean + math.sqrt(log_term / (2 * m)))
+    if method == "bootstrap":
+        if rng is None:
+            raise ValueError("the bootstrap needs an explicit rng")
+        means = v[rng.integers(0, m, size=(rounds, m))].mean(axis=1)
+        return float(np.quantile(means, confidence))
+    raise ValueError(f"method must be one of {', '.join(BOUND_METHODS)}, got {method!r}")
+
+
+def _bernoulli_kl(p: float, q: float) -> float:
+    left = 0.0 if p == 0.0 else p * math.log(p / q)
+    right = 0.0 if p == 1.0 else (1.0 - p) * math.log((1.0 - p) / (1.0 - q))
+    return left + right
+
+
+def estimate_sensitivity(
+    original: ArrayLike,
+    perturbed: ArrayLike,
+    confidence: float,
+    *,
+    method: str = "kl",
+    neighbour_size: int = 1,
+    rng: np.random.Generator | None = None,
+) -> Sensitivity:
+    """Delta and its upper bound from paired [0, 1] scores of m items and neighbours."""
+    a = np.asarray(original, dtype=np.float64)
+    b = np.asarray(perturbed, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need paired 1-d arrays, got shapes {a.shape} and {b.shape}")
+    if neighbour_size < 1:
+        raise ValueError(f"neighbour_size must be at least 1, got {neighbour_size}")
+    squared = (a - b) ** 2
+    upper = mean_upper_bound(squared, confidence, method=method, rng=rng)
+    return Sensitivity(
+        estimate=math.sqrt(neighbour_size * float(squared.mean())),
+        upper_bound=math.sqrt(neighbour_size * upper),
+        confidence=confidence,
+        method=method,
+        m=len(squared),
+        neighbour_size=neighbour_size,
+    )
+
+
+@dataclass(frozen=True)
+class Utility:
+    """How much signal survives: correlations between original and released scores."""
+
+    pearson: float | None
+    spearman: float | None
+    kendall: float | None
+
+
+def utility_retained(original: ArrayLike, released: ArrayLike) -> Utility:
+    """Pearson, Spearman and Kendall; None where undefined (fewer than 2, or constant)."""
+    a = np.asarray(original, dtype=np.float64)
+    b = np.asarray(released, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"shapes differ: {a.shape} and {b.shape}")
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return Utility(None, None, None)
+    return Utility(
+        pearson=float(sps.pearsonr(a, b).statistic),
+        spearman=float(sps.spearmanr(a, b).statistic),
+        kendall=float(sps.kendalltau(a, b).statistic),
+    )

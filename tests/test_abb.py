@@ -1,0 +1,200 @@
+"""A-BB math: closed forms against scipy, monotonicity, consistency, the mechanism."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from eigenjury.stats.abb import (
+    certify,
+    debias,
+    estimate_sensitivity,
+    laurent_massart_radius,
+    mean_upper_bound,
+    utility_retained,
+)
+
+
+@pytest.mark.parametrize("dim", [1, 5, 50, 1000, 12000])
+@pytest.mark.parametrize("delta", [0.2, 0.01, 1e-4])
+def test_laurent_massart_radius_is_a_valid_and_reasonable_chi2_tail(dim: int, delta: float) -> None:
+    radius = laurent_massart_radius(dim, delta)
+    exact = sps.chi2.isf(delta, dim)  # the exact (1 - delta) quantile
+    assert radius >= exact  # a valid tail bound: P[chi2 >= radius] <= delta
+    assert sps.chi2.sf(radius, dim) <= delta
+    if dim >= 50:  # and tight where scores are many (loose only for a handful of items)
+        assert radius <= 1.25 * exact
+
+
+def test_certificate_matches_the_closed_form_computed_independently() -> None:
+    tau, delta, sens, dim = 0.5, 0.01, 0.01, 400
+    cert = certify(tau, delta, sens, dim, alpha=0.8, delta_split=0.5, range_bound=False)
+    markov = delta / 2
+    x = math.log(1 / (delta / 2))
+    radius = dim + 2 * math.sqrt(dim * x) + 2 * x
+    expected = (tau - 0.8 * sens / math.sqrt(markov)) / math.sqrt(2 * radius)
+    assert cert.feasible
+    assert cert.sigma_max == pytest.approx(expected, rel=1e-12)
+    assert cert.threshold == pytest.approx(0.8 * sens / math.sqrt(markov))
+    # with sigma_max the noise term plus the bias term is exactly tau
+    assert cert.threshold + cert.sigma_max * cert.noise_radius == pytest.approx(tau)
+
+
+def test_certificate_fields_are_consistent() -> None:
+    for sens in (0.0, 0.002, 0.05, 0.3, 2.0):
+        for k in (1, 4):
+            for centre in (0.5, "batch-mean"):
+                cert = certify(
+                    0.3, 0.05, sens, 200, neighbour_size=k, centre=centre, delta_sensitivity=0.01
+                )
+                split = cert.split
+                assert split.sensitivity + split.markov + split.noise == pytest.approx(0.05)
+                assert cert.bias_term == pytest.approx(
+                    math.sqrt(k) if cert.bias_bound == "range" else sens / math.sqrt(split.markov)
+                )
+                assert cert.bias_term <= math.sqrt(k) + 1e-12  # never above the range bound
+                assert cert.threshold == pytest.approx(cert.lipschitz * cert.bias_term)
+                assert cert.min_alpha <= cert.alpha <= 1
+                assert cert.smallest_feasible_tau <= cert.threshold + 1e-12
+                assert cert.feasible == (cert.tau >= cert.threshold - 1e-12)
+                if cert.feasible:
+                    total = cert.threshold + cert.sigma_max * cert.noise_radius
+                    assert total == pytest.approx(cert.tau)
+                    assert cert.noise_radius == pytest.approx(
+                        math.sqrt(2 * laurent_massart_radius(200, split.noise))
+                    )
+
+
+def test_range_bound_is_used_when_smaller_and_frees_delta_for_the_noise() -> None:
+    loose = certify(0.5, 0.01, 0.2, 100, range_bound=False)
+    tight = certify(0.5, 0.01, 0.2, 100, range_bound=True)
+    assert loose.bias_bound == "markov" and loose.bias_term == pytest.approx(0.2 / math.sqrt(0.005))
+    assert tight.bias_bound == "range" and tight.bias_term == 1.0
+    assert tight.split.noise == 0.01 and tight.split.markov == 0.0
+    assert tight.alpha > loose.alpha
+    # a small sensitivity keeps the Markov step, which is then the smaller
+    small = certify(0.5, 0.01, 0.01, 100)
+    assert small.bias_bound == "markov"
+
+
+def test_alpha_is_the_largest_that_fits_the_bias_share_of_tau() -> None:
+    cert = certify(0.4, 0.01, 0.05, 300, range_bound=False, noise_share=0.5)
+    assert cert.threshold == pytest.approx(0.2)  # half of tau for the bias term
+    assert certify(0.4, 0.01, 0.05, 300, range_bound=False, noise_share=0.0).sigma_max == 0.0
+    batch = certify(0.4, 0.01, 0.05, 300, range_bound=False, centre="batch-mean")
+    assert batch.threshold == pytest.approx(0.2)
+    assert batch.alpha < cert.alpha  # the centre shift costs shrinkage
+    # no shrinkage needed when the judge barely moves
+    assert certify(0.4, 0.01, 1e-4, 300).alpha == 1.0
+
+
+@pytest.mark.parametrize("centre", [0.5, "batch-mean"])
+@pytest.mark.parametrize("alpha", [None, 0.5])
+def test_larger_tau_or_delta_never_lowers_sigma_max(
+    centre: str | float, alpha: float | None
+) -> None:
+    taus = np.linspace(0.02, 2.0, 40)
+    deltas = np.geomspace(1e-4, 0.5, 40)
+    for sens in (0.0, 0.01, 0.1, 0.5):
+        by_tau = [certify(t, 0.01, sens, 64, alpha=alpha, centre=centre).sigma_max for t in taus]
+        by_delta = [certify(0.5, d, sens, 64, alpha=alpha, centre=centre).sigma_max for d in deltas]
+        assert np.all(np.diff(by_tau) >= -1e-12)
+        assert np.all(np.diff(by_delta) >= -1e-12)
+
+
+def test_infeasible_target_names_the_smallest_feasible_tau() -> None:
+    cert = certify(0.01, 0.01, 0.3, 50, min_alpha=0.1, range_bound=False)
+    assert not cert.feasible and cert.sigma_max == 0.0
+    assert cert.smallest_feasible_tau == pytest.approx(0.1 * 0.3 / math.sqrt(0.005))
+    assert "smallest feasible tau" in cert.explain()
+    assert certify(cert.smallest_feasible_tau, 0.01, 0.3, 50, range_bound=False).feasible
+    # given alpha: its own threshold
+    given = certify(0.5, 0.01, 0.3, 50, alpha=1.0)
+    assert not given.feasible and given.smallest_feasible_tau == 1.0  # the range bound
+    # batch-mean centre: a real limit even at alpha -> 0
+    batch = certify(0.01, 0.01, 0.3, 4, centre="batch-mean", min_alpha=1e-9)
+    assert not batch.feasible
+    assert batch.smallest_feasible_tau == pytest.approx(math.sqrt(1 / 4), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"tau": 0.0},
+        {"delta": 1.0},
+        {"delta": 0.0},
+        {"sensitivity": -1.0},
+        {"dim": 0},
+        {"neighbour_size": 11},
+        {"alpha": 0.0},
+        {"delta_sensitivity": 0.01},
+        {"centre": 1.5},
+        {"noise_share": 1.0},
+    ],
+)
+def test_certify_rejects_bad_parameters(kwargs: dict[str, float]) -> None:
+    args = {"tau": 0.5, "delta": 0.01, "sensitivity": 0.1, "dim": 10} | kwargs
+    with pytest.raises(ValueError):
+        certify(
+            args.pop("tau"),
+            args.pop("delta"),
+            args.pop("sensitivity"),
+            int(args.pop("dim")),
+            **args,
+        )  # type: ignore[arg-type]
+
+
+def test_debias_shrinks_adds_noise_and_checks_its_input() -> None:
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(size=500)
+    cert = certify(2.0, 0.01, 0.05, 500, range_bound=False)
+    out = debias(scores, cert, 0.0, rng)
+    np.testing.assert_allclose(out, cert.alpha * scores + (1 - cert.alpha) * 0.5)
+    noisy = debias(scores, cert, cert.sigma_max, np.random.default_rng(1))
+    assert np.std(noisy - out) == pytest.approx(cert.sigma_max, rel=0.1)
+    with pytest.raises(ValueError, match="expected 500"):
+        debias(scores[:10], cert, 0.0, rng)
+    with pytest.raises(ValueError, match="sigma"):
+        debias(scores, cert, 2 * cert.sigma_max, rng)
+    with pytest.raises(ValueError, match="normalised"):
+        debias(scores * 3, cert, 0.0, rng)
+    batch = certify(2.0, 0.01, 0.05, 500, centre="batch-mean")
+    np.testing.assert_allclose(
+        debias(scores, batch, 0.0, rng), batch.alpha * scores + (1 - batch.alpha) * scores.mean()
+    )
+
+
+def test_kl_bound_covers_the_mean_at_its_confidence_and_beats_hoeffding() -> None:
+    rng = np.random.default_rng(5)
+    p, m, confidence = 0.05, 40, 0.9
+    misses = 0
+    for _ in range(400):
+        values = (rng.uniform(size=m) < p).astype(float) * rng.uniform(0.5, 1.0, size=m)
+        bound = mean_upper_bound(values, confidence)
+        misses += bound < p * 0.75
+        assert bound <= mean_upper_bound(values, confidence, method="hoeffding")
+    assert misses / 400 <= 1 - confidence
+    # all zeros: 1 - (1 - confidence)^(1/m), the exact binomial bound
+    zeros = mean_upper_bound(np.zeros(m), confidence)
+    assert zeros == pytest.approx(1 - (1 - confidence) ** (1 / m), rel=1e-6)
+    assert mean_upper_bound(np.zeros(m), 0.9, method="bootstrap", rng=rng) == 0.0
+
+
+def test_sensitivity_estimate_scales_with_the_neighbour_size() -> None:
+    original = np.array([0.0, 0.5, 1.0, 0.25])
+    perturbed = np.array([0.5, 0.5, 1.0, 0.25])
+    one = estimate_sensitivity(original, perturbed, 0.95)
+    four = estimate_sensitivity(original, perturbed, 0.95, neighbour_size=4)
+    assert one.estimate == pytest.approx(math.sqrt(0.25 / 4))
+    assert four.estimate == pytest.approx(2 * one.estimate)
+    assert one.upper_bound >= one.estimate and one.m == 4
+
+
+def test_utility_is_invariant_to_shrinkage_and_undefined_for_constants() -> None:
+    x = np.array([0.1, 0.4, 0.35, 0.9])
+    same = utility_retained(x, 0.2 * x + 0.4)
+    assert same.pearson == pytest.approx(1.0) and same.kendall == pytest.approx(1.0)
+    assert utility_retained(x, np.full(4, 0.5)).spearman is None

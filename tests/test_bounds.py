@@ -1,0 +1,411 @@
+"""Bias bounds: neighbours, judges, measurement through the engine, commands, validation."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from eigenjury.bounds import (
+    LOCAL_GENERATORS,
+    JudgedItem,
+    JudgeProtocol,
+    MeasureSettings,
+    Paraphraser,
+    measure,
+    protected_spans,
+    read_scores,
+)
+from eigenjury.bounds.neighbours import Markdown
+from eigenjury.bounds.simulation import OURS, REFERENCE_CHOICES, SimulatedJudge, check
+from eigenjury.cli import main
+from eigenjury.engine import Engine, Store
+from eigenjury.models import ModelSpec
+from eigenjury.models.providers.scripted import register_script
+from eigenjury.models.types import ChatRequest
+
+TEXTS = [
+    "The answer is 42. It comes from 6 times 7, and the rest is detail.\n\nUse it with care.",
+    "Install it with:\n```bash\npip install the-tool==1.2.3\n```\nThen run `tool --n 5` and "
+    "wait for the result of the job.",
+    "# Plan\n- first, call the API 3 times\n- then **check** the 2 results\n\n1. Done.",
+    "A short reply without markdown, about the weather in 2024 and of the sea",
+]
+
+
+def one(text: str) -> JudgedItem:
+    return JudgedItem("x", "q?", (text,), (None,))
+
+
+@pytest.mark.parametrize("name", ["formatting", "markdown", "verbosity"])
+def test_generators_protect_code_and_numbers_and_do_change_the_text(name: str) -> None:
+    generator = LOCAL_GENERATORS[name]
+    changed = 0
+    for text in TEXTS:
+        for seed in range(30):
+            out = generator.perturb(one(text), np.random.default_rng(seed)).responses[0]
+            assert protected_spans(out) == protected_spans(text), (name, seed, out)
+            assert "```bash\npip install the-tool==1.2.3\n```" in out or "```" not in text
+            changed += out != text
+    assert changed >= 0.8 * len(TEXTS) * 30
+
+
+def test_formatting_keeps_every_word_up_to_case() -> None:
+    for seed in range(30):
+        out = LOCAL_GENERATORS["formatting"].perturb(one(TEXTS[0]), np.random.default_rng(seed))
+        words = re.findall(r"[A-Za-z]+", out.responses[0].lower())
+        assert words == re.findall(r"[A-Za-z]+", TEXTS[0].lower())
+
+
+def test_markdown_toggles_on_and_off() -> None:
+    toggle = Markdown().toggle
+    assert not Markdown.has_markdown(toggle(TEXTS[2]))
+    assert "1. Done." in toggle(TEXTS[2])  # numbered lists stay
+    on = toggle(TEXTS[0])
+    assert Markdown.has_markdown(on) and on.startswith("- **The answer is")
+
+
+def test_position_swap_and_identity() -> None:
+    item = JudgedItem("p", "q", ("a", "b"), ("m1", "m2"))
+    swapped = LOCAL_GENERATORS["position"].perturb(item, np.random.default_rng(0))
+    assert swapped.responses == ("b", "a") and swapped.models == ("m2", "m1") and swapped.swapped
+    assert LOCAL_GENERATORS["identity"].perturb(item, np.random.default_rng(0)) == item
+    with pytest.raises(ValueError):
+        LOCAL_GENERATORS["position"].perturb(one("a"), np.random.default_rng(0))
+
+
+def test_paraphrases_are_checked() -> None:
+    check_ = Paraphraser().accept
+    original = "Use 3 eggs and `whisk()` them well before you bake the cake."
+    assert check_(original, "Use 3 eggs and `whisk()` them thoroughly before baking the cake.")
+    assert check_(original, "Use 4 eggs and `whisk()` them well before you bake the cake.") is None
+    assert check_(original, "Use 3 eggs and `whisk()`.") is None  # under half the length
+    assert check_(original, original * 3) is None
+    assert check_(original, "") is None
+
+
+def test_judges_bind_to_the_last_verdict_and_never_score_failures() -> None:
+    single = JudgeProtocol("single")
+    item = one("r")
+    assert single.parse("Format: [[1]] ... so overall [[8]]", item) == 8.0
+    assert single.parse("I would say 8 out of 10", item) is None
+    assert single.parse("[[11]]", item) is None
+    pairwise = JudgeProtocol("pairwise")
+    pair = JudgedItem("p", "q", ("a", "b"), (None, None))
+    assert pairwise.parse("maybe [[A=B]] but in fact [[A>>B]]", pair) == 1.0
+    assert pairwise.parse("A is better", pair) is None  # a failure, never a tie (3)
+    swapped = LOCAL_GENERATORS["position"].perturb(pair, np.random.default_rng(0))
+    assert pairwise.parse("[[A>B]]", swapped) == 4.0  # B>A in the original order
+    assert "[[A>>B]]" in pairwise.request(pair, 0).messages[0].content
+
+
+QUALITY = re.compile(r"\[quality (\d+)\]")
+
+
+def biased_judge(request: ChatRequest) -> str:
+    """Scores the hidden quality; +3 points for bold text (a markdown bias); +-1 jitter
+    on a quarter of judgments, drawn from the request (so from its seed); no verdict
+    when the response says 'mumble'."""
+    user = request.messages[-1].content
+    if "mumble" in user:
+        return "I cannot decide."
+    score = int(QUALITY.search(user).group(1))  # type: ignore[union-attr]
+    score += 3 if "**" in user else 0
+    digest = hashlib.sha256(repr(request.identity()).encode()).digest()
+    if digest[0] < 64:
+        score += 1 if digest[1] % 2 else -1
+    return f"Fine. [[{min(max(score, 1), 10)}]]"
+
+
+register_script("bounds-biased", biased_judge)
+
+
+def write_dataset(path: Path, n: int = 40) -> Path:
+    with path.open("w") as f:
+        for i in range(n):
+            text = f"Answer {i}. It covers the point, and then some [quality {2 + i % 6}]"
+            if i == 3:
+                text += " mumble"
+            f.write(json.dumps({"id": f"i{i}", "prompt": "Q?", "response": text}) + "\n")
+    return path
+
+
+def test_measurement_through_the_engine_recovers_the_known_sensitivity(tmp_path: Path) -> None:
+    from eigenjury.bounds import read_dataset
+
+    items = read_dataset(write_dataset(tmp_path / "d.jsonl"))
+    settings = MeasureSettings(
+        judge=ModelSpec.parse("scripted:bounds-biased"),
+        protocol=JudgeProtocol("single"),
+        generators=("formatting", "markdown", "identity"),
+        m=40,
+        seed=1,
+    )
+
+    async def run() -> Any:
+        async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
+            return await measure(engine, items, settings, dataset="d")
+
+    profile = asyncio.run(run())
+    assert profile.original_failures == {"unparsed": 1}  # the mumbling item, not a tie
+    identity = profile.generators["identity"]
+    markdown = profile.generators["markdown"]
+    # identity re-judges with another seed: jitter, not the cached answer
+    assert identity.estimate is not None and 0.03 < identity.estimate < 0.2
+    assert profile.jitter == identity.estimate
+    # markdown adds bold to every plain response: +3 of 9 points on each
+    assert markdown.estimate is not None and markdown.estimate > 0.3
+    assert markdown.beyond_jitter is not None and markdown.beyond_jitter > 0.3
+    for record in profile.generators.values():
+        assert record.upper_bound is not None and record.estimate is not None
+        assert record.upper_bound >= record.estimate
+        assert record.m == 39
+    assert profile.generators["formatting"].estimate < markdown.estimate  # type: ignore[operator]
+    assert profile.accounting is not None and profile.accounting["total"]["calls"] == 40 + 3 * 40
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def profile_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    out = tmp_path / "profile.json"
+    code, text, _ = run_cli(
+        [
+            "bound",
+            "measure",
+            str(write_dataset(tmp_path / "d.jsonl")),
+            "--judge",
+            "scripted:bounds-biased",
+            "--generators",
+            "formatting,verbosity,identity",
+            "--m",
+            "30",
+            "--out",
+            str(out),
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--no-progress",
+        ],
+        capsys,
+    )
+    assert code == 0 and "Sensitivity of scripted:bounds-biased" in text
+    return out
+
+
+def write_scores(path: Path, rows: list[tuple[str, Any, str]]) -> Path:
+    path.write_text("item,score,model\n" + "".join(f"{i},{s},{m}\n" for i, s, m in rows))
+    return path
+
+
+def test_measure_then_apply_writes_scores_and_a_consistent_certificate(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(0)
+    rows = [(f"t{i}", int(rng.integers(1 + i % 4, 7 + i % 4)), f"m{i % 4}") for i in range(400)]
+    scores = write_scores(tmp_path / "scores.csv", rows)
+    out = tmp_path / "out"
+    code, text, err = run_cli(
+        ["bound", "apply", str(scores), "--profile", str(profile_path), "--scale", "likert10",
+         "--tau", "0.5", "--delta", "0.05", "--out", str(out)],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "certified" in text and "utility retained (model level)" in text
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["feasible"] and cert["dim"] == 400 and cert["tau"] == 0.5
+    assert cert["sigma"] == pytest.approx(cert["sigma_max"] / 2)
+    assert cert["sensitivity"] == max(g["upper_bound"] for g in cert["generators"].values())
+    assert set(cert["generators"]) == {"formatting", "verbosity", "identity"}
+    assert cert["threshold"] + cert["sigma_max"] * cert["noise_radius"] == pytest.approx(0.5)
+    assert sum(cert["split"].values()) == pytest.approx(0.05)
+    assert cert["bounded"].startswith("the released per-item score vector")
+    assert cert["utility"]["models"]["kendall"] > 0.5
+    assert cert["stability"]["draws"] == 200
+    lines = (out / "debiased.csv").read_text().splitlines()
+    assert lines[0] == "item,model,criterion,score,normalised,debiased,debiased_raw"
+    assert len(lines) == 401
+    first = lines[1].split(",")
+    assert float(first[4]) == pytest.approx((rows[0][1] - 1) / 9)
+    # the same seed releases the same scores; another seed other noise
+    assert (
+        main(
+            [
+                "bound",
+                "apply",
+                str(scores),
+                "--profile",
+                str(profile_path),
+                "--scale",
+                "likert10",
+                "--tau",
+                "0.5",
+                "--delta",
+                "0.05",
+                "--out",
+                str(out / "again"),
+            ]
+        )
+        == 0
+    )
+    assert (out / "again" / "debiased.csv").read_text() == (out / "debiased.csv").read_text()
+
+
+def test_apply_reads_verdicts_and_contract_results(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdicts = tmp_path / "verdicts.csv"
+    verdicts.write_text(
+        "scenario,judge,first,second,verdict\n"
+        + "".join(f"s{i},j,a,b,{1 if i % 3 else 0}\ns{i},j,b,a,{2 if i % 3 else 0}\n"
+                  for i in range(30))
+        + "".join(f"t{i},j,a,c,1\nt{i},j,c,b,{i % 3}\n" for i in range(30))
+    )  # fmt: skip
+    peer = read_scores(verdicts)
+    assert peer.dim == 120 and peer.scale.name == "preference"
+    models = dict(zip(peer.models, peer.model_scores(peer.normalised), strict=True))
+    assert models["a"] > models["b"] and models["a"] > models["c"]
+    results = tmp_path / "results.json"
+    tasks = [
+        {"task_id": f"t{i}", "candidate": f"c{i % 3}", "score": 30.0 * (i % 3) + 5, "passed": True,
+         "criteria": [{"id": "k1", "weight": 1.0, "passed": i % 2 == 0,
+                       "votes": {"C": 2, "I": 1, "unparsed": 0}}]}
+        for i in range(30)
+    ]  # fmt: skip
+    results.write_text(json.dumps({"tasks": tasks}))
+    task_level = read_scores(results)
+    assert task_level.scale.name == "percent" and task_level.dim == 30
+    criterion = read_scores(results, level="criterion")
+    assert criterion.dim == 30 and set(criterion.raw) == {0.0, 1.0}
+    assert criterion.criteria[0] == "k1"
+    for path, extra in ((verdicts, []), (results, []), (results, ["--level", "criterion"])):
+        code, _, err = run_cli(
+            ["bound", "apply", str(path), "--profile", str(profile_path), "--tau", "0.5",
+             "--delta", "0.05", "--out", str(tmp_path / f"o{len(extra)}"), *extra],
+            capsys,
+        )  # fmt: skip
+        assert code == 0, err
+
+
+def test_certify_prints_the_fields_and_explains_infeasible_targets(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run_cli(
+        ["bound", "certify", "--tau", "0.5", "--delta", "0.01", "--sensitivity", "0.02",
+         "--dim", "500", "--range-bound"],
+        capsys,
+    )  # fmt: skip
+    record = json.loads(out)
+    assert code == 0 and record["feasible"]
+    assert {"alpha", "sigma_max", "threshold", "smallest_feasible_tau"} <= set(record)
+    code, out, err = run_cli(
+        ["bound", "certify", "--tau", "0.01", "--delta", "0.01", "--sensitivity", "0.3",
+         "--dim", "500", "--no-range-bound"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and not json.loads(out)["feasible"]
+    assert "smallest feasible tau for these settings is 0.4243" in err
+    assert "Traceback" not in err
+
+
+def bad_apply(tmp_path: Path, profile: Path, scores: Path, extra: list[str], capsys: Any) -> str:
+    code, _, err = run_cli(
+        ["bound", "apply", str(scores), "--profile", str(profile), "--tau", "0.5", "--delta",
+         "0.05", "--out", str(tmp_path / "bad"), *extra],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and "Traceback" not in err
+    assert not (tmp_path / "bad" / "certificate.json").exists()
+    return " ".join(err.split())
+
+
+def test_apply_error_paths_are_located(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = write_scores(tmp_path / "g.csv", [(f"t{i}", 5, "m") for i in range(20)])
+    likert = ["--scale", "likert10"]
+    out_of_range = write_scores(tmp_path / "r.csv", [("a", 5, "m"), ("b", 11, "m")])
+    err = bad_apply(tmp_path, profile_path, out_of_range, likert, capsys)
+    assert "r.csv, line 3, column 'score'" in err and "[1, 10]" in err
+    duplicate = write_scores(tmp_path / "dup.csv", [("a", 5, "m"), ("a", 6, "m")])
+    err = bad_apply(tmp_path, profile_path, duplicate, likert, capsys)
+    assert "line 3" in err and "already appeared on line 2" in err
+    empty = tmp_path / "e.csv"
+    empty.write_text("item,score\n")
+    assert "no scores" in bad_apply(tmp_path, profile_path, empty, likert, capsys)
+    assert "--scale" in bad_apply(tmp_path, profile_path, good, [], capsys)
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text('{"item": "a", "score": 0.5}\n{"item": "b"}\n')
+    err = bad_apply(tmp_path, profile_path, jsonl, ["--scale", "unit"], capsys)
+    assert "s.jsonl, line 2, column 'score'" in err
+    err = bad_apply(tmp_path, profile_path, good, [*likert, "--tau", "0.001"], capsys)
+    assert "infeasible" in err and "smallest feasible tau" in err
+    err = bad_apply(tmp_path, profile_path, good, [*likert, "--sigma", "5"], capsys)
+    assert "exceeds sigma_max" in err
+    err = bad_apply(tmp_path, profile_path, good, [*likert, "--generators", "markdown"], capsys)
+    assert "unknown generator 'markdown'" in err
+    err = bad_apply(tmp_path, profile_path, good, [*likert, "--k", "21"], capsys)
+    assert "exceeds the number of items (20)" in err
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"tasks": [{"task_id": "t", "candidate": "c", "score": 120}]}))
+    err = bad_apply(tmp_path, profile_path, results, [], capsys)
+    assert "field 'tasks[0].score'" in err
+    not_profile = tmp_path / "p.json"
+    not_profile.write_text("{}")
+    err = bad_apply(tmp_path, not_profile, good, likert, capsys)
+    assert "not a profile" in err
+
+
+def test_measure_error_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_dataset(tmp_path / "d.jsonl", 5)
+    base = [
+        "bound",
+        "measure",
+        str(data),
+        "--judge",
+        "scripted:bounds-biased",
+        "--out",
+        str(tmp_path / "p.json"),
+        "--store",
+        str(tmp_path / "s.sqlite"),
+        "--no-progress",
+    ]
+    for extra, message in (
+        (["--generators", "position"], "needs pairwise items"),
+        (["--generators", "paraphrase"], "--paraphraser"),
+        (["--generators", "shouting"], "unknown generator 'shouting'"),
+    ):
+        code, _, err = run_cli([*base, *extra], capsys)
+        assert code == 2 and message in err
+    broken = tmp_path / "b.jsonl"
+    broken.write_text('{"id": 1, "prompt": "q", "response": "r"}\n{"id": 2, "prompt": "q"}\n')
+    code, _, err = run_cli([*base[:2], str(broken), *base[3:]], capsys)
+    assert code == 2 and "b.jsonl, line 2, field 'response'" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    code, _, err = run_cli([*base[:2], str(empty), *base[3:]], capsys)
+    assert code == 2 and "empty" in err
+
+
+def test_monte_carlo_violation_rate_stays_below_delta_on_a_small_grid() -> None:
+    judges = [SimulatedJudge(rate=0.1, points=3, jitter=0.2), SimulatedJudge(0.03, 4, 0.0)]
+    for judge in judges:
+        for tau, delta in ((0.1, 0.05), (0.3, 0.01)):
+            result = check(judge, tau=tau, delta=delta, dim=100, measurements=8, draws=250)
+            assert result.feasible_share == 1.0
+            assert result.violation_rate <= delta
+    # the same check has power: the reference's mixed units break the promise
+    mixed = next(c for c in REFERENCE_CHOICES if c.name.startswith("mixed"))
+    broken = check(judges[0], tau=0.1, delta=0.05, dim=100, measurements=8, draws=250,
+                   choices=mixed)  # fmt: skip
+    assert broken.violation_rate > 0.05
+    assert OURS.upper_bound and not OURS.mixed_units
