@@ -92,10 +92,8 @@ def test_alpha_is_the_largest_that_fits_the_bias_share_of_tau() -> None:
 
 
 @pytest.mark.parametrize("centre", [0.5, "batch-mean"])
-@pytest.mark.parametrize("alpha", [None, 0.5])
-def test_larger_tau_or_delta_never_lowers_sigma_max(
-    centre: str | float, alpha: float | None
-) -> None:
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 1.0])
+def test_larger_tau_or_delta_never_lowers_sigma_max(centre: str | float, alpha: float) -> None:
     taus = np.linspace(0.02, 2.0, 40)
     deltas = np.geomspace(1e-4, 0.5, 40)
     for sens in (0.0, 0.01, 0.1, 0.5):
@@ -103,6 +101,28 @@ def test_larger_tau_or_delta_never_lowers_sigma_max(
         by_delta = [certify(0.5, d, sens, 64, alpha=alpha, centre=centre).sigma_max for d in deltas]
         assert np.all(np.diff(by_tau) >= -1e-12)
         assert np.all(np.diff(by_delta) >= -1e-12)
+
+
+@pytest.mark.parametrize("centre", [0.5, "batch-mean"])
+def test_chosen_alpha_keeps_the_most_signal_and_grows_with_tau_and_delta(
+    centre: str | float,
+) -> None:
+    taus = np.linspace(0.02, 2.0, 40)
+    deltas = np.geomspace(1e-4, 0.5, 40)
+    for sens in (0.0, 0.01, 0.1, 0.5):
+        by_tau = [certify(t, 0.01, sens, 64, centre=centre) for t in taus]
+        by_delta = [certify(0.5, d, sens, 64, centre=centre) for d in deltas]
+        assert np.all(np.diff([c.alpha for c in by_tau]) >= -1e-12)
+        assert np.all(np.diff([c.sigma_max for c in by_tau]) >= -1e-12)
+        assert np.all(np.diff([c.alpha for c in by_delta]) >= -1e-12)
+        for c in (*by_tau, *by_delta):
+            other = certify(
+                c.tau, c.delta, sens, 64, centre=centre, range_bound=c.bias_bound == "markov"
+            )
+            assert c.alpha >= other.alpha - 1e-12  # the kept step is the one with more signal
+    # a sensitivity well below the range step now shapes the release
+    measured = certify(0.5, 0.05, 0.05, 64)
+    assert measured.bias_bound == "markov" and measured.alpha > certify(0.5, 0.05, 1.0, 64).alpha
 
 
 def test_infeasible_target_names_the_smallest_feasible_tau() -> None:

@@ -15,8 +15,10 @@ each with its own share of delta:
 - Markov: ||f(D) - f(D')|| <= Delta / sqrt(delta_markov), except with delta_markov;
   or, never failing, the range bound ||f(D) - f(D')|| <= sqrt(k) (k changed items in
   [0, 1]), which then needs no delta at all: the whole of delta goes to the noise
-  tail. Both certificates are valid; the one with more room for noise is kept (so a
-  looser target never lowers the noise ceiling);
+  tail. Both certificates are valid: with alpha chosen automatically the one keeping
+  more signal (larger alpha) is used, so a small measured sensitivity pays off; for a
+  given alpha, the one with more room for noise (so a looser target never lowers the
+  noise ceiling);
 - noise: ||Z - Z'||^2 / (2 sigma^2) is chi-square with d degrees of freedom, below
   the Laurent-Massart radius d + 2 sqrt(d x) + 2x, x = ln(1 / delta_noise), except
   with delta_noise.
@@ -216,9 +218,14 @@ def certify(
         noise_share=noise_share,
         min_alpha=min_alpha,
     )
-    # Both are valid; keep the one leaving more room for noise (then more alpha), so
-    # that a looser target never gets a smaller noise ceiling; else the lower threshold.
-    best = max(markov, by_range, key=lambda c: (c.feasible, c.sigma_max, c.alpha, -c.threshold))
+    # Both are valid. With alpha chosen here, keep the one that keeps more signal (the
+    # larger alpha: the measured sensitivity then matters whenever it beats the range
+    # step); for a given alpha, the one leaving more room for noise, so that a looser
+    # target never gets a smaller noise ceiling.
+    if alpha is None:
+        best = max(markov, by_range, key=lambda c: (c.feasible, c.alpha, c.sigma_max, -c.threshold))
+    else:
+        best = max(markov, by_range, key=lambda c: (c.feasible, c.sigma_max, -c.threshold))
     smallest = min(markov.smallest_feasible_tau, by_range.smallest_feasible_tau)
     return replace(best, smallest_feasible_tau=smallest)
 
