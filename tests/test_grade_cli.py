@@ -121,6 +121,11 @@ def test_grade_submissions_writes_results_trace_and_report(
     html = (out_dir / "report.html").read_text()
     assert XSS not in html and "&lt;script&gt;" in html
     assert 'class="split"' in html  # the 2-1 criterion is highlighted
+    # the results feed `eigenjury bound apply` as they are
+    from eigenjury.bounds.scores import read_scores
+
+    assert read_scores(out_dir / "results.json").dim == 3
+    assert read_scores(out_dir / "results.json", level="criterion").dim == 5
 
 
 def test_grade_generates_submissions_from_candidates(

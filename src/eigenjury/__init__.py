@@ -27,15 +27,26 @@ _EXPORTS = {
     "ChatRequest": "eigenjury.models",
     "ModelSpec": "eigenjury.models",
     "Persona": "eigenjury.models",
+    "Contract": "eigenjury.contracts",
+    "Jury": "eigenjury.contracts",
+    "grade": "eigenjury.contracts",
+    "load_contract": "eigenjury.contracts",
+    "certify": "eigenjury.stats",
+    "debias": "eigenjury.stats",
+    "measure": "eigenjury.bounds",
+    "read_scores": "eigenjury.bounds",
+    "release": "eigenjury.bounds",
 }
 
 __all__ = [
     "BradleyTerry",
     "Call",
     "ChatRequest",
+    "Contract",
     "DataError",
     "Davidson",
     "Engine",
+    "Jury",
     "LowRankBTD",
     "ModelSpec",
     "PeerRanking",
@@ -44,11 +55,20 @@ __all__ = [
     "VerdictCounts",
     "VerdictTable",
     "__version__",
+    "certify",
+    "debias",
     "eigentrust",
+    "grade",
+    "load_contract",
+    "measure",
+    "read_scores",
+    "release",
     "to_elo",
 ]
 
 if TYPE_CHECKING:
+    from eigenjury.bounds import measure, read_scores, release
+    from eigenjury.contracts import Contract, Jury, grade, load_contract
     from eigenjury.engine import Call, Engine, Store
     from eigenjury.models import ChatRequest, ModelSpec, Persona
     from eigenjury.stats import (
@@ -59,6 +79,8 @@ if TYPE_CHECKING:
         PeerRanking,
         VerdictCounts,
         VerdictTable,
+        certify,
+        debias,
         eigentrust,
         to_elo,
     )
