@@ -32,9 +32,12 @@ COMPACT = {"jurors": 5, "skill": 0.88, "slope": 0.4, "cost": 0.00012, "tokens": 
 LARGE = {"jurors": 5, "skill": 0.96, "slope": 0.15, "cost": 0.0024, "tokens": 360, "s": 2.6}
 
 
-def simulate(n: int, pool: dict[str, float], truth: np.ndarray, hard: np.ndarray,
-             rng: np.random.Generator) -> list[TaskResult]:  # fmt: skip
-    criteria = [Criterion(id=f"c{k}", weight=20, grader="llm_judge", prompt="p") for k in range(CRITERIA)]
+def simulate(
+    n: int, pool: dict[str, float], truth: np.ndarray, hard: np.ndarray, rng: np.random.Generator
+) -> list[TaskResult]:
+    criteria = [
+        Criterion(id=f"c{k}", weight=20, grader="llm_judge", prompt="p") for k in range(CRITERIA)
+    ]
     p_right = np.clip(pool["skill"] - pool["slope"] * hard, 0.5, 1.0)
     jurors = int(pool["jurors"])
     right = rng.random((n, CRITERIA, jurors)) < p_right[..., None]
@@ -44,10 +47,16 @@ def simulate(n: int, pool: dict[str, float], truth: np.ndarray, hard: np.ndarray
         done = []
         for k, c in enumerate(criteria):
             votes = tuple(
-                Vote(f"j{j}", "C" if says_c[i, k, j] else "I", "", output_tokens=int(pool["tokens"]),
-                     latency_s=pool["s"], cost_usd=pool["cost"])
+                Vote(
+                    f"j{j}",
+                    "C" if says_c[i, k, j] else "I",
+                    "",
+                    output_tokens=int(pool["tokens"]),
+                    latency_s=pool["s"],
+                    cost_usd=pool["cost"],
+                )
                 for j in range(jurors)
-            )  # fmt: skip
+            )
             done.append(CriterionResult(c, 2 * int(says_c[i, k].sum()) > jurors, votes))
         results.append(TaskResult(f"t{i}", "m", 60, tuple(done), Submission(f"t{i}", "m", "")))
     return results
@@ -77,9 +86,10 @@ def main() -> None:
     rows = []
     for margin in (1, 2):
         seconds, record = timed(
-            lambda m=margin: compare_pools(compact, large, jury_a, jury_b, margin=m,
-                                           rounds=args.rounds, seed=1)
-        )  # fmt: skip
+            lambda m=margin: compare_pools(
+                compact, large, jury_a, jury_b, margin=m, rounds=args.rounds, seed=1
+            )
+        )
         cascade_right = []
         for rc, rl, tr in zip(compact, large, truth, strict=True):
             for k, (cc, cl) in enumerate(zip(rc.criteria, rl.criteria, strict=True)):
@@ -91,24 +101,44 @@ def main() -> None:
             lo, hi = e["ci"]  # type: ignore[misc]
             return f"{e['value']:.3f} [{lo:.3f}, {hi:.3f}]"
 
-        rows.append([
-            margin, fmt(record["agreement"]), fmt(record["split_rate"]["a"]),
-            fmt(record["split_rate"]["b"]), fmt(record["task_score_pearson"]),
-            fmt(record["identical_task_scores"]), fmt(c["escalation_rate"]),
-            fmt(c["agreement_with_b"]), fmt(c["identical_task_scores_with_b"]),
-            fmt(c["relative_to_b"]["cost_usd"]),
-            f"{accuracy(compact, truth):.3f} / {accuracy(large, truth):.3f} / "
-            f"{np.mean(cascade_right):.3f}",
-            f"{seconds:.2f}",
-        ])  # fmt: skip
+        rows.append(
+            [
+                margin,
+                fmt(record["agreement"]),
+                fmt(record["split_rate"]["a"]),
+                fmt(record["split_rate"]["b"]),
+                fmt(record["task_score_pearson"]),
+                fmt(record["identical_task_scores"]),
+                fmt(c["escalation_rate"]),
+                fmt(c["agreement_with_b"]),
+                fmt(c["identical_task_scores_with_b"]),
+                fmt(c["relative_to_b"]["cost_usd"]),
+                f"{accuracy(compact, truth):.3f} / {accuracy(large, truth):.3f} / "
+                f"{np.mean(cascade_right):.3f}",
+                f"{seconds:.2f}",
+            ]
+        )
     print(environment())
     print(f"{n} submissions x {CRITERIA} criteria, two pools of 5 jurors, {args.rounds} rounds")
-    print(table(
-        ["margin", "agreement A-B", "split A", "split B", "Pearson scores", "identical scores",
-         "escalated", "cascade agrees with B", "cascade identical scores", "cascade cost / B",
-         "accuracy A / B / cascade", "compare s"],
-        rows,
-    ))  # fmt: skip
+    print(
+        table(
+            [
+                "margin",
+                "agreement A-B",
+                "split A",
+                "split B",
+                "Pearson scores",
+                "identical scores",
+                "escalated",
+                "cascade agrees with B",
+                "cascade identical scores",
+                "cascade cost / B",
+                "accuracy A / B / cascade",
+                "compare s",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":
