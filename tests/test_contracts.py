@@ -447,19 +447,29 @@ def test_batched_criteria_use_one_call_per_juror(contract_path: Path, tmp_path: 
 def test_cascade_escalates_only_split_or_unread_criteria(
     contract_path: Path, tmp_path: Path
 ) -> None:
+    from eigenjury.contracts.trace import result_cost
     from eigenjury.models.prices import Price, PriceTable
 
     source = load_contract(contract_path)
-    subs = [Submission("france", "x", "Paris, a lovely city.\nAnswer: Paris")]
-    compact = Jury.from_specs(["scripted:juror-yes", "scripted:juror-no", "scripted:juror-keyword"])
-    big = ScriptedProvider("juror-keyword")
-    large = Jury.from_specs(["scripted:juror-keyword"] * 3)
-    prices = PriceTable({"scripted:juror-keyword": Price(1.0, 1.0)})
-    engine = {"providers": {"scripted:juror-keyword": big}, "prices": prices}
-    # every compact vote is 2-1: split, so both jury criteria are escalated
+    subs = [Submission("france", "x", "Paris it is.\nAnswer: Paris")]
+    # compact: 2-1 on "names paris" (split: escalated), 0-3 on "says lovely" (kept)
+    compact = Jury.from_specs(
+        ["scripted:juror-keyword", "scripted:juror-keyword", "scripted:juror-no"]
+    )
+    large_provider = ScriptedProvider("juror-yes")
+    large = Jury.from_specs(["scripted:juror-yes"] * 3)
+    prices = PriceTable({"scripted:juror-yes": Price(1e6, 0.0)})  # $1 per input token
+    engine = {"providers": {"scripted:juror-yes": large_provider}, "prices": prices}
     [r], _ = run_grade(source, subs, compact, tmp_path, escalate_to=large, engine=engine)
-    assert all(c.escalated_from for c in r.criteria[1:])
-    assert r.score == 100
-    unanimous = Jury.from_specs(["scripted:juror-keyword"] * 3)
+    paris, lovely = r.criteria[1], r.criteria[2]
+    assert paris.escalated_from and [v.grade for v in paris.escalated_from] == ["C", "C", "I"]
+    assert [v.grade for v in paris.votes] == ["C", "C", "C"] and paris.passed
+    assert not lovely.escalated_from and not lovely.passed
+    assert large_provider.calls == 3  # one criterion x three large jurors, nothing more
+    cost = result_cost(r)["jury_cost_usd"]
+    assert cost == sum(v.input_tokens for v in paris.votes) > 0  # the compact pool is free
+    assert r.score == 80
+    unanimous = Jury.from_specs(["scripted:juror-no"] * 3)
     [r2], _ = run_grade(source, subs, unanimous, tmp_path / "u", escalate_to=large, engine=engine)
-    assert not any(c.escalated_from for c in r2.criteria)  # 3-0 is two flips from changing
+    assert not any(c.escalated_from for c in r2.criteria)  # 0-3 is two flips from changing
+    assert large_provider.calls == 3

@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from eigenjury.engine.engine import Call, CallResult
 from eigenjury.errors import InputError
+from eigenjury.files import read_jsonl
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Message
 
@@ -53,40 +54,21 @@ class RequestLine(BaseModel):
 
 
 def read_requests(path: Path) -> list[RequestLine]:
-    if not path.is_file():
-        raise InputError("no such file", path=path)
     lines: list[RequestLine] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                line = RequestLine.model_validate_json(text)
-            except ValidationError as exc:
-                raise InputError(_first_problem(exc), path=path, line=number) from None
-            ident = str(line.id)
-            if ident in seen:
-                raise InputError(
-                    f"id '{ident}' was already used on line {seen[ident]}; ids must be unique",
-                    path=path,
-                    line=number,
-                )
-            seen[ident] = number
-            lines.append(line)
+    for number, line in read_jsonl(path, RequestLine):
+        ident = str(line.id)
+        if ident in seen:
+            raise InputError(
+                f"id '{ident}' was already used on line {seen[ident]}; ids must be unique",
+                path=path,
+                line=number,
+            )
+        seen[ident] = number
+        lines.append(line)
     if not lines:
         raise InputError("the file has no requests; expected one JSON object a line", path=path)
     return lines
-
-
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    if error["type"] == "json_invalid":
-        return f"not valid JSON ({error['msg']})"
-    field = ".".join(str(part) for part in error["loc"]) or "(line)"
-    more = len(exc.errors()) - 1
-    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"field '{field}': {error['msg']}{extra}"
 
 
 def batch_calls(lines: list[RequestLine], spec: ModelSpec) -> list[Call]:

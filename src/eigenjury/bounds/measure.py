@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eigenjury.batch import _first_problem
 from eigenjury.bounds.judges import JudgeProtocol
 from eigenjury.bounds.neighbours import (
     LOCAL_GENERATORS,
@@ -31,10 +30,10 @@ from eigenjury.bounds.neighbours import (
     JudgedItem,
     Paraphraser,
 )
-from eigenjury.bounds.scores import json_object
 from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.errors import InputError
+from eigenjury.files import read_jsonl, validation_problem
 from eigenjury.models.spec import ModelSpec
 from eigenjury.stats.abb import estimate_sensitivity
 
@@ -56,34 +55,25 @@ class _DatasetLine(BaseModel):
 def read_dataset(path: Path) -> list[JudgedItem]:
     """A JSONL dataset: `id`, `prompt` and either `response` or `response_a` and
     `response_b` (every line the same kind); optional `model` / `model_a`, `model_b`."""
-    if not path.is_file():
-        raise InputError("no such file", path=path)
     items: list[JudgedItem] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8-sig") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                line = _DatasetLine.model_validate(json_object(text, path, number))
-            except ValidationError as exc:
-                raise InputError(_first_problem(exc), path=path, line=number) from None
-            item = _item(line, path, number)
-            if items and item.pairwise != items[0].pairwise:
-                raise InputError(
-                    "mixes single responses and pairs; use one kind per dataset",
-                    path=path,
-                    line=number,
-                )
-            if item.id in seen:
-                raise InputError(
-                    f"id '{item.id}' was already used on line {seen[item.id]}",
-                    path=path,
-                    line=number,
-                    field="id",
-                )
-            seen[item.id] = number
-            items.append(item)
+    for number, line in read_jsonl(path, _DatasetLine):
+        item = _item(line, path, number)
+        if items and item.pairwise != items[0].pairwise:
+            raise InputError(
+                "mixes single responses and pairs; use one kind per dataset",
+                path=path,
+                line=number,
+            )
+        if item.id in seen:
+            raise InputError(
+                f"id '{item.id}' was already used on line {seen[item.id]}",
+                path=path,
+                line=number,
+                field="id",
+            )
+        seen[item.id] = number
+        items.append(item)
     if not items:
         raise InputError("the dataset is empty; expected one JSON object a line", path=path)
     return items
@@ -154,7 +144,8 @@ class Profile(BaseModel):
             profile = cls.model_validate_json(path.read_text(encoding="utf-8"))
         except ValidationError as exc:
             raise InputError(
-                f"not a profile from `eigenjury bound measure`: {_first_problem(exc)}", path=path
+                f"not a profile from `eigenjury bound measure`: {validation_problem(exc)}",
+                path=path,
             ) from None
         if profile.kind != PROFILE_KIND:
             raise InputError(f"kind is {profile.kind!r}, not {PROFILE_KIND!r}", path=path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import json
 import os
@@ -18,7 +17,7 @@ from eigenjury.bounds.measure import measure as measure_judge
 from eigenjury.bounds.neighbours import GENERATOR_NAMES, LOCAL_GENERATORS, PARAPHRASE, Paraphraser
 from eigenjury.bounds.release import ReleaseSettings, release, release_record
 from eigenjury.bounds.scores import SCALES, Scale, ScoreSet, read_scores
-from eigenjury.commands.calls import engine_from_args
+from eigenjury.commands.calls import engine_from_args, run_with_engine
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
 from eigenjury.files import write_json
@@ -77,21 +76,14 @@ def measure(args: argparse.Namespace, console: Console) -> int:
     engine = engine_from_args(args)
     engine.prepare(specs)
 
-    async def run() -> Profile:
-        async with engine:
-            await engine.check_endpoints(specs)
-            return await measure_judge(engine, items, settings, dataset=str(args.dataset))
-
-    try:
-        profile = asyncio.run(run())
-    except KeyboardInterrupt:
-        console.print(
-            f"interrupted: finished calls are in {args.store}; rerun the same command to "
-            "send only the rest"
-        )
+    profile = run_with_engine(
+        engine,
+        specs,
+        lambda: measure_judge(engine, items, settings, dataset=str(args.dataset)),
+        console,
+    )
+    if profile is None:
         return EXIT_INTERRUPTED
-    finally:
-        engine.store.close()
     write_json(args.out, profile.model_dump())
     table = Table(
         title=f"Sensitivity of {profile.judge} ({profile.protocol} judge, m = {profile.m})",

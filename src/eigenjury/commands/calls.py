@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from rich.console import Console
 
 from eigenjury.batch import batch_calls, read_requests, write_results
-from eigenjury.engine import Budget, CallResult, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine import Budget, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
 from eigenjury.models import ModelSpec, PriceTable
 from eigenjury.reports.accounting import print_accounting
+
+T = TypeVar("T")
 
 
 def engine_from_args(args: argparse.Namespace) -> Engine:
@@ -28,6 +32,32 @@ def engine_from_args(args: argparse.Namespace) -> Engine:
     )
 
 
+def run_with_engine(
+    engine: Engine,
+    specs: Sequence[ModelSpec],
+    work: Callable[[], Awaitable[T]],
+    console: Console,
+) -> T | None:
+    """`work()` inside the engine, endpoints checked first; the store is closed after.
+    None after Ctrl-C, when everything finished is already in the store."""
+
+    async def run() -> T:
+        async with engine:
+            await engine.check_endpoints(specs)
+            return await work()
+
+    try:
+        return asyncio.run(run())
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: finished calls are in {engine.store.path}; rerun the same command "
+            "to send only the rest"
+        )
+        return None
+    finally:
+        engine.store.close()
+
+
 def batch(args: argparse.Namespace, console: Console) -> int:
     lines = read_requests(args.requests)
     spec = ModelSpec.parse(args.model)
@@ -35,21 +65,9 @@ def batch(args: argparse.Namespace, console: Console) -> int:
     calls = batch_calls(lines, spec)
     engine.prepare([spec])
 
-    async def run() -> list[CallResult]:
-        async with engine:
-            await engine.check_endpoints([spec])
-            return await engine.run(calls)
-
-    try:
-        results = asyncio.run(run())
-    except KeyboardInterrupt:
-        console.print(
-            f"interrupted: finished calls are in {args.store}; rerun the same command to "
-            "send only the rest"
-        )
+    results = run_with_engine(engine, [spec], lambda: engine.run(calls), console)
+    if results is None:
         return EXIT_INTERRUPTED
-    finally:
-        engine.store.close()
     write_results(args.out, lines, results)
     print_accounting(console, engine.accounting.record())
     failed = sum(not r.ok for r in results)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,7 +10,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.table import Table
 
-from eigenjury.commands.calls import engine_from_args
+from eigenjury.commands.calls import engine_from_args, run_with_engine
 from eigenjury.contracts.bundle import ContractSource, load_contract, write_bundle, write_yaml
 from eigenjury.contracts.compare import compare_pools
 from eigenjury.contracts.grading import Submission, TaskResult, generate_submissions, grade
@@ -54,32 +53,25 @@ def _run(
     """Make or read the submissions, then `work` on them, with one engine; None when
     interrupted (everything finished is in the store)."""
     candidates = [ModelSpec.parse(c) for c in args.candidate or []]
+    specs = [*candidates, *(s for jury in juries for s in jury.specs)]
     engine = engine_from_args(args)
-    engine.prepare([*candidates, *(s for jury in juries for s in jury.specs)])
+    engine.prepare(specs)
     given = read_submissions(args.submissions, source.contract) if args.submissions else None
 
     async def go() -> tuple[T, list[Submission]]:
-        async with engine:
-            await engine.check_endpoints([*candidates, *(s for j in juries for s in j.specs)])
-            submissions = given or await generate_submissions(
-                engine,
-                source,
-                candidates,
-                temperature=args.candidate_temperature,
-                max_tokens=args.candidate_max_tokens,
-            )
-            return await work(engine, submissions), submissions
-
-    try:
-        outcome, submissions = asyncio.run(go())
-    except KeyboardInterrupt:
-        console.print(
-            f"interrupted: finished calls are in {args.store}; rerun the same command to "
-            "send only the rest"
+        submissions = given or await generate_submissions(
+            engine,
+            source,
+            candidates,
+            temperature=args.candidate_temperature,
+            max_tokens=args.candidate_max_tokens,
         )
+        return await work(engine, submissions), submissions
+
+    ran = run_with_engine(engine, specs, go, console)
+    if ran is None:
         return None
-    finally:
-        engine.store.close()
+    outcome, submissions = ran
     return outcome, submissions, engine
 
 
