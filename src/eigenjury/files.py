@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,3 +52,45 @@ def read_jsonl(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
                 yield number, model.model_validate_json(text)
             except ValidationError as exc:
                 raise InputError(validation_problem(exc), path=path, line=number) from None
+
+
+def read_csv(
+    path: Path, required: Sequence[str], what: str
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, row) for every non-blank row of a CSV file with a header; missing
+    required columns, ragged rows and unreadable CSV are InputErrors naming the line.
+    `what` says what such a file needs, for the messages."""
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise InputError(
+                f"the file is empty; expected a header line naming {', '.join(required)}",
+                path=path,
+            ) from None
+        except csv.Error as exc:
+            raise InputError(f"not readable as CSV ({exc})", path=path, line=1) from None
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(
+                f"missing column(s) {', '.join(missing)}; found {', '.join(header) or 'none'}; "
+                f"{what}",
+                path=path,
+                line=1,
+            )
+        try:
+            for fields in reader:
+                if not any(x.strip() for x in fields):
+                    continue
+                if len(fields) != len(header):
+                    raise InputError(
+                        f"{len(fields)} fields where the header has {len(header)}",
+                        path=path,
+                        line=reader.line_num,
+                    )
+                yield reader.line_num, dict(zip(header, fields, strict=True))
+        except csv.Error as exc:
+            raise InputError(
+                f"not readable as CSV ({exc})", path=path, line=reader.line_num
+            ) from None

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from eigenjury.errors import InputError
+from eigenjury.files import read_csv
 from eigenjury.stats.verdicts import VerdictTable
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
@@ -170,45 +171,21 @@ def _parse_verdict(path: Path, where: Location, value: Any) -> int:
     return int(parsed)
 
 
+_NEEDS = "a verdict file needs scenario, judge, first, second, verdict (criterion optional)"
+
+
 def _check_header(path: Path, found: list[str]) -> None:
     missing = [c for c in REQUIRED if c not in found]
     if missing:
         raise InputError(
-            f"missing column(s) {', '.join(missing)}; found {', '.join(found) or 'none'}; a "
-            "verdict file needs scenario, judge, first, second, verdict (criterion optional)",
+            f"missing column(s) {', '.join(missing)}; found {', '.join(found) or 'none'}; {_NEEDS}",
             path=path,
         )
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise InputError(
-                "the file is empty; expected a header line naming " + ", ".join(REQUIRED),
-                path=path,
-            ) from None
-        except csv.Error as exc:
-            raise InputError(f"not readable as CSV ({exc})", path=path, line=1) from None
-        header = [h.strip() for h in header]
-        _check_header(path, header)
-        try:
-            for fields in reader:
-                if not fields or all(not x.strip() for x in fields):
-                    continue
-                if len(fields) != len(header):
-                    raise InputError(
-                        f"{len(fields)} fields where the header has {len(header)}",
-                        path=path,
-                        line=reader.line_num,
-                    )
-                yield ("line", reader.line_num), dict(zip(header, fields, strict=True))
-        except csv.Error as exc:
-            raise InputError(
-                f"not readable as CSV ({exc})", path=path, line=reader.line_num
-            ) from None
+    for line, row in read_csv(path, REQUIRED, _NEEDS):
+        yield ("line", line), row
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:

@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from eigenjury.errors import InputError
+from eigenjury.files import read_csv
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
 from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
 from eigenjury.verdict_files import read_verdicts
@@ -284,32 +285,8 @@ def _number(value: Any) -> float | None:
 
 
 def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f)
-        header = [h.strip() for h in next(reader, [])]
-        missing = [c for c in SCORE_COLUMNS if c not in header]
-        if missing:
-            raise InputError(
-                f"missing column(s) {', '.join(missing)}; found {', '.join(header) or 'none'}; "
-                "a score file needs item and score (model and criterion optional)",
-                path=path,
-                line=1,
-            )
-        try:
-            for fields in reader:
-                if not any(x.strip() for x in fields):
-                    continue
-                if len(fields) != len(header):
-                    raise InputError(
-                        f"{len(fields)} fields where the header has {len(header)}",
-                        path=path,
-                        line=reader.line_num,
-                    )
-                yield reader.line_num, dict(zip(header, fields, strict=True))
-        except csv.Error as exc:
-            raise InputError(
-                f"not readable as CSV ({exc})", path=path, line=reader.line_num
-            ) from None
+    what = "a score file needs item and score (model and criterion optional)"
+    yield from read_csv(path, SCORE_COLUMNS, what)
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
