@@ -94,3 +94,16 @@ def read_csv(
             raise InputError(
                 f"not readable as CSV ({exc})", path=path, line=reader.line_num
             ) from None
+
+
+def json_object(text: str, path: Path, line: int, *, needs: str = "") -> dict[str, Any]:
+    """One JSONL line as an object, or an InputError naming the file and line."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON ({exc.msg} at character {exc.colno})", path=path, line=line
+        ) from None
+    if not isinstance(record, dict):
+        raise InputError(f"each line must be a JSON object{needs}", path=path, line=line)
+    return record

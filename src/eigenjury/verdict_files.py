@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from eigenjury.errors import InputError
-from eigenjury.files import read_csv
+from eigenjury.files import json_object, read_csv
 from eigenjury.stats.verdicts import VerdictTable
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
@@ -189,23 +189,11 @@ def _csv_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
+    needs = " with fields " + ", ".join(REQUIRED)
     with path.open(encoding="utf-8") as f:
         for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"not valid JSON ({exc.msg} at character {exc.colno})", path=path, line=number
-                ) from None
-            if not isinstance(record, dict):
-                raise InputError(
-                    "each line must be a JSON object with fields " + ", ".join(REQUIRED),
-                    path=path,
-                    line=number,
-                )
-            yield ("line", number), record
+            if text.strip():
+                yield ("line", number), json_object(text, path, number, needs=needs)
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from eigenjury.errors import InputError
-from eigenjury.files import read_csv
+from eigenjury.files import json_object, read_csv
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
 from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
 from eigenjury.verdict_files import read_verdicts
@@ -295,19 +295,6 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not text.strip():
                 continue
             yield number, json_object(text, path, number)
-
-
-def json_object(text: str, path: Path, line: int) -> dict[str, Any]:
-    """One JSONL line as an object, or a located error."""
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not valid JSON ({exc.msg} at character {exc.colno})", path=path, line=line
-        ) from None
-    if not isinstance(record, dict):
-        raise InputError("each line must be a JSON object", path=path, line=line)
-    return record
 
 
 def _read_results(path: Path, level: str) -> ScoreSet:

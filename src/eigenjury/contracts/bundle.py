@@ -22,7 +22,7 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -155,12 +155,7 @@ def read_bundle(folder: Path) -> ContractSource:
     if not isinstance(answers, list):
         raise InputError("answers.json must be a list of answer records", path=answers_path)
     by_task: dict[str, dict[str, Any]] = {}
-    for i, answer in enumerate(answers):
-        if not isinstance(answer, dict):
-            raise InputError(f"record {i + 1} is not an object", path=answers_path)
-        task_id = answer.get("task_id")
-        if not isinstance(task_id, str) or not task_id:
-            raise InputError(f"record {i + 1} has no task_id", path=answers_path)
+    for task_id, answer in _by_task_id(answers, "record", answers_path):
         if task_id not in prompts:
             raise InputError(
                 f"task '{task_id}' is not in tasks.json (known: {_some(prompts)})",
@@ -248,12 +243,7 @@ def _task_records(data: Any, path: Path) -> dict[str, dict[str, Any]]:
     if not isinstance(data, list) or not data:
         raise InputError("expected a non-empty list of tasks", path=path)
     out: dict[str, dict[str, Any]] = {}
-    for i, record in enumerate(data):
-        if not isinstance(record, dict):
-            raise InputError(f"task {i + 1} is not an object", path=path)
-        task_id = record.get("task_id")
-        if not isinstance(task_id, str) or not task_id:
-            raise InputError(f"task {i + 1} has no task_id", path=path)
+    for task_id, record in _by_task_id(data, "task", path):
         if task_id in out:
             raise InputError(f"task id '{task_id}' is used twice", path=path)
         if not any(isinstance(record.get(k), str) and record[k].strip() for k in _PROMPT_KEYS):
@@ -265,6 +255,17 @@ def _task_records(data: Any, path: Path) -> dict[str, dict[str, Any]]:
 
 
 _PROMPT_KEYS = ("task_prompt", "prompt", "task")
+
+
+def _by_task_id(records: list[Any], label: str, path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(task_id, record) for each record, which must be an object with a task_id."""
+    for i, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise InputError(f"{label} {i + 1} is not an object", path=path)
+        task_id = record.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            raise InputError(f"{label} {i + 1} has no task_id", path=path)
+        yield task_id, record
 
 
 def _task_from_bundle(record: dict[str, Any], answer: dict[str, Any], folder: Path) -> Task:
