@@ -244,7 +244,7 @@ def test_models_at_one_endpoint_share_one_pooled_session(tmp_path: Path) -> None
         specs = [ModelSpec.parse(f"openai-compatible:{m}@{base}") for m in ("a", "b")]
         async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
             results = await engine.run([c for s in specs for c in calls_for(s, 5)])
-            return results, len(engine._sessions)
+            return results, len(engine.caller._sessions)
 
     results, sessions = serve(go)
     assert all(r.ok for r in results) and sessions == 1

@@ -11,36 +11,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
-
-import aiohttp
+from typing import Any, Protocol, TypeVar
 
 from eigenjury.engine.accounting import Accounting
+from eigenjury.engine.caller import Caller, WorkItem
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
 from eigenjury.engine.progress import RunProgress
 from eigenjury.engine.store import Store, StoredResult, canonical_json, key_of, spec_json
 from eigenjury.errors import InputError
 from eigenjury.models.errors import (
     BudgetExhaustedError,
-    CallTimeoutError,
     ProviderError,
-    RateLimitError,
-    redact,
 )
-from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
-from eigenjury.models.providers.http import new_session
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
 
 T = TypeVar("T")
 DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
 LOCAL_LIMITS = EndpointLimits(concurrency=1, adaptive=False)
+Send = Callable[[WorkItem], Awaitable[StoredResult]]
+
+
+class Backend(Protocol):
+    """Somewhere else to make calls (a cluster): per endpoint, a function that makes one
+    call there, under that endpoint's limits, and returns the result to store. The
+    engine stays the single writer of the store; cache hits never leave it."""
+
+    def sender(
+        self, endpoint: str, spec: ModelSpec, limits: EndpointLimits, caller: Caller
+    ) -> Send: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -106,14 +111,6 @@ def endpoint_of(spec: ModelSpec) -> str:
     return spec.base_url or f"{spec.provider}:{spec.model}"
 
 
-@dataclass
-class _Pending:
-    key: str
-    call: Call
-    request_json: str  # the request's identity, encoded once for the key and the record
-    estimate: tuple[float, float] = (0.0, 0.0)  # cost, tokens
-
-
 class Engine:
     """Runs calls through providers with the store as cache and journal.
 
@@ -139,23 +136,20 @@ class Engine:
         batch_size: int = 256,
         flush_s: float = 0.05,
         seed: int = 0,
+        backend: Backend | None = None,
     ) -> None:
         self.store = store
         self.limits = limits or EndpointLimits()
         self.retry = retry or RetryPolicy()
         self.budget = budget or Budget()
         self.prices = prices or PriceTable()
-        self._injected = dict(providers or {})
         self.retry_errors = retry_errors
         self.progress = progress
         self.batch_size = batch_size
         self.flush_s = flush_s
-        self._rng = random.Random(seed)
-        self._providers: dict[str, Provider] = {}
-        self._prices: dict[ModelSpec, Price | None] = {}
-        self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self.backend = backend  # None: calls are made here, in this event loop
+        self.caller = Caller(self.retry, self.prices, providers=providers, seed=seed)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="eigenjury-store")
-        self._secrets: tuple[str, ...] = ()
         self.accounting = Accounting()  # the latest run's
         self.session_accounting = Accounting()  # every run of this engine's
         self.limiters: dict[str, EndpointLimiter] = {}
@@ -167,19 +161,9 @@ class Engine:
         await self.aclose()
 
     async def aclose(self) -> None:
-        for provider in self._providers.values():
-            await provider.aclose()
-        self._providers.clear()
-        for session in self._sessions.values():
-            await session.close()
-        self._sessions.clear()
-
-    def _session(self, base_url: str) -> aiohttp.ClientSession:
-        """The one pooled session for an endpoint, made on first use (inside the loop)."""
-        session = self._sessions.get(base_url)
-        if session is None or session.closed:
-            session = self._sessions[base_url] = new_session()
-        return session
+        await self.caller.aclose()
+        if self.backend is not None:
+            self.backend.close()
 
     def run_sync(self, calls: Sequence[Call]) -> list[CallResult]:
         async def run_and_close() -> list[CallResult]:
@@ -212,21 +196,10 @@ class Engine:
                     raise InputError(exc.message) from None
 
     def _provider(self, spec: ModelSpec) -> Provider:
-        name = str(spec)
-        if name in self._injected:
-            return self._injected[name]
-        if name not in self._providers:
-            base = spec.base_url or ""
-            self._providers[name] = make_provider(spec, sessions=lambda: self._session(base))
-            key = spec.api_key() if spec.key_variable else None
-            if key:
-                self._secrets = (*self._secrets, key)
-        return self._providers[name]
+        return self.caller.provider(spec)
 
     def _price(self, spec: ModelSpec) -> Price | None:
-        if spec not in self._prices:
-            self._prices[spec] = self.prices.lookup(spec)
-        return self._prices[spec]
+        return self.caller.price(spec)
 
     def _limits_for(self, endpoint: str) -> EndpointLimits:
         if isinstance(self.limits, Mapping) and endpoint in self.limits:
@@ -254,32 +227,33 @@ class Engine:
             first.setdefault(key, i)
         stored = await self._io_call(self.store.get_many, list(first))
         done: dict[str, CallResult] = {}
-        pending: dict[str, list[_Pending]] = {}
+        pending: dict[str, list[WorkItem]] = {}
+        call_of: dict[str, Call] = {}
         for key, i in first.items():
             hit = stored.get(key)
             if hit is not None and (hit.ok or not self.retry_errors):
                 done[key] = _from_stored(calls[i], hit, cached=True)
             else:
-                pending.setdefault(endpoint_of(calls[i].spec), []).append(
-                    _Pending(key, calls[i], encoded[i])
+                c = calls[i]
+                call_of[key] = c
+                pending.setdefault(endpoint_of(c.spec), []).append(
+                    WorkItem(key, c.spec, c.request, c.sample, encoded[i])
                 )
         progress = RunProgress(len(calls), enabled=self.progress)
         for result in done.values():
             self._account(result)
-        writer = _Writer(self, progress)
+        writer = _Writer(self, progress, call_of)
         budget = _BudgetTracker(self.budget)
         workers: list[asyncio.Task[None]] = []
         try:
             for endpoint, items in pending.items():
-                limiter = self.limiters.setdefault(
-                    endpoint, EndpointLimiter(self._limits_for(endpoint))
-                )
-                queue: asyncio.Queue[_Pending] = asyncio.Queue()
+                send, concurrency = self._sender(endpoint, items[0].spec)
+                queue: asyncio.Queue[WorkItem] = asyncio.Queue()
                 for item in items:
                     queue.put_nowait(item)
                 workers.extend(
-                    asyncio.create_task(self._work(queue, limiter, budget, writer))
-                    for _ in range(min(limiter.limits.concurrency, len(items)))
+                    asyncio.create_task(self._work(queue, send, budget, writer))
+                    for _ in range(min(concurrency, len(items)))
                 )
             writer.start()
             await asyncio.gather(*workers)
@@ -313,17 +287,27 @@ class Engine:
                 result.cached,
             )
 
-    def _estimate(self, call: Call) -> tuple[float, float]:
-        prompt = sum(len(m.content) for m in call.request.messages) / 4
-        output = call.request.max_tokens or DEFAULT_OUTPUT_TOKENS
-        price = self._price(call.spec)
+    def _estimate(self, spec: ModelSpec, request: ChatRequest) -> tuple[float, float]:
+        prompt = sum(len(m.content) for m in request.messages) / 4
+        output = request.max_tokens or DEFAULT_OUTPUT_TOKENS
+        price = self._price(spec)
         cost = price.cost(Usage(int(prompt), output)) if price else 0.0
         return cost, prompt + output
 
+    def _sender(self, endpoint: str, spec: ModelSpec) -> tuple[Send, int]:
+        """How calls to this endpoint are made, and how many at once: here, under the
+        engine's own limiter, or by the backend (which then holds the limiter). Local
+        models always run here, where they are loaded."""
+        limits = self._limits_for(endpoint)
+        if self.backend is not None and not endpoint.startswith("local:"):
+            return self.backend.sender(endpoint, spec, limits, self.caller), limits.concurrency
+        limiter = self.limiters.setdefault(endpoint, EndpointLimiter(limits))
+        return (lambda item: self.caller.call(item, limiter)), limits.concurrency
+
     async def _work(
         self,
-        queue: asyncio.Queue[_Pending],
-        limiter: EndpointLimiter,
+        queue: asyncio.Queue[WorkItem],
+        send: Send,
         budget: _BudgetTracker,
         writer: _Writer,
     ) -> None:
@@ -332,79 +316,16 @@ class Engine:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            item.estimate = self._estimate(item.call)
+            item.estimate = self._estimate(item.spec, item.request)
             if not budget.reserve(*item.estimate):
-                writer.skip(_budget_result(item))
+                writer.skip(_budget_result(writer.call_of[item.key], item.key))
                 continue
-            result = await self._attempt_all(item, limiter)
+            result = await send(item)
             actual = (0.0, 0.0)
             if result.completion is not None:
                 actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
             budget.settle(item.estimate, actual)
-            writer.add(result, item.call)
-
-    async def _attempt_all(self, item: _Pending, limiter: EndpointLimiter) -> StoredResult:
-        call = item.call
-        provider = self._provider(call.spec)
-        policy = self.retry
-        error: ProviderError | None = None
-        for attempt in range(1, policy.max_attempts + 1):
-            await limiter.acquire(item.estimate[1])
-            try:
-                async with asyncio.timeout(policy.timeout_s):
-                    completion = await provider.generate(call.request)
-            except ProviderError as exc:
-                error = exc
-            except TimeoutError:
-                error = CallTimeoutError(f"no answer within {policy.timeout_s:g} s")
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                await limiter.release()
-                raise
-            except Exception as exc:  # a provider bug is recorded, not raised: errors are data
-                error = ProviderError(f"{type(exc).__name__}: {exc}")
-            else:
-                limiter.on_success()
-                await limiter.release()
-                limiter.settle_tokens(item.estimate[1], completion.usage.total)
-                price = self._price(call.spec)
-                cost = None if price is None else price.cost(completion.usage)
-                priced = Completion(
-                    completion.text,
-                    completion.finish_reason,
-                    completion.usage,
-                    completion.latency_s,
-                    cost,
-                    completion.choice_logprobs,
-                )
-                return self._stored(item, priced, None, attempt)
-            if isinstance(error, RateLimitError):
-                limiter.on_rate_limit()
-            await limiter.release()
-            if not error.retryable or attempt == policy.max_attempts:
-                break
-            await asyncio.sleep(policy.delay(attempt, error.retry_after, self._rng))
-        assert error is not None
-        return self._stored(item, None, error, policy.max_attempts if error.retryable else attempt)
-
-    def _stored(
-        self,
-        item: _Pending,
-        completion: Completion | None,
-        error: ProviderError | None,
-        attempts: int,
-    ) -> StoredResult:
-        call = item.call
-        return StoredResult(
-            key=item.key,
-            spec=str(call.spec),
-            request=item.request_json,
-            sample=call.sample,
-            completion=completion,
-            error_kind=None if error is None else error.kind,
-            error_message=None if error is None else redact(error.message, self._secrets),
-            attempts=attempts,
-            created_at=time.time(),
-        )
+            writer.add(result)
 
 
 def _from_stored(call: Call, stored: StoredResult, *, cached: bool) -> CallResult:
@@ -419,10 +340,10 @@ def _from_stored(call: Call, stored: StoredResult, *, cached: bool) -> CallResul
     )
 
 
-def _budget_result(item: _Pending) -> CallResult:
+def _budget_result(call: Call, key: str) -> CallResult:
     return CallResult(
-        item.call,
-        item.key,
+        call,
+        key,
         None,
         BudgetExhaustedError.kind,
         "not sent: the run's budget cap was reached",
@@ -434,11 +355,12 @@ def _budget_result(item: _Pending) -> CallResult:
 class _Writer:
     """Commits results in short batches; a result counts as done only once committed."""
 
-    def __init__(self, engine: Engine, progress: RunProgress) -> None:
+    def __init__(self, engine: Engine, progress: RunProgress, call_of: dict[str, Call]) -> None:
         self.engine = engine
         self.progress = progress
+        self.call_of = call_of
         self.committed: dict[str, CallResult] = {}
-        self._queue: list[tuple[StoredResult, Call]] = []
+        self._queue: list[StoredResult] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -446,8 +368,8 @@ class _Writer:
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop())
 
-    def add(self, result: StoredResult, call: Call) -> None:
-        self._queue.append((result, call))
+    def add(self, result: StoredResult) -> None:
+        self._queue.append(result)
         if len(self._queue) >= self.engine.batch_size:
             self._wake.set()
 
@@ -467,12 +389,12 @@ class _Writer:
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []
         if batch:
-            await self.engine._io_call(self.engine.store.put_many, [r for r, _ in batch])
+            await self.engine._io_call(self.engine.store.put_many, batch)
             self._publish(batch)
 
-    def _publish(self, batch: list[tuple[StoredResult, Call]]) -> None:
-        for stored, call in batch:
-            result = _from_stored(call, stored, cached=False)
+    def _publish(self, batch: list[StoredResult]) -> None:
+        for stored in batch:
+            result = _from_stored(self.call_of[stored.key], stored, cached=False)
             self.committed[stored.key] = result
             self.engine._account(result)
         self.progress.update(self.engine.accounting.total)
@@ -497,5 +419,5 @@ class _Writer:
             await asyncio.gather(self._task, return_exceptions=True)
         batch, self._queue = self._queue, []
         if batch:
-            self.engine._io.submit(self.engine.store.put_many, [r for r, _ in batch]).result()
+            self.engine._io.submit(self.engine.store.put_many, batch).result()
             self._publish(batch)

@@ -1,0 +1,156 @@
+"""One call, made properly: under the endpoint's limits, with retries, timeouts and
+pricing, ending in a result to store (a completion or a recorded error).
+
+This is the part of the engine that runs wherever calls are made: in the driver's
+event loop with the local backend, inside an endpoint actor with the Ray backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import aiohttp
+
+from eigenjury.engine.limits import EndpointLimiter, RetryPolicy
+from eigenjury.engine.store import StoredResult
+from eigenjury.models.errors import CallTimeoutError, ProviderError, RateLimitError, redact
+from eigenjury.models.factory import make_provider
+from eigenjury.models.prices import Price, PriceTable
+from eigenjury.models.providers.http import new_session
+from eigenjury.models.spec import ModelSpec
+from eigenjury.models.types import ChatRequest, Completion, Provider
+
+
+@dataclass
+class WorkItem:
+    """A call still to make: its store key, what to send, and its planned cost."""
+
+    key: str
+    spec: ModelSpec
+    request: ChatRequest
+    sample: int
+    request_json: str  # the request's identity, encoded once for the key and the record
+    estimate: tuple[float, float] = (0.0, 0.0)  # cost, tokens
+
+
+class Caller:
+    """Providers (one per spec, HTTP sessions pooled per endpoint), prices, retries."""
+
+    def __init__(
+        self,
+        retry: RetryPolicy,
+        prices: PriceTable,
+        *,
+        providers: Mapping[str, Provider] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.retry = retry
+        self.prices = prices
+        self._injected = dict(providers or {})
+        self._rng = random.Random(seed)
+        self._providers: dict[str, Provider] = {}
+        self._prices: dict[ModelSpec, Price | None] = {}
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self.secrets: tuple[str, ...] = ()
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            await provider.aclose()
+        self._providers.clear()
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
+
+    def _session(self, base_url: str) -> aiohttp.ClientSession:
+        """The one pooled session for an endpoint, made on first use (inside the loop)."""
+        session = self._sessions.get(base_url)
+        if session is None or session.closed:
+            session = self._sessions[base_url] = new_session()
+        return session
+
+    def injected(self, spec: ModelSpec) -> Provider | None:
+        """A provider given for this spec (a test double), if any."""
+        return self._injected.get(str(spec))
+
+    def provider(self, spec: ModelSpec) -> Provider:
+        name = str(spec)
+        if name in self._injected:
+            return self._injected[name]
+        if name not in self._providers:
+            base = spec.base_url or ""
+            self._providers[name] = make_provider(spec, sessions=lambda: self._session(base))
+            key = spec.api_key() if spec.key_variable else None
+            if key:
+                self.secrets = (*self.secrets, key)
+        return self._providers[name]
+
+    def price(self, spec: ModelSpec) -> Price | None:
+        if spec not in self._prices:
+            self._prices[spec] = self.prices.lookup(spec)
+        return self._prices[spec]
+
+    async def call(self, item: WorkItem, limiter: EndpointLimiter) -> StoredResult:
+        """Attempt the call until it succeeds, fails for good, or runs out of attempts."""
+        provider = self.provider(item.spec)
+        policy = self.retry
+        error: ProviderError | None = None
+        for attempt in range(1, policy.max_attempts + 1):
+            await limiter.acquire(item.estimate[1])
+            try:
+                async with asyncio.timeout(policy.timeout_s):
+                    completion = await provider.generate(item.request)
+            except ProviderError as exc:
+                error = exc
+            except TimeoutError:
+                error = CallTimeoutError(f"no answer within {policy.timeout_s:g} s")
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                await limiter.release()
+                raise
+            except Exception as exc:  # a provider bug is recorded, not raised: errors are data
+                error = ProviderError(f"{type(exc).__name__}: {exc}")
+            else:
+                limiter.on_success()
+                await limiter.release()
+                limiter.settle_tokens(item.estimate[1], completion.usage.total)
+                price = self.price(item.spec)
+                cost = None if price is None else price.cost(completion.usage)
+                priced = Completion(
+                    completion.text,
+                    completion.finish_reason,
+                    completion.usage,
+                    completion.latency_s,
+                    cost,
+                    completion.choice_logprobs,
+                )
+                return self._stored(item, priced, None, attempt)
+            if isinstance(error, RateLimitError):
+                limiter.on_rate_limit()
+            await limiter.release()
+            if not error.retryable or attempt == policy.max_attempts:
+                break
+            await asyncio.sleep(policy.delay(attempt, error.retry_after, self._rng))
+        assert error is not None
+        return self._stored(item, None, error, policy.max_attempts if error.retryable else attempt)
+
+    def _stored(
+        self,
+        item: WorkItem,
+        completion: Completion | None,
+        error: ProviderError | None,
+        attempts: int,
+    ) -> StoredResult:
+        return StoredResult(
+            key=item.key,
+            spec=str(item.spec),
+            request=item.request_json,
+            sample=item.sample,
+            completion=completion,
+            error_kind=None if error is None else error.kind,
+            error_message=None if error is None else redact(error.message, self.secrets),
+            attempts=attempts,
+            created_at=time.time(),
+        )
