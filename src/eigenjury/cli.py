@@ -187,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="truth.json from `eigenjury simulate`: report recovery and coverage",
     )
     fit.add_argument("--out", type=Path, help="write the full result as JSON here")
+    add_backend_options(fit.add_argument_group("cluster (bootstrap rounds as Ray tasks)"))
     fit.set_defaults(handler="peer:fit")
 
     rank = commands.add_parser(
@@ -597,6 +598,17 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         help="reuse stored errors instead of trying those calls again",
     )
     group.add_argument("--no-progress", dest="progress", action="store_false")
+    add_backend_options(group)
+
+
+def add_backend_options(group: Any) -> None:
+    group.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="where calls run: here (default) or on a Ray cluster (the ray extra)",
+    )
+    group.add_argument("--ray-address", help="a Ray cluster to join (default: start a local one)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from eigenjury.batch import batch_calls, read_requests, write_results
 from eigenjury.engine import Budget, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine.backends import connect
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
 from eigenjury.models import ModelSpec, PriceTable
@@ -21,6 +22,7 @@ T = TypeVar("T")
 
 def engine_from_args(args: argparse.Namespace) -> Engine:
     prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
+    backend, _ = connect(args.backend, args.ray_address)
     return Engine(
         Store(args.store),
         limits=EndpointLimits(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm),
@@ -29,6 +31,7 @@ def engine_from_args(args: argparse.Namespace) -> Engine:
         prices=prices,
         retry_errors=args.retry_errors,
         progress=args.progress,
+        backend=backend,
     )
 
 

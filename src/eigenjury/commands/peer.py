@@ -12,6 +12,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from eigenjury.engine.backends import connect
 from eigenjury.errors import InputError
 from eigenjury.files import write_json
 from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
@@ -88,6 +89,7 @@ def fit(args: argparse.Namespace, console: Console) -> int:
     table = read_verdicts(args.verdicts, criterion=args.criterion)
     truth = read_truth(args.truth, table.models) if args.truth else None
     tuning = {k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None}
+    _, map_rounds = connect(args.backend, args.ray_address)
     ranking = PeerRanking(
         args.dim,
         **tuning,
@@ -100,6 +102,7 @@ def fit(args: argparse.Namespace, console: Console) -> int:
         ci=args.ci,
         seed=args.seed,
         n_jobs=args.jobs,
+        map_rounds=map_rounds,
         cv=args.cv,
     )
     try:

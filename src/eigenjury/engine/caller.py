@@ -136,6 +136,10 @@ class Caller:
         assert error is not None
         return self._stored(item, None, error, policy.max_attempts if error.retryable else attempt)
 
+    def failed(self, item: WorkItem, error: ProviderError, attempts: int) -> StoredResult:
+        """A call that ended in `error` without a provider's answer (a lost worker)."""
+        return self._stored(item, None, error, attempts)
+
     def _stored(
         self,
         item: WorkItem,

@@ -94,6 +94,8 @@ class EngineSettings(_Strict):
     budget_usd: float | None = Field(None, ge=0)
     budget_tokens: int | None = Field(None, ge=0)
     prices: str | None = None
+    backend: Literal["local", "ray"] = "local"  # ray: calls and bootstrap on a Ray cluster
+    ray_address: str | None = None  # a cluster to join; none starts a local one
 
 
 class Greenbeard(_Strict):

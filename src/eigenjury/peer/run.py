@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from eigenjury.config import load_config
-from eigenjury.engine import Budget, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine import Backend, Budget, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.engine.accounting import Accounting
+from eigenjury.engine.backends import connect
 from eigenjury.errors import InputError
 from eigenjury.files import write_json
 from eigenjury.models.prices import PriceTable
@@ -41,6 +42,7 @@ from eigenjury.peer.designs import (
 )
 from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
 from eigenjury.reports.leaderboard import ranking_record
+from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.verdicts import DataError, VerdictTable
 from eigenjury.verdict_files import write_verdicts
@@ -78,7 +80,9 @@ def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Compa
     )
 
 
-def make_engine(config: RankConfig, out: Path, base: Path, *, progress: bool) -> Engine:
+def make_engine(
+    config: RankConfig, out: Path, base: Path, *, progress: bool, backend: Backend | None = None
+) -> Engine:
     e = config.engine
     store = Path(e.store) if e.store else out / "store.sqlite"
     prices = PriceTable.from_file(base / e.prices) if e.prices else PriceTable()
@@ -89,6 +93,7 @@ def make_engine(config: RankConfig, out: Path, base: Path, *, progress: bool) ->
         budget=Budget(max_cost_usd=e.budget_usd, max_tokens=e.budget_tokens),
         prices=prices,
         progress=progress,
+        backend=backend,
     )
 
 
@@ -139,6 +144,7 @@ def fit(
     *,
     exclude_self: bool | None = None,
     bootstrap: bool = True,
+    map_rounds: RoundMap | None = None,
 ) -> PeerRanking:
     f = config.fit
     return PeerRanking(
@@ -146,6 +152,7 @@ def fit(
         bootstrap=f.bootstrap if bootstrap else 0,
         ci=f.ci,
         seed=f.seed,
+        map_rounds=map_rounds,
         exclude_self=f.exclude_self if exclude_self is None else exclude_self,
     ).fit(table)
 
@@ -282,7 +289,11 @@ def rank(
     config, path, out_dir = inputs.config, inputs.path, inputs.out
     constitution, scenarios = inputs.constitution, inputs.scenarios
     out_dir.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(config, out_dir, path.parent, progress=progress)
+    try:
+        backend, map_rounds = connect(config.engine.backend, config.engine.ray_address)
+    except InputError as exc:
+        raise InputError(exc.message, path=path, field="engine.backend") from None
+    engine = make_engine(config, out_dir, path.parent, progress=progress, backend=backend)
 
     async def collect_all() -> tuple[
         Collector, list[Outcome], list[Comparison], list[Outcome] | None
@@ -315,7 +326,7 @@ def rank(
     per_criterion = config.judging.mode == "criteria"
     try:
         table, criterion = verdict_table(outcomes, per_criterion)
-        ranking = fit(config, table)
+        ranking = fit(config, table, map_rounds=map_rounds)
     except DataError as exc:
         failed = {o.failure for o in outcomes if o.failure}
         hint = (

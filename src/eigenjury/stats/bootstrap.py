@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
@@ -23,6 +23,9 @@ import numpy as np
 from eigenjury.stats.verdicts import FloatArray, ScenarioCounts, VerdictCounts, tally
 
 Statistic = Callable[[VerdictCounts], dict[str, FloatArray]]
+RoundMap = Callable[
+    [ScenarioCounts, Statistic, Sequence[np.random.SeedSequence]], list[dict[str, FloatArray]]
+]
 
 _worker_state: tuple[ScenarioCounts, Statistic] | None = None
 
@@ -34,18 +37,23 @@ def cluster_bootstrap(
     rounds: int,
     seed: int | None = 0,
     n_jobs: int | None = None,
+    map_rounds: RoundMap | None = None,
 ) -> dict[str, FloatArray]:
     """Apply `statistic` to `rounds` scenario resamples; arrays stacked on axis 0.
 
     `statistic` must be picklable when n_jobs > 1 (a module-level class instance).
-    n_jobs None uses every core available to this process.
+    n_jobs None uses every core available to this process. `map_rounds` runs the
+    rounds elsewhere instead (a cluster: it gets the data, the statistic and the
+    rounds' seeds, and returns their results in order).
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     seeds = np.random.SeedSequence(seed).spawn(rounds)
     jobs = min(available_cores() if n_jobs is None else max(1, n_jobs), rounds)
-    if jobs == 1:
-        results = [_one_round(data, statistic, s) for s in seeds]
+    if map_rounds is not None:
+        results = map_rounds(data, statistic, seeds)
+    elif jobs == 1:
+        results = run_rounds(data, statistic, seeds)
     else:
         chunks = [list(c) for c in np.array_split(np.arange(rounds), 4 * jobs) if len(c)]
         with ProcessPoolExecutor(
@@ -82,10 +90,11 @@ def resample_weights(n_scenarios: int, seed: np.random.SeedSequence) -> FloatArr
     return tally(drawn, None, n_scenarios)
 
 
-def _one_round(
-    data: ScenarioCounts, statistic: Statistic, seed: np.random.SeedSequence
-) -> dict[str, FloatArray]:
-    return statistic(data.counts(resample_weights(data.n_scenarios, seed)))
+def run_rounds(
+    data: ScenarioCounts, statistic: Statistic, seeds: Sequence[np.random.SeedSequence]
+) -> list[dict[str, FloatArray]]:
+    """The rounds with these seeds, one after another (what every worker runs)."""
+    return [statistic(data.counts(resample_weights(data.n_scenarios, s))) for s in seeds]
 
 
 def _init_worker(data: ScenarioCounts, statistic: Statistic) -> None:
@@ -96,4 +105,4 @@ def _init_worker(data: ScenarioCounts, statistic: Statistic) -> None:
 def _run_chunk(seeds: list[np.random.SeedSequence]) -> list[dict[str, FloatArray]]:
     assert _worker_state is not None
     data, statistic = _worker_state
-    return [_one_round(data, statistic, s) for s in seeds]
+    return run_rounds(data, statistic, seeds)

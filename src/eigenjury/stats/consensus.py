@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from eigenjury.stats.bootstrap import cluster_bootstrap, percentile_interval
+from eigenjury.stats.bootstrap import RoundMap, cluster_bootstrap, percentile_interval
 from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
 from eigenjury.stats.eigentrust import eigentrust, trust_matrix
 from eigenjury.stats.elo import rank_intervals, ranks, to_elo
@@ -90,6 +90,7 @@ class PeerRanking:
     bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only).
     ci : interval coverage. seed : seeds the restarts and the bootstrap.
     n_jobs : processes for the bootstrap (None: every available core).
+    map_rounds : run the bootstrap rounds elsewhere instead (e.g. Ray tasks).
     cv : folds of whole scenarios for a held-out log-likelihood (0: none); compare it
         across `dim` to choose the latent dimension.
     min_verdicts : below this many verdicts a model is reported as thinly covered.
@@ -118,6 +119,7 @@ class PeerRanking:
         ci: float = 0.95,
         seed: int | None = 0,
         n_jobs: int | None = None,
+        map_rounds: RoundMap | None = None,
         cv: int = 0,
         min_verdicts: float = 30.0,
     ) -> None:
@@ -134,6 +136,7 @@ class PeerRanking:
         self.ci = ci
         self.seed = seed
         self.n_jobs = n_jobs
+        self.map_rounds = map_rounds
         self.cv = cv
         self.min_verdicts = min_verdicts
 
@@ -193,7 +196,12 @@ class PeerRanking:
 
     def _bootstrap(self, data: ScenarioCounts, statistic: _ConsensusStatistic) -> None:
         draws = cluster_bootstrap(
-            data, statistic, rounds=self.bootstrap, seed=self.seed, n_jobs=self.n_jobs
+            data,
+            statistic,
+            rounds=self.bootstrap,
+            seed=self.seed,
+            n_jobs=self.n_jobs,
+            map_rounds=self.map_rounds,
         )
         self.bootstrap_ = draws
 

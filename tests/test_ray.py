@@ -1,0 +1,166 @@
+"""The Ray backend on a local Ray instance (2 CPUs): the same results as the local
+backend, limits in the endpoint actors, a killed worker replaced with nothing lost,
+keys only through the runtime environment, bootstrap rounds as Ray tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+if not os.environ.get("EIGENJURY_REQUIRE_RAY"):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+import ray
+
+import peer_scripts  # noqa: F401  (registers the scripted population)
+from eigenjury.cli import main
+from eigenjury.engine import Call, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.errors import InputError
+from eigenjury.integrations.ray_backend import RayBackend, init, map_rounds
+from eigenjury.models import ChatRequest, ModelSpec
+from eigenjury.stats import PeerRanking, make_population, simulate_verdicts
+from eigenjury.testing.server import Faults, ServerThread
+from test_batch_cli import essence, read_results, write_requests
+from test_peer import config
+
+pytestmark = pytest.mark.ray
+SECRET = "sk-ray-test-never-logged-7731"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    """One local Ray instance for the module. Workers import the test helpers (scripted
+    members are shipped to them by reference) from the tests folder."""
+    here = str(Path(__file__).parent)
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "OPENAI_COMPATIBLE_API_KEY")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, saved["PYTHONPATH"]) if p)
+    os.environ["OPENAI_COMPATIBLE_API_KEY"] = SECRET  # the workers inherit it
+    init(num_cpus=2)
+    yield
+    ray.shutdown()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _batch(tmp_path: Path, base_url: str, backend: str, name: str) -> list[dict[str, Any]]:
+    out = tmp_path / f"{name}.jsonl"
+    code = main(
+        [
+            "batch", str(tmp_path / "req.jsonl"), "--model", f"openai-compatible:test@{base_url}",
+            "--out", str(out), "--store", str(tmp_path / f"{name}.sqlite"), "--no-progress",
+            "--timeout", "0.5", "--max-attempts", "20", "--concurrency", "16",
+            "--backend", backend,
+        ]
+    )  # fmt: skip
+    assert code == 0
+    return read_results(out)
+
+
+def test_batch_gives_the_same_results_with_both_backends(tmp_path: Path) -> None:
+    write_requests(tmp_path / "req.jsonl", 120)
+    with ServerThread(latency_s=0.01, faults=Faults.uniform(0.2, hang_s=2.0), seed=5) as server:
+        on_ray = _batch(tmp_path, server.base_url, "ray", "ray")
+        here = _batch(tmp_path, server.base_url, "local", "local")
+        stats = server.stats()
+    assert essence(on_ray) == essence(here)
+    assert all(r["error"] is None for r in on_ray)
+    assert stats["most_successes_for_one_request"] == 2  # each request: once per backend
+
+
+def test_rank_gives_the_same_leaderboard_with_both_backends(tmp_path: Path) -> None:
+    records = {}
+    for backend in ("ray", "local"):
+        path = config(
+            tmp_path / backend,
+            scenarios={"limit": 12},
+            engine={"concurrency": 8, "backend": backend},
+            fit={"bootstrap": 20},
+        )
+        assert main(["rank", str(path), "--no-progress"]) == 0
+        records[backend] = json.loads((tmp_path / backend / "run" / "results.json").read_text())
+        verdicts = (tmp_path / backend / "run" / "verdicts.csv").read_text()
+        records[backend]["verdicts"] = verdicts
+    ray_models = {m["name"]: (m["elo"], m["elo_ci"]) for m in records["ray"]["models"]}
+    local_models = {m["name"]: (m["elo"], m["elo_ci"]) for m in records["local"]["models"]}
+    assert ray_models == local_models  # bootstrap rounds on Ray are the same rounds
+    assert records["ray"]["verdicts"] == records["local"]["verdicts"]
+
+
+def test_bootstrap_rounds_as_ray_tasks_equal_local_rounds() -> None:
+    table = simulate_verdicts(make_population(5, 2, seed=1), n_scenarios=200, seed=2)
+    here = PeerRanking(2, bootstrap=12, seed=3, n_jobs=1).fit(table)
+    there = PeerRanking(2, bootstrap=12, seed=3, map_rounds=map_rounds).fit(table)
+    np.testing.assert_array_equal(here.elo_ci_, there.elo_ci_)
+
+
+def test_a_killed_worker_is_replaced_and_nothing_is_lost(tmp_path: Path) -> None:
+    n, concurrency = 160, 8
+    with ServerThread(latency_s=0.05) as server:
+        spec = ModelSpec.parse(f"openai-compatible:test@{server.base_url}")
+        calls = [Call(spec, ChatRequest.chat(("user", f"q {i}"))) for i in range(n)]
+        backend = RayBackend()
+        engine = Engine(
+            Store(tmp_path / "s.sqlite"),
+            backend=backend,
+            limits=EndpointLimits(concurrency=concurrency),
+            retry=RetryPolicy(max_attempts=5, timeout_s=5.0),
+            progress=False,
+        )
+        pids: list[int] = []
+
+        def kill_mid_run() -> None:
+            while not backend.actors:
+                time.sleep(0.05)
+            [actor] = backend.actors.values()
+            pids.append(ray.get(actor.pid.remote()))
+            while server.stats()["successes"] < n // 4:
+                time.sleep(0.02)
+            os.kill(pids[0], signal.SIGKILL)
+            pids.append(ray.get(actor.pid.remote()))  # waits for the restarted actor
+
+        killer = threading.Thread(target=kill_mid_run)
+        killer.start()
+        results = engine.run_sync(calls)
+        killer.join()
+        stats = server.stats()
+    assert len(pids) == 2 and pids[0] != pids[1]  # killed, and replaced
+    assert [r.completion.text for r in results] == [f"reply to: q {i}" for i in range(n)]  # type: ignore[union-attr]
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.counts() == {"ok": n}
+    # only calls in flight when the worker died can have been made twice
+    assert stats["successes"] <= n + concurrency
+    assert stats["distinct_successes"] == n
+
+
+def test_keys_reach_workers_only_through_their_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_requests(tmp_path / "req.jsonl", 10)
+    with ServerThread(api_key=SECRET) as server:
+        rows = _batch(tmp_path, server.base_url, "ray", "keyed")
+        assert all(r["error"] is None for r in rows)  # the actor had the key
+        # a key this process has but the workers were started without: a clear stop
+        monkeypatch.setenv("EIGENJURY_LATE_KEY", "late")
+        spec = {
+            "spec": f"openai-compatible:late@{server.base_url}",
+            "api_key_env": "EIGENJURY_LATE_KEY",
+        }
+        backend = RayBackend()
+        engine = Engine(Store(tmp_path / "late.sqlite"), backend=backend, progress=False)
+        with pytest.raises(InputError, match=r"EIGENJURY_LATE_KEY.*workers' environment"):
+            engine.run_sync([Call(ModelSpec.from_value(spec), ChatRequest.chat(("user", "x")))])
+    logs = Path(ray._private.worker.global_worker.node.get_session_dir_path()) / "logs"  # type: ignore[attr-defined]
+    for path in [*logs.rglob("*"), *tmp_path.rglob("*")]:
+        if path.is_file() and path.stat().st_size < 50_000_000:
+            assert SECRET.encode() not in path.read_bytes(), path
