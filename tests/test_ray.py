@@ -127,7 +127,11 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost(tmp_path: Path) -> None
             while server.stats()["successes"] < n // 4:
                 time.sleep(0.02)
             os.kill(pids[0], signal.SIGKILL)
-            pids.append(ray.get(actor.pid.remote()))  # waits for the restarted actor
+            while len(pids) == 1:  # until the restarted actor answers
+                try:
+                    pids.append(ray.get(actor.pid.remote()))
+                except ray.exceptions.RayError:
+                    time.sleep(0.1)
 
         killer = threading.Thread(target=kill_mid_run)
         killer.start()

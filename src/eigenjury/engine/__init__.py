@@ -1,7 +1,7 @@
 """The run engine: store, limits, retries, budget, progress and accounting."""
 
 from eigenjury.engine.caller import Caller, WorkItem
-from eigenjury.engine.engine import Backend, Budget, Call, CallResult, Engine, Send, endpoint_of
+from eigenjury.engine.engine import Backend, Budget, Call, CallResult, Engine, endpoint_of
 from eigenjury.engine.limits import EndpointLimits, RetryPolicy
 from eigenjury.engine.store import Store, StoredResult, request_key
 
@@ -14,7 +14,6 @@ __all__ = [
     "EndpointLimits",
     "Engine",
     "RetryPolicy",
-    "Send",
     "Store",
     "StoredResult",
     "WorkItem",

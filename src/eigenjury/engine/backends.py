@@ -29,4 +29,5 @@ def connect(name: str, address: str | None = None) -> tuple[Backend | None, Roun
         raise InputError(
             "the ray backend needs Ray: pip install 'eigenjury[ray]'", field="backend"
         ) from None
-    return ray_backend.RayBackend(address), ray_backend.map_rounds
+    backend: Backend = ray_backend.RayBackend(address)
+    return backend, ray_backend.map_rounds

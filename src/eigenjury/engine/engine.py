@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
@@ -33,17 +33,22 @@ from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
 T = TypeVar("T")
 DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
 LOCAL_LIMITS = EndpointLimits(concurrency=1, adaptive=False)
-Send = Callable[[WorkItem], Awaitable[StoredResult]]
 
 
 class Backend(Protocol):
-    """Somewhere else to make calls (a cluster): per endpoint, a function that makes one
-    call there, under that endpoint's limits, and returns the result to store. The
-    engine stays the single writer of the store; cache hits never leave it."""
+    """Somewhere else to make calls (a cluster). Per endpoint, it takes the calls as the
+    engine hands them over and yields one result each (in any order) as they finish,
+    under the endpoint's limits. The engine keeps the cache (hits never leave it), the
+    budget and the store, of which it stays the single writer."""
 
-    def sender(
-        self, endpoint: str, spec: ModelSpec, limits: EndpointLimits, caller: Caller
-    ) -> Send: ...
+    def stream(
+        self,
+        endpoint: str,
+        spec: ModelSpec,
+        limits: EndpointLimits,
+        caller: Caller,
+        items: AsyncIterator[WorkItem],
+    ) -> AsyncIterator[StoredResult]: ...
 
     def close(self) -> None: ...
 
@@ -161,9 +166,7 @@ class Engine:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self.caller.aclose()
-        if self.backend is not None:
-            self.backend.close()
+        await self.caller.aclose()  # a backend belongs to whoever made it, who closes it
 
     def run_sync(self, calls: Sequence[Call]) -> list[CallResult]:
         async def run_and_close() -> list[CallResult]:
@@ -247,13 +250,22 @@ class Engine:
         workers: list[asyncio.Task[None]] = []
         try:
             for endpoint, items in pending.items():
-                send, concurrency = self._sender(endpoint, items[0].spec)
+                limits = self._limits_for(endpoint)
+                if self.backend is not None and not endpoint.startswith("local:"):
+                    # Local models always run here, where they are loaded.
+                    workers.append(
+                        asyncio.create_task(
+                            self._work_remote(endpoint, limits, items, budget, writer)
+                        )
+                    )
+                    continue
+                limiter = self.limiters.setdefault(endpoint, EndpointLimiter(limits))
                 queue: asyncio.Queue[WorkItem] = asyncio.Queue()
                 for item in items:
                     queue.put_nowait(item)
                 workers.extend(
-                    asyncio.create_task(self._work(queue, send, budget, writer))
-                    for _ in range(min(concurrency, len(items)))
+                    asyncio.create_task(self._work(queue, limiter, budget, writer))
+                    for _ in range(min(limits.concurrency, len(items)))
                 )
             writer.start()
             await asyncio.gather(*workers)
@@ -294,20 +306,28 @@ class Engine:
         cost = price.cost(Usage(int(prompt), output)) if price else 0.0
         return cost, prompt + output
 
-    def _sender(self, endpoint: str, spec: ModelSpec) -> tuple[Send, int]:
-        """How calls to this endpoint are made, and how many at once: here, under the
-        engine's own limiter, or by the backend (which then holds the limiter). Local
-        models always run here, where they are loaded."""
-        limits = self._limits_for(endpoint)
-        if self.backend is not None and not endpoint.startswith("local:"):
-            return self.backend.sender(endpoint, spec, limits, self.caller), limits.concurrency
-        limiter = self.limiters.setdefault(endpoint, EndpointLimiter(limits))
-        return (lambda item: self.caller.call(item, limiter)), limits.concurrency
+    def _admit(self, item: WorkItem, budget: _BudgetTracker, writer: _Writer) -> bool:
+        """Reserve the call's estimated cost and tokens; a call that does not fit is
+        reported as not sent (and never stored)."""
+        item.estimate = self._estimate(item.spec, item.request)
+        if budget.reserve(*item.estimate):
+            return True
+        writer.skip(_budget_result(writer.call_of[item.key], item.key))
+        return False
+
+    def _finish(
+        self, item: WorkItem, result: StoredResult, budget: _BudgetTracker, writer: _Writer
+    ) -> None:
+        actual = (0.0, 0.0)
+        if result.completion is not None:
+            actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
+        budget.settle(item.estimate, actual)
+        writer.add(result)
 
     async def _work(
         self,
         queue: asyncio.Queue[WorkItem],
-        send: Send,
+        limiter: EndpointLimiter,
         budget: _BudgetTracker,
         writer: _Writer,
     ) -> None:
@@ -316,16 +336,30 @@ class Engine:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            item.estimate = self._estimate(item.spec, item.request)
-            if not budget.reserve(*item.estimate):
-                writer.skip(_budget_result(writer.call_of[item.key], item.key))
-                continue
-            result = await send(item)
-            actual = (0.0, 0.0)
-            if result.completion is not None:
-                actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
-            budget.settle(item.estimate, actual)
-            writer.add(result)
+            if self._admit(item, budget, writer):
+                self._finish(item, await self.caller.call(item, limiter), budget, writer)
+
+    async def _work_remote(
+        self,
+        endpoint: str,
+        limits: EndpointLimits,
+        items: list[WorkItem],
+        budget: _BudgetTracker,
+        writer: _Writer,
+    ) -> None:
+        """Hand the endpoint's calls to the backend as it asks for them (each admitted
+        against the budget on the way), and take its results as they come."""
+        assert self.backend is not None
+        by_key = {item.key: item for item in items}
+
+        async def admitted() -> AsyncIterator[WorkItem]:
+            for item in items:
+                if self._admit(item, budget, writer):
+                    yield item
+
+        stream = self.backend.stream(endpoint, items[0].spec, limits, self.caller, admitted())
+        async for result in stream:
+            self._finish(by_key[result.key], result, budget, writer)
 
 
 def _from_stored(call: Call, stored: StoredResult, *, cached: bool) -> CallResult:

@@ -5,11 +5,13 @@ about the distribution.
   tokens per minute, backoff on 429), so the limits hold cluster-wide, and makes the
   calls with the same code as the local backend (`engine.caller`).
 - The driver keeps everything else: cache hits are resolved there before anything is
-  dispatched, the budget is reserved there per call, and results stream back to it as
-  each call finishes; it stays the single writer of the store, in batches.
-- Actors restart when their process dies, and Ray resubmits the calls that were in
-  flight (`max_restarts` and `max_task_retries` unlimited), so a killed worker loses
-  nothing; what was committed is never asked again, by this run or a rerun.
+  dispatched, and the budget is reserved there per call. Calls go to the actor in
+  chunks (a few per actor call, so Ray's per-task cost is shared), and results stream
+  back from each chunk as each call finishes (a Ray streaming generator); the driver
+  stays the single writer of the store, in batches.
+- An actor restarts when its process dies (`max_restarts` unlimited); the driver sends
+  again the calls of a chunk whose results it had not received, so a killed worker
+  loses nothing, and what was committed is never asked again, by this run or a rerun.
 - API keys are never sent through Ray: not as arguments (the object store), and not as
   Ray `runtime_env` variables either, because Ray's runtime-env agent writes those, values
   included, to its log (measured with Ray 2.60). Workers read keys from their own process
@@ -24,9 +26,11 @@ about the distribution.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import math
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +38,6 @@ import ray
 from ray.exceptions import RayError
 
 from eigenjury.engine.caller import Caller, WorkItem
-from eigenjury.engine.engine import Send
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
 from eigenjury.engine.store import StoredResult
 from eigenjury.errors import InputError
@@ -54,7 +57,7 @@ class WorkerLostError(ProviderError):
     retryable = True
 
 
-@ray.remote(max_restarts=-1, max_task_retries=-1, num_cpus=0)
+@ray.remote(max_restarts=-1, num_cpus=0)
 class EndpointActor:
     """Makes calls to one endpoint under its limits; any number at once (async actor)."""
 
@@ -69,8 +72,16 @@ class EndpointActor:
         self.caller = Caller(retry, prices, providers=providers, seed=seed)
         self.limiter = EndpointLimiter(limits)
 
-    async def call(self, item: WorkItem) -> StoredResult:
-        return await self.caller.call(item, self.limiter)
+    async def call_each(self, items: list[WorkItem]) -> AsyncIterator[list[StoredResult]]:
+        """Make the calls at once (the limiter paces them); yield the results finished
+        since the last yield, so a busy actor sends many per Ray object."""
+        pending = {asyncio.ensure_future(self.caller.call(i, self.limiter)) for i in items}
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            yield [task.result() for task in done]
+
+    async def aclose(self) -> None:
+        await self.caller.aclose()
 
     def check(self, spec: ModelSpec) -> str | None:
         """Why this worker cannot call `spec` (a missing key), or None."""
@@ -93,32 +104,101 @@ def init(address: str | None = None, **options: Any) -> None:
 class RayBackend:
     """The engine's `Backend` on Ray: `Engine(store, backend=RayBackend())`."""
 
-    def __init__(self, address: str | None = None, **init_options: Any) -> None:
+    def __init__(
+        self, address: str | None = None, *, chunk: int = 64, resends: int = 5, **init_options: Any
+    ) -> None:
         init(address, **init_options)
-        self.actors: dict[str, Any] = {}
+        self.chunk = chunk  # calls per actor call
+        self.resends = resends  # times a lost chunk's missing calls are sent again
+        self.actors: dict[tuple[str, EndpointLimits], Any] = {}  # one per endpoint and limits
 
-    def sender(
-        self, endpoint: str, spec: ModelSpec, limits: EndpointLimits, caller: Caller
-    ) -> Send:
-        actor = self.actors.get(endpoint)
+    def _actor(self, endpoint: str, spec: ModelSpec, limits: EndpointLimits, caller: Caller) -> Any:
+        actor = self.actors.get((endpoint, limits))
         if actor is None:
-            actor = self.actors[endpoint] = self._start(endpoint, spec, limits, caller)
-        problem = ray.get(actor.check.remote(spec))
-        if problem is not None:
-            raise InputError(
-                f"a Ray worker cannot call {spec}: {problem} in the workers' environment "
-                "(eigenjury never sends keys through Ray; start the cluster's nodes with it set)"
-            )
+            actor = self.actors[endpoint, limits] = self._start(endpoint, spec, limits, caller)
+            problem = ray.get(actor.check.remote(spec))
+            if problem is not None:
+                raise InputError(
+                    f"a Ray worker cannot call {spec}: {problem} in the workers' environment "
+                    "(eigenjury never sends keys through Ray; start the cluster's nodes with "
+                    "it set)"
+                )
+        return actor
 
-        async def send(item: WorkItem) -> StoredResult:
+    async def stream(
+        self,
+        endpoint: str,
+        spec: ModelSpec,
+        limits: EndpointLimits,
+        caller: Caller,
+        items: AsyncIterator[WorkItem],
+    ) -> AsyncIterator[StoredResult]:
+        """Chunks of calls to the endpoint's actor, enough in flight to keep its
+        concurrency busy; results in the order they finish."""
+        actor = self._actor(endpoint, spec, limits, caller)
+        size = max(1, min(self.chunk, limits.concurrency))
+        slots = asyncio.Semaphore(max(2, math.ceil(2 * limits.concurrency / size)))
+        results: asyncio.Queue[StoredResult | None] = asyncio.Queue()
+
+        async def run_chunk(chunk: list[WorkItem]) -> None:
             try:
-                result: StoredResult = await actor.call.remote(item)
-            except RayError as exc:  # errors are data: stored, and tried again by a rerun
-                error = WorkerLostError(f"{type(exc).__name__}: the worker was lost")
-                return caller.failed(item, error, attempts=1)
-            return result
+                for attempt in range(1, self.resends + 2):
+                    got = await self._chunk(actor, chunk, results)
+                    chunk = [item for item in chunk if item.key not in got]
+                    if not chunk:
+                        return
+                    if attempt <= self.resends:
+                        await asyncio.sleep(min(2.0**attempt, 30.0))  # the actor restarts
+                lost = WorkerLostError("the Ray worker was lost, again and again")
+                for item in chunk:  # errors are data: stored, and tried again by a rerun
+                    await results.put(caller.failed(item, lost, attempts=self.resends + 1))
+            finally:
+                slots.release()
 
-        return send
+        async def feed() -> None:
+            tasks = []
+            try:
+                chunk: list[WorkItem] = []
+                async for item in items:
+                    chunk.append(item)
+                    if len(chunk) == size:
+                        await slots.acquire()
+                        tasks.append(asyncio.create_task(run_chunk(chunk)))
+                        chunk = []
+                if chunk:
+                    await slots.acquire()
+                    tasks.append(asyncio.create_task(run_chunk(chunk)))
+                await asyncio.gather(*tasks)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await results.put(None)
+
+        feeder = asyncio.create_task(feed())
+        try:
+            while (result := await results.get()) is not None:
+                yield result
+            await feeder  # re-raise what stopped it
+        finally:
+            feeder.cancel()
+
+    @staticmethod
+    async def _chunk(
+        actor: Any, chunk: list[WorkItem], results: asyncio.Queue[StoredResult | None]
+    ) -> set[str]:
+        """One streaming actor call; the keys whose results came back (all, unless the
+        worker died on the way)."""
+        got: set[str] = set()
+        try:
+            async for ref in actor.call_each.options(num_returns="streaming").remote(chunk):
+                finished: list[StoredResult] = await ref
+                for result in finished:
+                    if result.key not in got:
+                        got.add(result.key)
+                        await results.put(result)
+        except RayError:
+            pass  # the caller sends what is missing again
+        return got
 
     def _start(self, endpoint: str, spec: ModelSpec, limits: EndpointLimits, caller: Caller) -> Any:
         """The endpoint's actor. Providers the driver was given (test doubles) and scripted
@@ -138,9 +218,12 @@ class RayBackend:
         )
 
     def close(self) -> None:
-        for actor in self.actors.values():
-            ray.kill(actor)
+        """Close the actors' connections, then end them."""
+        actors = list(self.actors.values())
         self.actors.clear()
+        ray.wait([a.aclose.remote() for a in actors], num_returns=len(actors), timeout=10.0)
+        for actor in actors:
+            ray.kill(actor)
 
 
 @ray.remote
