@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -76,6 +78,54 @@ def test_batch_gives_the_same_results_with_both_backends(tmp_path: Path) -> None
     assert essence(on_ray) == essence(here)
     assert all(r["error"] is None for r in on_ray)
     assert stats["most_successes_for_one_request"] == 2  # each request: once per backend
+
+
+def test_batch_on_a_scripted_model_is_the_same_on_both_backends(tmp_path: Path) -> None:
+    write_requests(tmp_path / "req.jsonl", 50)
+    rows = {}
+    for backend in ("ray", "local"):
+        out = tmp_path / f"{backend}.jsonl"
+        args = ["batch", str(tmp_path / "req.jsonl"), "--model", "scripted:echo",
+                "--out", str(out), "--store", str(tmp_path / f"{backend}.sqlite"),
+                "--no-progress", "--backend", backend]  # fmt: skip
+        assert main(args) == 0
+        rows[backend] = essence(read_results(out))
+    assert rows["ray"] == rows["local"]
+
+
+@pytest.mark.slow
+def test_the_driver_killed_with_sigkill_resumes_on_the_cluster(tmp_path: Path) -> None:
+    """A `batch --backend ray` driver joined to the running cluster, killed mid-run, then
+    rerun: the same output, and no committed call asked again."""
+    requests = write_requests(tmp_path / "req.jsonl", 300)
+    address = ray.get_runtime_context().gcs_address
+    with ServerThread(latency_s=0.05) as server:
+
+        def batch(out: Path) -> subprocess.Popen[bytes]:
+            command = [
+                sys.executable, "-m", "eigenjury", "batch", str(requests),
+                "--model", f"openai-compatible:test@{server.base_url}", "--out", str(out),
+                "--store", str(tmp_path / "s.sqlite"), "--concurrency", "8", "--no-progress",
+                "--backend", "ray", "--ray-address", address,
+            ]  # fmt: skip
+            return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        process = batch(tmp_path / "first.jsonl")
+        deadline = time.monotonic() + 120
+        while server.stats()["successes"] < 60 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+        with Store(tmp_path / "s.sqlite") as kept:
+            committed = {json.loads(r.request)["messages"][-1][1] for r in kept if r.ok}
+        before = {p: server.successes_by_prompt[f"reply to: {p}"] for p in committed}
+        assert batch(tmp_path / "out.jsonl").wait(180) == 0
+        after = {p: server.successes_by_prompt[f"reply to: {p}"] for p in committed}
+    assert 0 < len(committed) < 300
+    assert after == before, "a committed call was made again"
+    rows = read_results(tmp_path / "out.jsonl")
+    assert [r["text"] for r in rows] == [f"reply to: q {i}" for i in range(300)]
 
 
 def test_rank_gives_the_same_leaderboard_with_both_backends(tmp_path: Path) -> None:
