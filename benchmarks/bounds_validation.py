@@ -11,7 +11,10 @@ Pearson of the items. A second table replays the reference implementation's choi
 centre without its shift term, tau in raw units against a normalised Delta), one at a
 time and all together, on the same judges.
 
-    python benchmarks/bounds_validation.py [--quick]
+    python benchmarks/bounds_validation.py [--quick] [--backend ray]
+
+Every (judge, d, tau, delta, choices) cell is an independent simulation: the cells run
+as a sweep over forked processes, or as Ray tasks with `--backend ray`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from __future__ import annotations
 import argparse
 
 from _common import environment, table, timed
-from eigenjury.bounds.simulation import OURS, REFERENCE_CHOICES, CheckResult, SimulatedJudge, check
+from eigenjury.bounds.simulation import (
+    OURS,
+    REFERENCE_CHOICES,
+    CheckResult,
+    Choices,
+    SimulatedJudge,
+    check,
+)
+from eigenjury.engine.backends import task_map
 
 JUDGES = {
     "frequent small (10%, +3, jitter 20%)": SimulatedJudge(rate=0.1, points=3, jitter=0.2),
@@ -63,22 +74,35 @@ HEADERS = [
 ]
 
 
+Cell = tuple[str, int, float, float, Choices, int, int]
+
+
+def run_cell(cell: Cell) -> list[object]:
+    """One simulation of the sweep (module-level, so it can travel to a worker)."""
+    name, dim, tau, delta, choices, measurements, draws = cell
+    result = check(JUDGES[name], tau=tau, delta=delta, dim=dim, choices=choices,
+                   measurements=measurements, draws=draws, seed=7)  # fmt: skip
+    return row(name, dim, result)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local")
     args = parser.parse_args()
     measurements, draws = (4, 200) if args.quick else (40, 1000)
+    sweep = task_map(args.backend)
     print(environment())
     print(f"m = 30 items measured; {measurements} measurements x {draws} neighbour/noise draws\n")
 
     def grid() -> list[list[object]]:
-        return [
-            row(name, dim, check(judge, tau=tau, delta=delta, dim=dim,
-                                 measurements=measurements, draws=draws, seed=7))
-            for name, judge in JUDGES.items()
+        cells: list[Cell] = [
+            (name, dim, tau, delta, OURS, measurements, draws)
+            for name in JUDGES
             for dim in (20, 500)
             for tau, delta in GRID
-        ]  # fmt: skip
+        ]
+        return sweep(run_cell, cells)
 
     seconds, rows = timed(grid)
     print("### Violation rate and utility across tau and delta (eigenjury)\n")
@@ -86,14 +110,14 @@ def main() -> None:
     print(f"\n({seconds:.1f} s)\n")
 
     def compare() -> list[list[object]]:
-        return [
-            row(name, dim, check(judge, tau=tau, delta=delta, dim=dim, choices=choices,
-                                 measurements=measurements, draws=draws, seed=7))
-            for name, judge in list(JUDGES.items())[:2]
+        cells: list[Cell] = [
+            (name, dim, tau, delta, choices, measurements, draws)
+            for name in list(JUDGES)[:2]
             for dim in (20, 500)
             for tau, delta in ((0.1, 0.05), (0.5, 0.01))
             for choices in (OURS, *REFERENCE_CHOICES)
-        ]  # fmt: skip
+        ]
+        return sweep(run_cell, cells)
 
     seconds, rows = timed(compare)
     print("### The reference implementation's choices on the same judges\n")

@@ -25,6 +25,7 @@ import ray
 import peer_scripts  # noqa: F401  (registers the scripted population)
 from eigenjury.cli import main
 from eigenjury.engine import Call, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine.backends import task_map
 from eigenjury.errors import InputError
 from eigenjury.integrations.ray_backend import RayBackend, init, map_rounds
 from eigenjury.models import ChatRequest, ModelSpec
@@ -152,6 +153,20 @@ def test_bootstrap_rounds_as_ray_tasks_equal_local_rounds() -> None:
     here = PeerRanking(2, bootstrap=12, seed=3, n_jobs=1).fit(table)
     there = PeerRanking(2, bootstrap=12, seed=3, map_rounds=map_rounds).fit(table)
     np.testing.assert_array_equal(here.elo_ci_, there.elo_ci_)
+
+
+def test_a_simulation_sweep_runs_as_ray_tasks_in_order() -> None:
+    jobs = [(6, 2), (4, 3), (8, 1)]
+    on_ray = task_map("ray")(_simulated_elo, jobs)
+    here = task_map("local")(_simulated_elo, jobs)
+    assert [list(x) for x in on_ray] == [list(x) for x in here]
+    assert [len(x) for x in on_ray] == [6, 4, 8]
+
+
+def _simulated_elo(job: tuple[int, int]) -> np.ndarray:
+    models, seed = job
+    table = simulate_verdicts(make_population(models, 2, seed=seed), n_scenarios=100, seed=seed)
+    return PeerRanking(2, bootstrap=0, seed=seed).fit(table).elo_
 
 
 def test_a_killed_worker_is_replaced_and_nothing_is_lost(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ about the distribution.
   environment: a local cluster started here inherits this process's, and the nodes of an
   existing cluster must be started with the variables set. An actor whose environment
   lacks a key its spec needs stops the run with a message naming the variable.
-- `map_rounds` runs bootstrap rounds as Ray tasks, the counts put in the object store once.
+- `map_rounds` runs bootstrap rounds as Ray tasks, the counts put in the object store
+  once; `map_tasks` runs a sweep of independent simulations as Ray tasks.
 
 `ray.init()` starts a local cluster unless an address is given (`--ray-address`,
 `ray://...` or `auto`).
@@ -30,8 +31,8 @@ import asyncio
 import hashlib
 import math
 import os
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import ray
@@ -48,6 +49,9 @@ from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import Provider
 from eigenjury.stats.bootstrap import Statistic, run_rounds
 from eigenjury.stats.verdicts import FloatArray, ScenarioCounts
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class WorkerLostError(ProviderError):
@@ -244,3 +248,9 @@ def map_rounds(
         [_rounds_task.remote(data_ref, statistic_ref, [seeds[i] for i in c]) for c in chunks]
     )
     return [r for part in parts for r in part]
+
+
+def map_tasks(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`fn` over `items` as Ray tasks, one each, results in order."""
+    remote = ray.remote(fn)
+    return ray.get([remote.remote(item) for item in items])
