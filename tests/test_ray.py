@@ -74,6 +74,10 @@ def test_batch_gives_the_same_results_with_both_backends(tmp_path: Path) -> None
     write_requests(tmp_path / "req.jsonl", 120)
     with ServerThread(latency_s=0.01, faults=Faults.uniform(0.2, hang_s=2.0), seed=5) as server:
         on_ray = _batch(tmp_path, server.base_url, "ray", "ray")
+        asked = server.stats()["requests"]
+        again = _batch(tmp_path, server.base_url, "ray", "ray")  # the same store
+        assert server.stats()["requests"] == asked  # cache hits never reach the cluster
+        assert essence(again) == essence(on_ray) and all(r["cached"] for r in again)
         here = _batch(tmp_path, server.base_url, "local", "local")
         stats = server.stats()
     assert essence(on_ray) == essence(here)
