@@ -27,7 +27,7 @@ from eigenjury.bounds.simulation import OURS, REFERENCE_CHOICES, SimulatedJudge,
 from eigenjury.cli import main
 from eigenjury.engine import Engine, Store
 from eigenjury.models import ModelSpec
-from eigenjury.models.providers.scripted import register_script
+from eigenjury.models.providers.scripted import ScriptedProvider, register_script
 from eigenjury.models.types import ChatRequest
 
 TEXTS = [
@@ -409,3 +409,50 @@ def test_monte_carlo_violation_rate_stays_below_delta_on_a_small_grid() -> None:
                    choices=mixed)  # fmt: skip
     assert broken.violation_rate > 0.05
     assert OURS.upper_bound and not OURS.mixed_units
+
+
+def scripted_paraphrase(request: ChatRequest) -> str:
+    """A light rewrite; item 5 comes back far too long and item 7 loses a number, so
+    both must be rejected before anything is judged."""
+    text = request.messages[-1].content
+    if text.startswith("Answer 5."):
+        return text * 3
+    if text.startswith("Answer 7."):
+        return text.replace("Answer 7.", "Answer seven.")
+    return text.replace("covers", "addresses")
+
+
+register_script("bounds-paraphraser", scripted_paraphrase)
+
+
+def test_paraphrase_neighbours_through_the_engine_are_checked_then_judged(
+    tmp_path: Path,
+) -> None:
+    from eigenjury.bounds import read_dataset
+
+    items = read_dataset(write_dataset(tmp_path / "d.jsonl", n=12))
+    settings = MeasureSettings(
+        judge=ModelSpec.parse("scripted:bounds-biased"),
+        protocol=JudgeProtocol("single"),
+        generators=("paraphrase",),
+        m=12,
+        seed=2,
+        paraphraser=ModelSpec.parse("scripted:bounds-paraphraser"),
+    )
+    judge = ScriptedProvider("bounds-biased")
+
+    async def run() -> Any:
+        providers = {"scripted:bounds-biased": judge}
+        async with Engine(Store(tmp_path / "s.sqlite"), progress=False, providers=providers) as e:
+            return await measure(e, items, settings, dataset="d")
+
+    profile = asyncio.run(run())
+    record = profile.generators["paraphrase"]
+    # rejected: the long one and the one that lost a number; unparsed: the mumbling item
+    assert record.failures == {"rejected": 2, "unparsed": 1}
+    assert record.m == 12 - 1 - 2  # minus the mumbling item and the two rejected
+    # the rewrite keeps the hidden quality, so only the judge's own jitter moves scores
+    assert record.estimate is not None and record.estimate < 0.2
+    judged = list(judge.successes)  # every request the judge answered
+    assert not any("Answer seven" in k or k.count("Answer 5.") > 1 for k in judged)
+    assert any("addresses the point" in k for k in judged)
