@@ -23,7 +23,7 @@ import math
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -91,16 +91,24 @@ class ContractSource:
     contract: Contract
     path: Path
     refs_dir: Path
+    _texts: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
     def reference_path(self, name: str) -> Path:
         return self.refs_dir / name
 
     def reference_text(self, name: str) -> str | None:
-        """A text reference file's content; None for binary files."""
-        try:
-            return self.reference_path(name).read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            return None
+        """A text reference file's content (read once); None for binary files."""
+        if name not in self._texts:
+            try:
+                self._texts[name] = self.reference_path(name).read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                self._texts[name] = None
+        return self._texts[name]
+
+    def task_reference(self, task: Task) -> str | None:
+        """The text of the reference file the solver sees with `task`, if any."""
+        name = task.execution.reference_file
+        return self.reference_text(name) if name else None
 
 
 def load_contract(where: str | Path) -> ContractSource:

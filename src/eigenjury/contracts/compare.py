@@ -20,16 +20,11 @@ from eigenjury.contracts.jury import Jury
 from eigenjury.stats.agreement import ClusterBootstrap, Estimate
 
 
-def _cost(c: CriterionResult) -> float:
-    costs = [v.cost_usd for v in c.votes]
-    if any(x is None for x in costs):
-        return np.nan
-    return sum(x * v.share for x, v in zip(costs, c.votes, strict=True) if x is not None)
-
-
 def _per_criterion(c: CriterionResult) -> tuple[float, float, float]:
+    """Cost (NaN where a price is unknown), juror seconds and output tokens."""
+    costs = [v.apportioned_cost for v in c.votes]
     return (
-        _cost(c),
+        np.nan if None in costs else sum(x for x in costs if x is not None),
         sum(v.latency_s * v.share for v in c.votes),
         sum(v.output_tokens * v.share for v in c.votes),
     )

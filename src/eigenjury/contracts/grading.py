@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 from eigenjury.contracts.bundle import ContractSource
 from eigenjury.contracts.graders import grade_without_model
-from eigenjury.contracts.jury import Ballot, Jury, Vote, vote
+from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, majority, vote
 from eigenjury.contracts.prompts import candidate_request
-from eigenjury.contracts.rules import flip_distance, is_split, passes, task_passes, task_score
-from eigenjury.contracts.schema import Criterion, Task
+from eigenjury.contracts.rules import flip_distance, is_split, task_passes, task_score
+from eigenjury.contracts.schema import Criterion
 from eigenjury.engine import Call, Engine
 from eigenjury.models.spec import ModelSpec
 
@@ -51,7 +51,7 @@ class CriterionResult:
 
     @property
     def c_votes(self) -> int:
-        return sum(v.grade == "C" for v in self.votes)
+        return c_votes(self.votes)
 
     @property
     def i_votes(self) -> int:
@@ -117,7 +117,7 @@ async def generate_submissions(
             spec,
             candidate_request(
                 task,
-                _reference(source, task),
+                source.task_reference(task),
                 temperature=temperature,
                 seed=seed,
                 max_tokens=max_tokens,
@@ -150,11 +150,6 @@ async def generate_submissions(
     return out
 
 
-def _reference(source: ContractSource, task: Task) -> str | None:
-    name = task.execution.reference_file
-    return source.reference_text(name) if name else None
-
-
 async def grade(
     engine: Engine,
     source: ContractSource,
@@ -173,7 +168,7 @@ async def grade(
         judged = tuple(c for c in task.evaluation.criteria if c.grader == "llm_judge")
         if judged and s.text is not None:
             ballot_of[i] = len(ballots)
-            ballots.append(Ballot(task, _reference(source, task), s.text, judged))
+            ballots.append(Ballot(task, source.task_reference(task), s.text, judged))
     first = await vote(engine, jury, ballots) if ballots else []
     second: list[dict[str, list[Vote]]] = [{} for _ in ballots]
     if escalate_to is not None and ballots:
@@ -210,10 +205,10 @@ async def grade(
                 early = tuple(first[k][c.id])
                 late = second[k].get(c.id)
                 if late is None:
-                    criteria.append(CriterionResult(c, _majority(early), early))
+                    criteria.append(CriterionResult(c, majority(early), early))
                 else:
                     criteria.append(
-                        CriterionResult(c, _majority(late), tuple(late), escalated_from=early)
+                        CriterionResult(c, majority(late), tuple(late), escalated_from=early)
                     )
         results.append(
             TaskResult(s.task_id, s.candidate, task.evaluation.pass_threshold, tuple(criteria), s)
@@ -221,12 +216,8 @@ async def grade(
     return results
 
 
-def _majority(votes: Sequence[Vote]) -> bool:
-    return passes(sum(v.grade == "C" for v in votes), len(votes))
-
-
 def needs_escalation(votes: Sequence[Vote], jury_size: int, margin: int) -> bool:
     """The first jury's outcome is within `margin` flipped votes, or a vote was not read."""
     if any(v.grade is None for v in votes):
         return True
-    return flip_distance(sum(v.grade == "C" for v in votes), jury_size) <= margin
+    return flip_distance(c_votes(votes), jury_size) <= margin

@@ -16,11 +16,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eigenjury.contracts.prompts import juror_request, repair_request
-from eigenjury.contracts.rules import parse_grade, parse_grades
+from eigenjury.contracts.rules import parse_grade, parse_grades, passes
 from eigenjury.contracts.schema import Criterion, Task
 from eigenjury.engine import Call, CallResult, Engine
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion
+
+
+def juror_names(bases: Sequence[str]) -> list[tuple[str, int]]:
+    """(name, sample) per juror: a repeated model is `base#2`, `base#3`, ..., each its
+    own sample, so it is asked separately rather than answered from the cache."""
+    seen: Counter[str] = Counter()
+    out = []
+    for base in bases:
+        seen[base] += 1
+        n = seen[base]
+        out.append((base if n == 1 else f"{base}#{n}", n - 1))
+    return out
 
 
 @dataclass(frozen=True)
@@ -53,16 +65,15 @@ class Jury:
         batch_criteria: bool = False,
     ) -> Jury:
         """Jurors named by their spec; a repeated spec is named `spec#2`, `spec#3`, ..."""
-        seen: Counter[str] = Counter()
-        jurors = []
-        for value in specs:
-            spec = value if isinstance(value, ModelSpec) else ModelSpec.parse(value)
-            name = str(spec)
-            seen[name] += 1
-            n = seen[name]
-            jurors.append(Juror(name if n == 1 else f"{name}#{n}", spec, n - 1))
-        if not jurors:
+        parsed = [v if isinstance(v, ModelSpec) else ModelSpec.parse(v) for v in specs]
+        if not parsed:
             raise ValueError("a jury needs at least one juror")
+        jurors = (
+            Juror(name, spec, sample)
+            for spec, (name, sample) in zip(
+                parsed, juror_names([str(s) for s in parsed]), strict=True
+            )
+        )
         return cls(tuple(jurors), temperature, seed, max_tokens, batch_criteria)
 
     @property
@@ -101,6 +112,19 @@ class Vote:
     @property
     def unparsed(self) -> bool:
         return self.grade is None and self.error is None
+
+    @property
+    def apportioned_cost(self) -> float | None:
+        return None if self.cost_usd is None else self.cost_usd * self.share
+
+
+def c_votes(votes: Sequence[Vote]) -> int:
+    return sum(v.grade == "C" for v in votes)
+
+
+def majority(votes: Sequence[Vote]) -> bool:
+    """The jury's outcome: strict majority of C votes (a tie, or unread votes, fail)."""
+    return passes(c_votes(votes), len(votes))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 GraderKind = Literal["exact_match", "regex", "numeric", "llm_judge", "python"]
 GRADERS: tuple[GraderKind, ...] = ("exact_match", "regex", "numeric", "llm_judge", "python")
@@ -101,6 +101,7 @@ class Task(_Frozen):
 class Contract(_Frozen):
     tasks: tuple[Task, ...] = Field(min_length=1)
     name: str = ""
+    _by_id: dict[str, Task] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Contract:
@@ -112,7 +113,10 @@ class Contract(_Frozen):
         return self
 
     def task(self, task_id: str) -> Task:
-        return next(t for t in self.tasks if t.task_id == task_id)
+        return self._by_id[task_id]
+
+    def model_post_init(self, context: Any) -> None:
+        self._by_id = {t.task_id: t for t in self.tasks}
 
     @property
     def task_ids(self) -> tuple[str, ...]:

@@ -35,9 +35,7 @@ def result_cost(r: TaskResult) -> dict[str, Any]:
     votes = [v for c in r.criteria for v in c.all_votes()]
     s = r.submission
     return {
-        "jury_cost_usd": _cost(
-            [None if v.cost_usd is None else v.cost_usd * v.share for v in votes]
-        ),
+        "jury_cost_usd": _cost([v.apportioned_cost for v in votes]),
         "jury_input_tokens": round(sum(v.input_tokens * v.share for v in votes)),
         "jury_output_tokens": round(sum(v.output_tokens * v.share for v in votes)),
         "jury_calls": sum(v.attempts * v.share for v in votes if v.error is None),

@@ -40,9 +40,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 from eigenjury.contracts.bundle import ContractSource, load_contract
 from eigenjury.contracts.graders import grade_without_model
 from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
-from eigenjury.contracts.jury import Vote, votes_from_replies
+from eigenjury.contracts.jury import Vote, juror_names, majority, votes_from_replies
 from eigenjury.contracts.prompts import juror_request, repair_request, task_text
-from eigenjury.contracts.rules import passes
 from eigenjury.contracts.schema import Criterion
 from eigenjury.contracts.submissions import read_submissions
 from eigenjury.contracts.trace import judgement_rows, task_record
@@ -98,7 +97,7 @@ async def _juror_votes(
     contract_task = source.contract.task(task_id)
     request = juror_request(
         contract_task,
-        _reference(source, task_id),
+        source.task_reference(contract_task),
         submission,
         group,
         constrained=False,
@@ -118,20 +117,10 @@ async def _juror_votes(
     return votes_from_replies(name, group, first, retry=retry, retried=True)
 
 
-def _reference(source: ContractSource, task_id: str) -> str | None:
-    name = source.contract.task(task_id).execution.reference_file
-    return source.reference_text(name) if name else None
-
-
 def _jurors(jury: Sequence[str | Model]) -> list[tuple[str, Model]]:
-    seen: dict[str, int] = {}
-    out = []
-    for entry in jury:
-        model = entry if isinstance(entry, Model) else get_model(entry)
-        base = str(entry) if isinstance(entry, str) else model.name
-        seen[base] = seen.get(base, 0) + 1
-        out.append((base if seen[base] == 1 else f"{base}#{seen[base]}", model))
-    return out
+    models = [entry if isinstance(entry, Model) else get_model(entry) for entry in jury]
+    bases = [e if isinstance(e, str) else m.name for e, m in zip(jury, models, strict=True)]
+    return [(name, m) for (name, _), m in zip(juror_names(bases), models, strict=True)]
 
 
 @scorer(metrics={"score": [mean(), stderr()], "passed": [accuracy(), stderr()]})
@@ -168,9 +157,7 @@ def contract_scorer(
         for c in contract_task.evaluation.criteria:
             if c.grader == "llm_judge":
                 mine = tuple(votes[c.id])
-                criteria.append(
-                    CriterionResult(c, passes(sum(v.grade == "C" for v in mine), len(mine)), mine)
-                )
+                criteria.append(CriterionResult(c, majority(mine), mine))
             else:
                 ok, why = grade_without_model(c, text, contract_task)
                 criteria.append(CriterionResult(c, ok, explanation=why))
@@ -224,7 +211,7 @@ def contract(
     source = load_contract(bundle)
     samples = [
         Sample(
-            input=task_text(t, _reference(source, t.task_id)),
+            input=task_text(t, source.task_reference(t)),
             id=t.task_id,
             metadata={"criteria": [c.id for c in t.evaluation.criteria]},
         )
