@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from rich.console import Console
-from rich.table import Table
 
 from eigenjury.commands.calls import engine_from_args, run_with_engine
 from eigenjury.contracts.bundle import ContractSource, load_contract, write_bundle, write_yaml
@@ -23,7 +22,7 @@ from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
 from eigenjury.files import write_json
 from eigenjury.models.spec import ModelSpec
 from eigenjury.reports.accounting import print_accounting
-from eigenjury.reports.contracts import print_summary, write_report
+from eigenjury.reports.contracts import print_comparison, print_summary, write_report
 
 T = TypeVar("T")
 
@@ -172,69 +171,6 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         )
         return EXIT_SOME_FAILED
     return 0
-
-
-def _fmt(estimate: dict[str, Any] | None, spec: str = ".3f") -> str:
-    if not estimate or estimate["value"] is None:
-        return "-"
-    lo, hi = estimate["ci"]
-    if lo is None:
-        return format(estimate["value"], spec)
-    return f"{format(estimate['value'], spec)} [{format(lo, spec)}, {format(hi, spec)}]"
-
-
-def print_comparison(console: Console, record: dict[str, Any]) -> None:
-    ci = f"{100 * record['settings']['ci']:g}%"
-    console.print(
-        f"{record['submissions']} submissions, {record['criteria']} jury-graded criteria; "
-        f"{ci} intervals from a bootstrap over submissions"
-    )
-    grid = Table(title="Pool A against pool B")
-    grid.add_column("statistic")
-    grid.add_column("value", justify="right")
-    if "agreement" in record:
-        grid.add_row("criterion majority agreement", _fmt(record["agreement"]))
-        grid.add_row(
-            f"  on criteria with every vote read ({record['criteria_common']})",
-            _fmt(record["agreement_common"]),
-        )
-        grid.add_row("split rate, pool A", _fmt(record["split_rate"]["a"]))
-        grid.add_row("split rate, pool B", _fmt(record["split_rate"]["b"]))
-    grid.add_row("Pearson r of task scores", _fmt(record["task_score_pearson"]))
-    grid.add_row("share of identical task scores", _fmt(record["identical_task_scores"]))
-    grid.add_row("task pass/fail agreement", _fmt(record["task_pass_agreement"]))
-    console.print(grid)
-    if "per_criterion" not in record:
-        return
-    cost = Table(title="Per jury-graded criterion")
-    for name in ("pool", "cost (USD)", "juror seconds", "output tokens"):
-        cost.add_column(name, justify="left" if name == "pool" else "right")
-    for side in ("a", "b"):
-        figures = record["per_criterion"][side]
-        cost.add_row(
-            side.upper(),
-            _fmt(figures["cost_usd"], ".6f"),
-            _fmt(figures["latency_s"], ".2f"),
-            _fmt(figures["output_tokens"], ".0f"),
-        )
-    rel = record["a_relative_to_b"]
-    cost.add_row("A / B", _fmt(rel["cost_usd"]), _fmt(rel["latency_s"]), _fmt(rel["output_tokens"]))
-    console.print(cost)
-    cascade = record["cascade"]
-    grid = Table(title=f"Cascade: A first, escalate to B within {cascade['margin']} vote(s)")
-    grid.add_column("statistic")
-    grid.add_column("value", justify="right")
-    grid.add_row("criteria escalated", _fmt(cascade["escalation_rate"]))
-    grid.add_row("agreement with pool B", _fmt(cascade["agreement_with_b"]))
-    grid.add_row("Pearson r of task scores with B", _fmt(cascade["task_score_pearson_with_b"]))
-    grid.add_row("identical task scores with B", _fmt(cascade["identical_task_scores_with_b"]))
-    for name, label in (
-        ("cost_usd", "cost relative to B alone"),
-        ("latency_s", "juror seconds relative to B"),
-        ("output_tokens", "output tokens relative to B"),
-    ):
-        grid.add_row(label, _fmt(cascade["relative_to_b"][name]))
-    console.print(grid)
 
 
 def check_command(args: argparse.Namespace, console: Console) -> int:

@@ -28,11 +28,12 @@ _MORE_CSS = """
 _CELL = {"C": ("C", "C"), "I": ("I", "I"), None: ("U", "?")}
 
 
-def _ci(estimate: dict[str, Any], spec: str) -> str:
+def estimate_text(estimate: dict[str, Any] | None, spec: str = ".3f") -> str:
+    """An `Estimate.record()` as "value [low, high]" ("-" when undefined)."""
+    if not estimate or estimate["value"] is None:
+        return "-"
     lo, hi = estimate["ci"]
     value = estimate["value"]
-    if value is None:
-        return "-"
     if lo is None or hi is None:
         return format(value, spec)
     return f"{format(value, spec)} [{format(lo, spec)}, {format(hi, spec)}]"
@@ -136,8 +137,8 @@ def render(record: dict[str, Any], results: Sequence[TaskResult]) -> str:
                 [
                     s["candidate"],
                     s["tasks"],
-                    _ci(s["mean_score"], ".1f"),
-                    _ci(s["pass_rate"], ".2f"),
+                    estimate_text(s["mean_score"], ".1f"),
+                    estimate_text(s["pass_rate"], ".2f"),
                     f"{s['split_criteria']} of {s['judged_criteria']}",
                     _money(s["jury_cost_usd"]),
                 ]
@@ -173,9 +174,72 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
         grid.add_row(
             s["candidate"],
             str(s["tasks"]),
-            _ci(s["mean_score"], ".1f"),
-            _ci(s["pass_rate"], ".2f"),
+            estimate_text(s["mean_score"], ".1f"),
+            estimate_text(s["pass_rate"], ".2f"),
             f"{s['split_criteria']}/{s['judged_criteria']}",
             _money(s["jury_cost_usd"]),
         )
+    console.print(grid)
+
+
+def print_comparison(console: Console, record: dict[str, Any]) -> None:
+    ci = f"{100 * record['settings']['ci']:g}%"
+    console.print(
+        f"{record['submissions']} submissions, {record['criteria']} jury-graded criteria; "
+        f"{ci} intervals from a bootstrap over submissions"
+    )
+    grid = Table(title="Pool A against pool B")
+    grid.add_column("statistic")
+    grid.add_column("value", justify="right")
+    if "agreement" in record:
+        grid.add_row("criterion majority agreement", estimate_text(record["agreement"]))
+        grid.add_row(
+            f"  on criteria with every vote read ({record['criteria_common']})",
+            estimate_text(record["agreement_common"]),
+        )
+        grid.add_row("split rate, pool A", estimate_text(record["split_rate"]["a"]))
+        grid.add_row("split rate, pool B", estimate_text(record["split_rate"]["b"]))
+    grid.add_row("Pearson r of task scores", estimate_text(record["task_score_pearson"]))
+    grid.add_row("share of identical task scores", estimate_text(record["identical_task_scores"]))
+    grid.add_row("task pass/fail agreement", estimate_text(record["task_pass_agreement"]))
+    console.print(grid)
+    if "per_criterion" not in record:
+        return
+    cost = Table(title="Per jury-graded criterion")
+    for name in ("pool", "cost (USD)", "juror seconds", "output tokens"):
+        cost.add_column(name, justify="left" if name == "pool" else "right")
+    for side in ("a", "b"):
+        figures = record["per_criterion"][side]
+        cost.add_row(
+            side.upper(),
+            estimate_text(figures["cost_usd"], ".6f"),
+            estimate_text(figures["latency_s"], ".2f"),
+            estimate_text(figures["output_tokens"], ".0f"),
+        )
+    rel = record["a_relative_to_b"]
+    cost.add_row(
+        "A / B",
+        estimate_text(rel["cost_usd"]),
+        estimate_text(rel["latency_s"]),
+        estimate_text(rel["output_tokens"]),
+    )
+    console.print(cost)
+    cascade = record["cascade"]
+    grid = Table(title=f"Cascade: A first, escalate to B within {cascade['margin']} vote(s)")
+    grid.add_column("statistic")
+    grid.add_column("value", justify="right")
+    grid.add_row("criteria escalated", estimate_text(cascade["escalation_rate"]))
+    grid.add_row("agreement with pool B", estimate_text(cascade["agreement_with_b"]))
+    grid.add_row(
+        "Pearson r of task scores with B", estimate_text(cascade["task_score_pearson_with_b"])
+    )
+    grid.add_row(
+        "identical task scores with B", estimate_text(cascade["identical_task_scores_with_b"])
+    )
+    for name, label in (
+        ("cost_usd", "cost relative to B alone"),
+        ("latency_s", "juror seconds relative to B"),
+        ("output_tokens", "output tokens relative to B"),
+    ):
+        grid.add_row(label, estimate_text(cascade["relative_to_b"][name]))
     console.print(grid)
