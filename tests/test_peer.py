@@ -339,3 +339,70 @@ def test_adaptive_design_spends_its_budget_where_the_order_is_open(tmp_path: Pat
     assert close / len(comparisons) > 2 * (2 / 10)  # twice their share under uniform pairs
     elo = dict(zip(run.ranking.models_, run.ranking.elo_, strict=True))
     assert elo["ada"] > elo["cy"] > elo["ed"]
+
+
+def test_question_limits_pick_a_stable_subset(tmp_path: Path) -> None:
+    from eigenjury.peer.data import load_questions
+
+    five = load_questions("general", tmp_path, limit=5, seed=1)
+    ten = load_questions("general", tmp_path, limit=10, seed=1)
+    assert len(five) == 5 and {q.id for q in five} <= {q.id for q in ten}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("s.jsonl", '{"id": "a", "text": "x"}\n[1, 2]\n',
+         "s.jsonl, line 2: each line must be a JSON object"),
+        ("s.csv", "id,text\na,fine\nb\n", "s.csv, line 3: 1 fields where the header has 2"),
+        ("s.csv", "id,words\na,x\n", "missing column(s) text"),
+        ("s.jsonl", '{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n',
+         "line 2: scenario id 'a' appears twice"),
+    ],
+)  # fmt: skip
+def test_bad_scenario_files_are_located(
+    tmp_path: Path, name: str, text: str, expected: str
+) -> None:
+    from eigenjury.peer.data import load_scenarios
+
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError) as error:
+        load_scenarios(name, tmp_path)
+    assert expected in str(error.value)
+
+
+def test_bad_question_and_constitution_files_are_located(tmp_path: Path) -> None:
+    from eigenjury.peer.data import load_constitution, load_questions
+
+    (tmp_path / "q.jsonl").write_text(
+        json.dumps({"id": "q1", "question": "?", "options": ["A", "B"], "answer": "A"}) + "\n"
+    )
+    with pytest.raises(InputError, match=r"q.jsonl, line 1: a question needs .*options"):
+        load_questions("q.jsonl", tmp_path)
+    (tmp_path / "c.yaml").write_text("title: x\ncriteria: [unclosed\n")
+    with pytest.raises(InputError, match=r"c.yaml, line \d+: not valid YAML"):
+        load_constitution("c.yaml", tmp_path)
+    with pytest.raises(InputError, match="a title and a list of criteria"):
+        load_constitution({"title": "x", "criteria": 5}, tmp_path)
+
+
+def test_local_evaluees_pick_among_the_questions_own_options() -> None:
+    from eigenjury.peer.collect import Collector
+    from eigenjury.peer.config import Judging, Member
+    from eigenjury.peer.data import Constitution
+
+    members = {
+        "tiny": Member(name="tiny", model="local:smollm2-135m"),
+        "api": Member(name="api", model="scripted:echo"),
+    }
+    collector = Collector(
+        engine=None,  # type: ignore[arg-type]  (no call is made here)
+        members=members,
+        constitution=Constitution("t", ("c",)),
+        scenarios={"q1": "Which? A. x B. y C. z"},
+        judging=Judging(),
+        persona=lambda member, role: None,
+        answer_choices={"q1": ("A", "B", "C")},
+    )
+    assert collector._evaluee("tiny", "q1").choices == ("A", "B", "C")
+    assert collector._evaluee("api", "q1").choices is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,11 @@ def write_verdicts(
     table: VerdictTable, path: str | Path, *, criterion: Sequence[str] | None = None
 ) -> None:
     """Write a verdict table in the format its suffix names (with a criterion column
-    when `criterion` labels the rows, so that `read_verdicts` restores their weights)."""
-    path = Path(path)
-    fmt = file_format(path)
+    when `criterion` labels the rows, so that `read_verdicts` restores their weights),
+    atomically: a reader never sees a half-written file."""
+    target = Path(path)
+    fmt = file_format(target)
+    path = target.with_name(f".{target.name}.tmp{target.suffix}")
     models = np.asarray(table.models, dtype=object)
     scenarios = np.asarray(table.scenarios, dtype=object)
     columns: dict[str, Any] = {
@@ -102,7 +105,7 @@ def write_verdicts(
         "judge": models[table.judge],
         "first": models[table.first],
         "second": models[table.second],
-        "verdict": [int(v) for v in table.verdict],
+        "verdict": table.verdict.tolist(),
     }
     if criterion is not None:
         columns["criterion"] = list(criterion)
@@ -117,8 +120,9 @@ def write_verdicts(
             for row in zip(*(columns[c] for c in names), strict=True):
                 f.write(json.dumps(dict(zip(names, row, strict=True))) + "\n")
     else:
-        pa, pq = _pyarrow(path)
+        pa, pq = _pyarrow(target)
         pq.write_table(pa.table({c: list(columns[c]) for c in names}), path)
+    os.replace(path, target)
 
 
 def _check_record(path: Path, where: Location, record: Mapping[str, Any], criterion: bool) -> None:
@@ -190,7 +194,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
     needs = " with fields " + ", ".join(REQUIRED)
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8-sig") as f:
         for number, text in enumerate(f, start=1):
             if text.strip():
                 yield ("line", number), json_object(text, path, number, needs=needs)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +48,7 @@ def simulate(args: argparse.Namespace, console: Console) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}[args.format]
     verdicts_path = args.out / f"verdicts{suffix}"
-    tmp = verdicts_path.with_name(f".{verdicts_path.name}.tmp{suffix}")
-    write_verdicts(table, tmp)
-    os.replace(tmp, verdicts_path)
+    write_verdicts(table, verdicts_path)
     trust, elo = population.trust(), population.elo()
     truth = {
         "population": population.to_dict(),
@@ -206,10 +203,13 @@ def _report(run: Any, console: Console) -> int:
     if "greenbeard" in record:
         g = record["greenbeard"]
         for label in ("with_self_judgments", "without_self_judgments"):
-            part = g[label]
+            clique, others = (
+                "-" if v is None else f"{v:+.1f}"
+                for v in (g[label]["mean_shift_greenbeards"], g[label]["mean_shift_others"])
+            )
             console.print(
-                f"greenbeard Elo shift ({label.replace('_', ' ')}): clique "
-                f"{part['mean_shift_greenbeards']:+.1f}, others {part['mean_shift_others']:+.1f}"
+                f"greenbeard Elo shift ({label.replace('_', ' ')}): clique {clique}, "
+                f"others {others}"
             )
     print_accounting(console, summary["accounting"])
     console.print(f"report: {run.out / 'report.html'}")

@@ -20,11 +20,11 @@ scenario that judge has not used for that pair, the least used one first.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from scipy.stats import norm
 
 from eigenjury.peer.designs import Comparison, draw
 from eigenjury.stats.btd import BTDParams
@@ -96,7 +96,8 @@ def elo_gradient(ranking: PeerRanking, step: float = 1e-5) -> FloatArray:
 
 def order_weight(gap: FloatArray, var: FloatArray) -> FloatArray:
     """How much shrinking the variance of an Elo difference is worth: phi(z) / var."""
-    return np.asarray(norm.pdf(gap / np.sqrt(var)) / var)
+    z = gap / np.sqrt(var)
+    return np.asarray(np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi) / var)  # normal pdf
 
 
 def choose(

@@ -49,7 +49,8 @@ class Collector:
     scenarios: dict[str, str]  # id -> text
     judging: Judging
     persona: Persona
-    answer_choices: tuple[str, ...] | None = None  # objective mode: local evaluees pick one
+    # objective mode: per question, the option letters a local evaluee picks from
+    answer_choices: dict[str, tuple[str, ...]] | None = None
     calls: list[tuple[str, CallResult]] = field(default_factory=list)  # (member, result)
     transcripts: list[dict[str, Any]] = field(default_factory=list)
     responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
@@ -89,16 +90,7 @@ class Collector:
 
     async def _respond(self, needed: set[tuple[str, str]]) -> None:
         todo = sorted(needed - self.responses.keys())
-        jobs = [
-            (
-                m,
-                {"scenario": s},
-                evaluee_request(
-                    self.persona(m, "evaluee"), self.scenarios[s], self.judging.evaluee
-                ),
-            )
-            for m, s in todo
-        ]
+        jobs = [(m, {"scenario": s}, self._evaluee(m, s)) for m, s in todo]
         for (m, s), result in zip(todo, await self._run("evaluee", jobs), strict=True):
             self.responses[m, s] = result.completion.text if result.completion else None
 
@@ -108,7 +100,7 @@ class Collector:
         )
         if self.answer_choices is None or not self._constrained(member):
             return request
-        return replace(request, choices=self.answer_choices)
+        return replace(request, choices=self.answer_choices[scenario])
 
     async def _reflect(self, needed: set[tuple[str, str, str]]) -> None:
         todo = sorted(

@@ -7,7 +7,6 @@ and everything already collected stays in use.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from dataclasses import dataclass
@@ -17,14 +16,15 @@ from typing import Any
 
 import yaml
 
+from eigenjury.config import load_yaml
 from eigenjury.errors import InputError
+from eigenjury.files import json_object, read_csv
 
 
 @dataclass(frozen=True)
 class Constitution:
     title: str
     criteria: tuple[str, ...]
-    summary: str = ""
 
     def numbered(self) -> str:
         return "\n".join(f"{i}. {c}" for i, c in enumerate(self.criteria, start=1))
@@ -67,7 +67,7 @@ def _bundled_text(kind: str, name: str, suffix: str) -> str | None:
 
 def load_constitution(value: str | dict[str, Any], base: Path) -> Constitution:
     """A bundled name, a YAML file, or an inline mapping with title and criteria."""
-    where = "constitution"
+    path: Path | None = None
     if isinstance(value, str):
         text = _bundled_text("constitutions", value, ".yaml")
         if text is None:
@@ -76,27 +76,37 @@ def load_constitution(value: str | dict[str, Any], base: Path) -> Constitution:
                 raise InputError(
                     f"unknown constitution '{value}': not a bundled one "
                     f"({', '.join(bundled_names('constitutions', '.yaml'))}) nor a file",
-                    field=where,
+                    field="constitution",
                 )
-            text, where = path.read_text(encoding="utf-8"), str(path)
-        value = yaml.safe_load(text)
+            value = load_yaml(path)[0]
+        else:
+            value = yaml.safe_load(text)
     elif "file" in value:
         path = base / str(value["file"])
         if not path.is_file():
-            raise InputError("no such constitution file", path=path, field=where)
-        value, where = yaml.safe_load(path.read_text(encoding="utf-8")), str(path)
-    if not isinstance(value, dict) or not value.get("title") or not value.get("criteria"):
-        raise InputError("a constitution needs a title and a list of criteria", field=where)
+            raise InputError("no such constitution file", path=path, field="constitution")
+        value = load_yaml(path)[0]
+    where = {"path": path} if path is not None else {"field": "constitution"}
+    if (
+        not isinstance(value, dict)
+        or not value.get("title")
+        or not isinstance(value.get("criteria"), list)
+    ):
+        raise InputError("a constitution needs a title and a list of criteria", **where)
     criteria = tuple(str(c).strip() for c in value["criteria"] if str(c).strip())
     if len(criteria) < 1:
-        raise InputError("a constitution needs at least one criterion", field=where)
-    return Constitution(str(value["title"]).strip(), criteria, str(value.get("summary", "")))
+        raise InputError("a constitution needs at least one criterion", **where)
+    return Constitution(str(value["title"]).strip(), criteria)
 
 
-def _rows(source: str, base: Path, kind: str) -> tuple[list[dict[str, Any]], str]:
+Rows = list[tuple[int, dict[str, Any]]]
+
+
+def _rows(source: str, base: Path, kind: str, required: tuple[str, ...]) -> tuple[Rows, str]:
+    """(line, record) of a bundled set, or of the user's .jsonl or .csv file."""
     text = _bundled_text(kind, source, ".jsonl")
     if text is not None:
-        return [json.loads(line) for line in text.splitlines() if line.strip()], source
+        return [(n, json.loads(t)) for n, t in enumerate(text.splitlines(), 1) if t.strip()], source
     path = base / source
     if not path.is_file():
         raise InputError(
@@ -105,15 +115,10 @@ def _rows(source: str, base: Path, kind: str) -> tuple[list[dict[str, Any]], str
             field=kind,
         )
     if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            return list(csv.DictReader(f)), str(path)
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", path=path, line=number) from None
+        needs = f"a {kind} file needs columns {', '.join(required)}"
+        return list(read_csv(path, required, needs)), str(path)
+    with path.open(encoding="utf-8-sig") as f:
+        rows = [(n, json_object(t, path, n)) for n, t in enumerate(f, start=1) if t.strip()]
     return rows, str(path)
 
 
@@ -125,22 +130,22 @@ def _pick(items: list[Any], limit: int | None, seed: int) -> list[Any]:
     def rank(item: Any) -> str:
         return hashlib.sha256(f"{seed}:{item.id}".encode()).hexdigest()
 
-    chosen = set(sorted(items, key=rank)[:limit])
-    return [i for i in items if i in chosen]
+    chosen = {item.id for item in sorted(items, key=rank)[:limit]}
+    return [i for i in items if i.id in chosen]
 
 
 def load_scenarios(
     source: str, base: Path, *, limit: int | None = None, seed: int = 0
 ) -> list[Scenario]:
-    rows, where = _rows(source, base, "scenarios")
+    rows, where = _rows(source, base, "scenarios", ("id", "text"))
     scenarios = []
     seen: set[str] = set()
-    for number, row in enumerate(rows, start=1):
-        ident, text = str(row.get("id", "")).strip(), str(row.get("text", "")).strip()
+    for number, row in rows:
+        ident, text = str(row.get("id") or "").strip(), str(row.get("text") or "").strip()
         if not ident or not text:
-            raise InputError(f"scenario {number} needs an id and a text", path=where)
+            raise InputError("a scenario needs an id and a text", path=where, line=number)
         if ident in seen:
-            raise InputError(f"scenario id '{ident}' appears twice", path=where)
+            raise InputError(f"scenario id '{ident}' appears twice", path=where, line=number)
         seen.add(ident)
         scenarios.append(Scenario(ident, text, row.get("theme") or None))
     if not scenarios:
@@ -151,16 +156,27 @@ def load_scenarios(
 def load_questions(
     source: str, base: Path, *, limit: int | None = None, seed: int = 0
 ) -> list[Question]:
-    rows, where = _rows(source, base, "questions")
+    rows, where = _rows(source, base, "questions", ("id", "question", "options", "answer"))
     questions = []
-    for number, row in enumerate(rows, start=1):
-        options = row.get("options") or {}
-        answer = str(row.get("answer", "")).strip()
-        if not row.get("id") or not row.get("question") or answer not in options:
+    seen: set[str] = set()
+    for number, row in rows:
+        options = row.get("options")
+        answer = str(row.get("answer") or "").strip()
+        if (
+            not row.get("id")
+            or not row.get("question")
+            or not isinstance(options, dict)
+            or answer not in options
+        ):
             raise InputError(
-                f"question {number} needs an id, a question, options and an answer among them",
+                "a question needs an id, a question, options (an object: letter -> text) and "
+                "an answer among them",
                 path=where,
+                line=number,
             )
+        if str(row["id"]) in seen:
+            raise InputError(f"question id '{row['id']}' appears twice", path=where, line=number)
+        seen.add(str(row["id"]))
         questions.append(
             Question(
                 str(row["id"]),

@@ -21,8 +21,9 @@ from eigenjury.engine import Backend, Budget, EndpointLimits, Engine, RetryPolic
 from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.backends import connect
 from eigenjury.errors import InputError
-from eigenjury.files import write_json
+from eigenjury.files import write_json, write_text
 from eigenjury.models.prices import PriceTable
+from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
 from eigenjury.peer.collect import Collector, Outcome
 from eigenjury.peer.config import RankConfig
@@ -164,6 +165,7 @@ def _collector(
     scenarios: dict[str, str],
     *,
     greenbeard: bool,
+    answer_choices: dict[str, tuple[str, ...]] | None = None,
 ) -> Collector:
     table = personas(config, greenbeard=greenbeard)
     return Collector(
@@ -173,7 +175,7 @@ def _collector(
         scenarios=scenarios,
         judging=config.judging,
         persona=lambda member, role: table[member, role],
-        answer_choices=OPTION_LETTERS if config.objective is not None else None,
+        answer_choices=answer_choices,
     )
 
 
@@ -197,11 +199,10 @@ def _covers(names: Sequence[str], comparisons: Sequence[Comparison]) -> bool:
 # Early rounds see few verdicts, where perfect records are common; a firmer penalty keeps
 # those refits quick and their uncertainty finite (the final fit uses the config's own).
 ADAPTIVE_L2 = 1e-3
-OPTION_LETTERS = ("A", "B", "C", "D")
 
 
 async def _adaptive(
-    config: RankConfig, collector: Collector, scenario_ids: list[str]
+    config: RankConfig, collector: Collector, scenario_ids: list[str], path: Path
 ) -> tuple[list[Outcome], list[Comparison]]:
     """A small balanced seed batch, then rounds of fit-and-choose until the call budget
     (default: what random groups would spend on these scenarios) is spent."""
@@ -232,10 +233,13 @@ async def _adaptive(
         remaining = budget - len(comparisons)
         if remaining < 2:
             break
-        table, _ = verdict_table(outcomes, per_criterion)
-        ranking = PeerRanking(config.fit.dim, l2=ADAPTIVE_L2, bootstrap=0, seed=s.seed + r).fit(
-            table
-        )
+        try:
+            table, _ = verdict_table(outcomes, per_criterion)
+            ranking = PeerRanking(config.fit.dim, l2=ADAPTIVE_L2, bootstrap=0, seed=s.seed + r).fit(
+                table
+            )
+        except DataError as exc:
+            raise _unfittable(exc, outcomes, path) from None
         batch = adaptive.choose(
             ranking, scenario_ids, comparisons, remaining // (s.rounds - r), seed=s.seed + r
         )
@@ -295,50 +299,56 @@ def rank(
         raise InputError(exc.message, path=path, field="engine.backend") from None
     engine = make_engine(config, out_dir, path.parent, progress=progress, backend=backend)
 
+    choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
+
     async def collect_all() -> tuple[
-        Collector, list[Outcome], list[Comparison], list[Outcome] | None
+        Collector, list[Outcome], list[Comparison], Collector | None, list[Outcome] | None
     ]:
         async with engine:
-            for member in config.population:  # every model usable before anything is spent
+            first_with: dict[ModelSpec, str] = {}  # each model checked once, for its first member
+            for member in config.population:
+                first_with.setdefault(member.spec, member.name)
+            for spec, name in first_with.items():  # every model usable before anything is spent
                 try:
-                    engine.prepare([member.spec])
-                    await engine.check_endpoints([member.spec])
+                    engine.prepare([spec])
+                    await engine.check_endpoints([spec])
                 except InputError as exc:
                     raise InputError(
-                        f"member '{member.name}': {exc.message}", path=path, field="population"
+                        f"member '{name}': {exc.message}", path=path, field="population"
                     ) from None
-            collector = _collector(config, engine, constitution, scenarios, greenbeard=True)
+            collector = _collector(
+                config, engine, constitution, scenarios, greenbeard=True, answer_choices=choices
+            )
             if config.sampling.design == "adaptive":
-                outcomes, comparisons = await _adaptive(config, collector, list(scenarios))
+                outcomes, comparisons = await _adaptive(config, collector, list(scenarios), path)
             else:
                 comparisons = static_design(config, list(scenarios))
                 outcomes = await collector.collect(comparisons)
-            control = None
+            plain = control = None
             if config.greenbeard is not None:  # the same comparisons, without the clique
-                plain = _collector(config, engine, constitution, scenarios, greenbeard=False)
+                plain = _collector(
+                    config, engine, constitution, scenarios, greenbeard=False,
+                    answer_choices=choices,
+                )  # fmt: skip
                 control = await plain.collect(comparisons)
-            return collector, outcomes, comparisons, control
+            return collector, outcomes, comparisons, plain, control
 
     try:
-        collector, outcomes, comparisons, control = asyncio.run(collect_all())
+        collector, outcomes, comparisons, plain, control = asyncio.run(collect_all())
     finally:
         engine.store.close()
+        if backend is not None:
+            backend.close()
     per_criterion = config.judging.mode == "criteria"
     try:
         table, criterion = verdict_table(outcomes, per_criterion)
         ranking = fit(config, table, map_rounds=map_rounds)
     except DataError as exc:
-        failed = {o.failure for o in outcomes if o.failure}
-        hint = (
-            f"; {sum(o.failure is not None for o in outcomes)} comparisons could not be made "
-            f"({', '.join(sorted(failed))}): what was collected is kept in the store, so rerun "
-            "to resume"
-            if failed
-            else ""
-        )
-        raise InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path) from None
+        raise _unfittable(exc, outcomes, path) from None
     record = ranking_record(ranking, source=str(path))
-    record["run"] = run_summary(config, constitution, scenarios, comparisons, outcomes, collector)
+    record["run"] = run_summary(
+        config, constitution, scenarios, comparisons, outcomes, collector, control_run=plain
+    )
     if inputs.questions is not None:
         record["objective"] = objective_record(
             inputs.questions,
@@ -347,10 +357,23 @@ def rank(
         )
     if control is not None:
         record["greenbeard"] = greenbeard_shift(
-            config, table, verdict_table(control, per_criterion)[0]
+            config, table, verdict_table(control, per_criterion)[0], ranking
         )
     write_outputs(out_dir, record, table, criterion, collector)
     return RankRun(config, out_dir, ranking, outcomes, collector, record)
+
+
+def _unfittable(exc: DataError, outcomes: Sequence[Outcome], path: Path) -> InputError:
+    """Why the verdicts cannot be fitted, and that what was collected is kept."""
+    failed = {o.failure for o in outcomes if o.failure}
+    hint = (
+        f"; {sum(o.failure is not None for o in outcomes)} comparisons could not be made "
+        f"({', '.join(sorted(failed))}): what was collected is kept in the store, so rerun "
+        "to resume"
+        if failed
+        else ""
+    )
+    return InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path)
 
 
 def run_summary(
@@ -360,9 +383,13 @@ def run_summary(
     comparisons: Sequence[Comparison],
     outcomes: Sequence[Outcome],
     collector: Collector,
+    *,
+    control_run: Collector | None = None,
 ) -> dict[str, Any]:
+    """The run's record; its accounting includes the greenbeard control run's calls."""
     accounting = Accounting()
-    for member, result in collector.calls:
+    control_calls = control_run.calls if control_run is not None else []
+    for member, result in [*collector.calls, *control_calls]:
         accounting.add(
             member, result.call.role, result.completion, result.error_kind, result.cached
         )
@@ -394,15 +421,17 @@ def run_summary(
 
 
 def greenbeard_shift(
-    config: RankConfig, with_clique: VerdictTable, control: VerdictTable
+    config: RankConfig, with_clique: VerdictTable, control: VerdictTable, ranking: PeerRanking
 ) -> dict[str, Any]:
     """Elo of each member with the clique's instructions minus without, with and
-    without self-judgments."""
+    without self-judgments. `ranking` is the run's fit of `with_clique` (its point
+    estimate is reused)."""
     assert config.greenbeard is not None
     out: dict[str, Any] = {"members": config.greenbeard.members, "marker": config.greenbeard.marker}
     for label, exclude in (("with_self_judgments", False), ("without_self_judgments", True)):
-        # only point estimates enter the shift: no bootstrap for these four fits
-        a = fit(config, with_clique, exclude_self=exclude, bootstrap=False)
+        # only point estimates enter the shift: no bootstrap for these fits
+        reuse = exclude == config.fit.exclude_self
+        a = ranking if reuse else fit(config, with_clique, exclude_self=exclude, bootstrap=False)
         b = fit(config, control, exclude_self=exclude, bootstrap=False)
         shift = {
             name: round(float(a.elo_[a.models_.index(name)] - b.elo_[b.models_.index(name)]), 2)
@@ -429,12 +458,7 @@ def write_outputs(
     from eigenjury.reports.html import write_report
 
     write_json(out / "results.json", record)
-    tmp = out / ".verdicts.tmp.csv"
-    write_verdicts(table, tmp, criterion=criterion)
-    tmp.replace(out / "verdicts.csv")
-    tmp = out / ".transcripts.jsonl.tmp"
-    with tmp.open("w", encoding="utf-8") as f:
-        for line in collector.transcripts:
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
-    tmp.replace(out / "transcripts.jsonl")
+    write_verdicts(table, out / "verdicts.csv", criterion=criterion)
+    lines = (json.dumps(line, ensure_ascii=False) + "\n" for line in collector.transcripts)
+    write_text(out / "transcripts.jsonl", "".join(lines))
     write_report(out / "report.html", record, collector.transcripts)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eigenjury.reports.accounting import accounting_rows
+from eigenjury.reports.leaderboard import with_ci
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1080px;
@@ -242,8 +243,8 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
             [
                 [
                     j["name"],
-                    _ci(j["tie_propensity"], j["tie_propensity_ci"], ".2f"),
-                    _ci(j["position_bias"], j["position_bias_ci"], "+.2f"),
+                    with_ci(j["tie_propensity"], j["tie_propensity_ci"], ".2f"),
+                    with_ci(j["position_bias"], j["position_bias_ci"], "+.2f"),
                     consistency.get(j["name"], {}).get("pairs", 0),
                     _fmt(consistency.get(j["name"], {}).get("consistent"), ".0%"),
                     _fmt(consistency.get(j["name"], {}).get("same_slot"), ".0%"),
@@ -309,12 +310,6 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
         f"{'converged' if fit['converged'] else 'NOT converged'}.</p></body></html>"
     )
     return "\n".join(out)
-
-
-def _ci(value: Any, ci: list[float] | None, spec: str) -> str:
-    if value is None:
-        return "-"
-    return format(value, spec) + ("" if not ci else f" [{ci[0]:{spec}}, {ci[1]:{spec}}]")
 
 
 def _greenbeard(data: dict[str, Any]) -> str:

@@ -151,11 +151,11 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
         bias = (
             "-"
             if j["position_bias"] is None
-            else _with_ci(j["position_bias"], j["position_bias_ci"], "+.2f")
+            else with_ci(j["position_bias"], j["position_bias_ci"], "+.2f")
         )
         judges.add_row(
             j["name"],
-            _with_ci(j["tie_propensity"], j["tie_propensity_ci"], ".2f"),
+            with_ci(j["tie_propensity"], j["tie_propensity_ci"], ".2f"),
             bias,
             f"{j['verdicts']:g}",
         )
@@ -181,7 +181,10 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
         console.print(f"[yellow]warning:[/] {w}")
 
 
-def _with_ci(value: float, ci: list[float] | None, fmt: str) -> str:
-    if ci is None:
+def with_ci(value: float | None, ci: list[float] | None, fmt: str) -> str:
+    """ "value [low, high]"; "-" when there is no value."""
+    if value is None:
+        return "-"
+    if not ci:
         return format(value, fmt)
     return f"{format(value, fmt)} [{format(ci[0], fmt)}, {format(ci[1], fmt)}]"

@@ -45,7 +45,6 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize
-from scipy import stats as sps
 
 from eigenjury.stats.verdicts import FloatArray
 
@@ -441,6 +440,8 @@ class Utility:
 
 def utility_retained(original: ArrayLike, released: ArrayLike) -> Utility:
     """Pearson, Spearman and Kendall; None where undefined (fewer than 2, or constant)."""
+    from scipy import stats as sps  # loaded only here: it is slow to import
+
     a = np.asarray(original, dtype=np.float64)
     b = np.asarray(released, dtype=np.float64)
     if a.shape != b.shape:

@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from eigenjury.stats.bootstrap import percentile_interval
-
-FloatArray = NDArray[np.float64]
+from eigenjury.stats.verdicts import FloatArray
 
 
 @dataclass(frozen=True)
