@@ -269,3 +269,16 @@ def test_progress_degrades_to_plain_lines() -> None:
     lines = stream.getvalue().splitlines()
     assert lines and all("4/10 done, 1 cached, 0 errors, 1,000 tokens" in x for x in lines)
     assert "\x1b[" not in stream.getvalue()  # no terminal control codes in a log
+
+
+def test_one_engine_runs_again_on_a_new_event_loop(tmp_path: Path) -> None:
+    """Limiters hold asyncio locks, which belong to one loop: a second `run_sync` (a new
+    loop) must not reuse them, even when the first run had to wait on them."""
+    spec = ModelSpec.parse("scripted:echo")
+    limits = EndpointLimits(concurrency=4, rpm=60_000)
+    engine = Engine(Store(tmp_path / "s.sqlite"), limits=limits, progress=False)
+    first = engine.run_sync(calls_for(spec, 200))
+    again = engine.run_sync(
+        [Call(spec, ChatRequest.chat(("user", f"more {i}"))) for i in range(200)]
+    )
+    assert all(r.ok for r in first + again)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -118,3 +119,27 @@ def test_scripted_provider_is_deterministic_and_fails_on_cue() -> None:
     assert picks == {"0", "1", "2"}
     with pytest.raises(SpecError, match="no scripted model 'nope'"):
         ScriptedProvider("nope")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"provider": "openai-compatible", "model": "m", "endpoint": 8000}, "endpoint"),
+        ({"spec": "openai:gpt-4o-mini", "api_key_env": 3}, "api_key_env"),
+        ("openai-compatible:m@http://", r"not an http\(s\) URL"),
+    ],
+)
+def test_spec_fields_of_the_wrong_kind_are_input_errors(value: object, expected: str) -> None:
+    with pytest.raises(SpecError, match=expected):
+        ModelSpec.from_value(value)  # type: ignore[arg-type]
+
+
+def test_price_tables_and_binary_files_give_located_errors(tmp_path: Any) -> None:
+    listed = tmp_path / "prices.json"
+    listed.write_text("[1, 2]")
+    with pytest.raises(InputError, match=r"prices\.json: a price table maps"):
+        PriceTable.from_file(listed)
+    binary = tmp_path / "prices.toml"
+    binary.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(InputError, match=r"prices\.toml: not UTF-8 text"):
+        PriceTable.from_file(binary)

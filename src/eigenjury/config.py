@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from eigenjury.errors import InputError
+from eigenjury.files import read_text
 
 M = TypeVar("M", bound=BaseModel)
 FieldPath = tuple[str | int, ...]
@@ -20,10 +21,7 @@ FieldPath = tuple[str | int, ...]
 
 def load_yaml(path: Path) -> tuple[Any, dict[FieldPath, int]]:
     """The document, and the line of every mapping key and sequence item in it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
+    text = read_text(path)
     try:
         data = yaml.safe_load(text)
         root = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -28,6 +28,19 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+PARQUET_HINT = "reading or writing Parquet needs pyarrow: pip install 'eigenjury[parquet]'"
+
+
+def pyarrow(path: Path) -> tuple[Any, Any]:
+    """pyarrow and pyarrow.parquet (the `parquet` extra), or an InputError saying so."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(PARQUET_HINT, path=path) from None
+    return pa, pq
+
+
 def validation_problem(exc: ValidationError) -> str:
     """The first problem pydantic found, as "field 'x.y': what is wrong"."""
     error = exc.errors()[0]
@@ -39,19 +52,47 @@ def validation_problem(exc: ValidationError) -> str:
     return f"field '{field}': {error['msg']}{extra}"
 
 
+NOT_TEXT = "not UTF-8 text; expected a text file"
+
+
+def read_text(path: Path) -> str:
+    """A user's text file, or an InputError naming it (missing, or not UTF-8 text)."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except UnicodeDecodeError:
+        raise InputError(NOT_TEXT, path=path) from None
+
+
+def lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank line of a user's text file."""
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    number = 0
+    try:
+        with path.open(encoding="utf-8-sig") as f:
+            for number, text in enumerate(f, start=1):
+                if text.strip():
+                    yield number, text
+    except UnicodeDecodeError:
+        raise InputError(NOT_TEXT, path=path, line=number + 1) from None
+
+
+def read_json_lines(path: Path, *, needs: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSONL file."""
+    for number, text in lines(path):
+        yield number, json_object(text, path, number, needs=needs)
+
+
 def read_jsonl(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
     """(line number, record) for every non-blank line of a JSONL file, each validated as
     `model`; the first bad line is an InputError naming the file, line and field."""
-    if not path.is_file():
-        raise InputError("no such file", path=path)
-    with path.open(encoding="utf-8-sig") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield number, model.model_validate_json(text)
-            except ValidationError as exc:
-                raise InputError(validation_problem(exc), path=path, line=number) from None
+    for number, text in lines(path):
+        try:
+            yield number, model.model_validate_json(text)
+        except ValidationError as exc:
+            raise InputError(validation_problem(exc), path=path, line=number) from None
 
 
 def read_csv(
@@ -64,6 +105,8 @@ def read_csv(
         reader = csv.reader(f)
         try:
             header = [h.strip() for h in next(reader)]
+        except UnicodeDecodeError:
+            raise InputError(NOT_TEXT, path=path, line=1) from None
         except StopIteration:
             raise InputError(
                 f"the file is empty; expected a header line naming {', '.join(required)}",
@@ -94,6 +137,8 @@ def read_csv(
             raise InputError(
                 f"not readable as CSV ({exc})", path=path, line=reader.line_num
             ) from None
+        except UnicodeDecodeError:
+            raise InputError(NOT_TEXT, path=path, line=reader.line_num + 1) from None
 
 
 def json_object(text: str, path: Path, line: int, *, needs: str = "") -> dict[str, Any]:

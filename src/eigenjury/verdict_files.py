@@ -19,15 +19,13 @@ from typing import Any
 import numpy as np
 
 from eigenjury.errors import InputError
-from eigenjury.files import json_object, read_csv
+from eigenjury.files import pyarrow, read_csv, read_json_lines
 from eigenjury.stats.verdicts import VerdictTable
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
 OPTIONAL = ("criterion",)
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 _MISSING = {"", "nan", "null", "none", "na", "n/a"}
-_PARQUET_HINT = "reading or writing Parquet needs pyarrow: pip install 'eigenjury[parquet]'"
-
 Location = tuple[str, int]  # ("line" | "row", number)
 
 
@@ -120,7 +118,7 @@ def write_verdicts(
             for row in zip(*(columns[c] for c in names), strict=True):
                 f.write(json.dumps(dict(zip(names, row, strict=True))) + "\n")
     else:
-        pa, pq = _pyarrow(target)
+        pa, pq = pyarrow(target)
         pq.write_table(pa.table({c: list(columns[c]) for c in names}), path)
     os.replace(path, target)
 
@@ -193,15 +191,12 @@ def _csv_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
-    needs = " with fields " + ", ".join(REQUIRED)
-    with path.open(encoding="utf-8-sig") as f:
-        for number, text in enumerate(f, start=1):
-            if text.strip():
-                yield ("line", number), json_object(text, path, number, needs=needs)
+    for number, record in read_json_lines(path, needs=" with fields " + ", ".join(REQUIRED)):
+        yield ("line", number), record
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
-    _, pq = _pyarrow(path)
+    _, pq = pyarrow(path)
     try:
         data = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several unrelated types for bad files
@@ -211,12 +206,3 @@ def _parquet_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
     values = [data.column(c).to_pylist() for c in names]
     for number, row in enumerate(zip(*values, strict=True), start=1):
         yield ("row", number), dict(zip(names, row, strict=True))
-
-
-def _pyarrow(path: Path) -> tuple[Any, Any]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(_PARQUET_HINT, path=path) from None
-    return pa, pq

@@ -22,7 +22,7 @@ import csv
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +31,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from eigenjury.errors import InputError
-from eigenjury.files import json_object, read_csv
+from eigenjury.files import read_csv, read_json_lines
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
 from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
 from eigenjury.verdict_files import read_verdicts
+
+_SCORE_FILE_NEEDS = "a score file needs item and score (model and criterion optional)"
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,11 @@ def _read_score_file(path: Path, suffix: str, scale: Scale) -> ScoreSet:
     models: list[str | None] = []
     criteria: list[str | None] = []
     first_seen: dict[str, int] = {}
-    rows = _csv_records(path) if suffix == ".csv" else _jsonl_records(path)
+    rows = (
+        read_csv(path, SCORE_COLUMNS, _SCORE_FILE_NEEDS)
+        if suffix == ".csv"
+        else read_json_lines(path)
+    )
     for line, record in rows:
         for name in SCORE_COLUMNS:
             if name not in record or _blank(record[name]):
@@ -282,19 +288,6 @@ def _number(value: Any) -> float | None:
     else:
         return None
     return number if math.isfinite(number) else None
-
-
-def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    what = "a score file needs item and score (model and criterion optional)"
-    yield from read_csv(path, SCORE_COLUMNS, what)
-
-
-def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8-sig") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            yield number, json_object(text, path, number)
 
 
 def _read_results(path: Path, level: str) -> ScoreSet:

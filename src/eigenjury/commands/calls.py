@@ -59,6 +59,8 @@ def run_with_engine(
         return None
     finally:
         engine.store.close()
+        if engine.backend is not None:  # made by engine_from_args for this command
+            engine.backend.close()
 
 
 def batch(args: argparse.Namespace, console: Console) -> int:

@@ -11,7 +11,7 @@ import asyncio
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import aiohttp
 
@@ -72,6 +72,10 @@ class Caller:
             session = self._sessions[base_url] = new_session()
         return session
 
+    def inject(self, spec: ModelSpec, provider: Provider) -> None:
+        """Use `provider` for `spec` (a test double, or a provider sent from elsewhere)."""
+        self._injected[str(spec)] = provider
+
     def injected(self, spec: ModelSpec) -> Provider | None:
         """A provider given for this spec (a test double), if any."""
         return self._injected.get(str(spec))
@@ -83,7 +87,7 @@ class Caller:
         if name not in self._providers:
             base = spec.base_url or ""
             self._providers[name] = make_provider(spec, sessions=lambda: self._session(base))
-            key = spec.api_key() if spec.key_variable else None
+            key = spec.api_key()
             if key:
                 self.secrets = (*self.secrets, key)
         return self._providers[name]
@@ -118,15 +122,7 @@ class Caller:
                 limiter.settle_tokens(item.estimate[1], completion.usage.total)
                 price = self.price(item.spec)
                 cost = None if price is None else price.cost(completion.usage)
-                priced = Completion(
-                    completion.text,
-                    completion.finish_reason,
-                    completion.usage,
-                    completion.latency_s,
-                    cost,
-                    completion.choice_logprobs,
-                )
-                return self._stored(item, priced, None, attempt)
+                return self._stored(item, replace(completion, cost_usd=cost), None, attempt)
             if isinstance(error, RateLimitError):
                 limiter.on_rate_limit()
             await limiter.release()
@@ -134,7 +130,7 @@ class Caller:
                 break
             await asyncio.sleep(policy.delay(attempt, error.retry_after, self._rng))
         assert error is not None
-        return self._stored(item, None, error, policy.max_attempts if error.retryable else attempt)
+        return self._stored(item, None, error, attempt)
 
     def failed(self, item: WorkItem, error: ProviderError, attempts: int) -> StoredResult:
         """A call that ended in `error` without a provider's answer (a lost worker)."""

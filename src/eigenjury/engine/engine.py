@@ -167,6 +167,7 @@ class Engine:
 
     async def aclose(self) -> None:
         await self.caller.aclose()  # a backend belongs to whoever made it, who closes it
+        self.limiters.clear()  # their locks belong to this event loop
 
     def run_sync(self, calls: Sequence[Call]) -> list[CallResult]:
         async def run_and_close() -> list[CallResult]:
@@ -259,7 +260,9 @@ class Engine:
                         )
                     )
                     continue
-                limiter = self.limiters.setdefault(endpoint, EndpointLimiter(limits))
+                limiter = self.limiters.get(endpoint)
+                if limiter is None:
+                    limiter = self.limiters[endpoint] = EndpointLimiter(limits)
                 queue: asyncio.Queue[WorkItem] = asyncio.Queue()
                 for item in items:
                     queue.put_nowait(item)

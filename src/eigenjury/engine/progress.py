@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -69,10 +68,3 @@ class RunProgress:
             self._live.stop()
         elif self.enabled:
             self.update(tally, force=True)
-
-    def __enter__(self) -> RunProgress:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._live is not None:
-            self._live.stop()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eigenjury.files import pyarrow
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Usage
 
@@ -254,9 +255,7 @@ class Store:
         records = [r.record() for r in self]
         tmp = path.with_name(f".{path.name}.tmp")
         if path.suffix.lower() == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
+            pa, pq = pyarrow(path)
             flat = [
                 {
                     **r,

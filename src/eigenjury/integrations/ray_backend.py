@@ -32,11 +32,11 @@ import hashlib
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import ray
-from ray.exceptions import RayError
+from ray.exceptions import RayError, RayTaskError
 
 from eigenjury.engine.caller import Caller, WorkItem
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
@@ -47,8 +47,10 @@ from eigenjury.models.prices import PriceTable
 from eigenjury.models.providers.scripted import ScriptedProvider
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import Provider
-from eigenjury.stats.bootstrap import Statistic, run_rounds
-from eigenjury.stats.verdicts import FloatArray, ScenarioCounts
+
+if TYPE_CHECKING:  # the statistics (scipy) load only where bootstrap rounds run
+    from eigenjury.stats.bootstrap import Statistic
+    from eigenjury.stats.verdicts import FloatArray, ScenarioCounts
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,10 +72,9 @@ class EndpointActor:
         retry: RetryPolicy,
         prices: PriceTable,
         limits: EndpointLimits,
-        providers: dict[str, Provider],
         seed: int,
     ) -> None:
-        self.caller = Caller(retry, prices, providers=providers, seed=seed)
+        self.caller = Caller(retry, prices, seed=seed)
         self.limiter = EndpointLimiter(limits)
 
     async def call_each(self, items: list[WorkItem]) -> AsyncIterator[list[StoredResult]]:
@@ -87,8 +88,11 @@ class EndpointActor:
     async def aclose(self) -> None:
         await self.caller.aclose()
 
-    def check(self, spec: ModelSpec) -> str | None:
-        """Why this worker cannot call `spec` (a missing key), or None."""
+    def admit(self, spec: ModelSpec, provider: Provider | None) -> str | None:
+        """Take `spec` (with the provider the driver sends for it, if any); why this
+        worker cannot call it (a missing key), or None."""
+        if provider is not None:
+            self.caller.inject(spec, provider)
         try:
             self.caller.provider(spec)
         except InputError as exc:
@@ -115,19 +119,36 @@ class RayBackend:
         self.chunk = chunk  # calls per actor call
         self.resends = resends  # times a lost chunk's missing calls are sent again
         self.actors: dict[tuple[str, EndpointLimits], Any] = {}  # one per endpoint and limits
+        self._admitted: set[tuple[str, EndpointLimits, ModelSpec]] = set()
 
-    def _actor(self, endpoint: str, spec: ModelSpec, limits: EndpointLimits, caller: Caller) -> Any:
+    def _actor(self, endpoint: str, limits: EndpointLimits, caller: Caller) -> Any:
         actor = self.actors.get((endpoint, limits))
         if actor is None:
-            actor = self.actors[endpoint, limits] = self._start(endpoint, spec, limits, caller)
-            problem = ray.get(actor.check.remote(spec))
-            if problem is not None:
-                raise InputError(
-                    f"a Ray worker cannot call {spec}: {problem} in the workers' environment "
-                    "(eigenjury never sends keys through Ray; start the cluster's nodes with "
-                    "it set)"
-                )
+            seed = int.from_bytes(hashlib.sha256(endpoint.encode()).digest()[:4], "big")
+            actor = self.actors[endpoint, limits] = EndpointActor.options(  # type: ignore[attr-defined]
+                max_concurrency=max(1000, limits.concurrency),
+            ).remote(caller.retry, caller.prices, limits, seed)
         return actor
+
+    async def _admit(
+        self, actor: Any, endpoint: str, limits: EndpointLimits, spec: ModelSpec, caller: Caller
+    ) -> None:
+        """Each model the actor is to call, once: providers the driver was given (test
+        doubles) and scripted ones travel with it; HTTP providers are made there, from its
+        environment, which must hold the keys."""
+        if (endpoint, limits, spec) in self._admitted:
+            return
+        provider = caller.injected(spec)
+        if provider is None and spec.provider == "scripted":
+            provider = ScriptedProvider(spec.model)
+        problem = await actor.admit.remote(spec, provider)
+        if problem is not None:
+            raise InputError(
+                f"a Ray worker cannot call {spec}: {problem} in the workers' environment "
+                "(eigenjury never sends keys through Ray; start the cluster's nodes with "
+                "it set)"
+            )
+        self._admitted.add((endpoint, limits, spec))
 
     async def stream(
         self,
@@ -139,7 +160,7 @@ class RayBackend:
     ) -> AsyncIterator[StoredResult]:
         """Chunks of calls to the endpoint's actor, enough in flight to keep its
         concurrency busy; results in the order they finish."""
-        actor = self._actor(endpoint, spec, limits, caller)
+        actor = self._actor(endpoint, limits, caller)
         size = max(1, min(self.chunk, limits.concurrency))
         slots = asyncio.Semaphore(max(2, math.ceil(2 * limits.concurrency / size)))
         results: asyncio.Queue[StoredResult | None] = asyncio.Queue()
@@ -164,6 +185,7 @@ class RayBackend:
             try:
                 chunk: list[WorkItem] = []
                 async for item in items:
+                    await self._admit(actor, endpoint, limits, item.spec, caller)
                     chunk.append(item)
                     if len(chunk) == size:
                         await slots.acquire()
@@ -200,26 +222,12 @@ class RayBackend:
                     if result.key not in got:
                         got.add(result.key)
                         await results.put(result)
+        except RayTaskError as exc:
+            if isinstance(exc.cause, InputError):
+                raise exc.cause from None
         except RayError:
-            pass  # the caller sends what is missing again
+            pass  # the worker was lost: the caller sends what is missing again
         return got
-
-    def _start(self, endpoint: str, spec: ModelSpec, limits: EndpointLimits, caller: Caller) -> Any:
-        """The endpoint's actor. Providers the driver was given (test doubles) and scripted
-        ones travel with it; HTTP providers are made there, from its environment."""
-        provider = caller.injected(spec)
-        if provider is None and spec.provider == "scripted":
-            provider = ScriptedProvider(spec.model)
-        seed = int.from_bytes(hashlib.sha256(endpoint.encode()).digest()[:4], "big")
-        return EndpointActor.options(  # type: ignore[attr-defined]
-            max_concurrency=max(1000, limits.concurrency),
-        ).remote(
-            caller.retry,
-            caller.prices,
-            limits,
-            {str(spec): provider} if provider is not None else {},
-            seed,
-        )
 
     def close(self) -> None:
         """Close the actors' connections, then end them."""
@@ -234,6 +242,8 @@ class RayBackend:
 def _rounds_task(
     data: ScenarioCounts, statistic: Statistic, seeds: list[np.random.SeedSequence]
 ) -> list[dict[str, FloatArray]]:
+    from eigenjury.stats.bootstrap import run_rounds
+
     return run_rounds(data, statistic, seeds)
 
 
@@ -241,6 +251,7 @@ def map_rounds(
     data: ScenarioCounts, statistic: Statistic, seeds: Sequence[np.random.SeedSequence]
 ) -> list[dict[str, FloatArray]]:
     """Bootstrap rounds as Ray tasks (four per CPU of the cluster), in round order."""
+
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
     chunks = [list(c) for c in np.array_split(np.arange(len(seeds)), 4 * cpus) if len(c)]
     data_ref, statistic_ref = ray.put(data), ray.put(statistic)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from eigenjury.errors import InputError
+from eigenjury.files import read_text
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import Usage
 
@@ -59,15 +60,15 @@ class PriceTable:
     @classmethod
     def from_file(cls, path: str | Path, *, base: PriceTable | None = None) -> PriceTable:
         path = Path(path)
+        text = read_text(path)
         try:
-            text = path.read_text(encoding="utf-8")
-            raw: dict[str, Any] = (
-                json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-            )
-        except FileNotFoundError:
-            raise InputError("no such file", path=path) from None
+            raw: Any = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
             raise InputError(f"not a readable price table ({exc})", path=path) from None
+        if not isinstance(raw, dict):
+            raise InputError(
+                "a price table maps 'provider:model' to {input, output} prices", path=path
+            )
         table = PriceTable((base or cls()).prices)
         for name, entry in raw.items():
             try:

@@ -47,6 +47,10 @@ class ModelSpec:
     api_key_env: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("endpoint", "api_key_env"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise SpecError(f"the {name} of model spec '{self}' must be text, got {value!r}")
         if self.provider not in PROVIDERS:
             raise SpecError(
                 f"unknown provider '{self.provider}' in model spec '{self}'; "
@@ -58,8 +62,10 @@ class ModelSpec:
             raise SpecError(
                 f"model spec '{self}' needs an endpoint: openai-compatible:MODEL@http://host:port/v1"
             )
-        if self.endpoint is not None and urlsplit(self.endpoint).scheme not in ("http", "https"):
-            raise SpecError(f"endpoint '{self.endpoint}' of '{self}' is not an http(s) URL")
+        if self.endpoint is not None:
+            url = urlsplit(self.endpoint)
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise SpecError(f"endpoint '{self.endpoint}' of '{self}' is not an http(s) URL")
 
     @classmethod
     def parse(cls, text: str) -> ModelSpec:

@@ -18,7 +18,7 @@ import yaml
 
 from eigenjury.config import load_yaml
 from eigenjury.errors import InputError
-from eigenjury.files import json_object, read_csv
+from eigenjury.files import read_csv, read_json_lines
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,7 @@ def _rows(source: str, base: Path, kind: str, required: tuple[str, ...]) -> tupl
     if path.suffix.lower() == ".csv":
         needs = f"a {kind} file needs columns {', '.join(required)}"
         return list(read_csv(path, required, needs)), str(path)
-    with path.open(encoding="utf-8-sig") as f:
-        rows = [(n, json_object(t, path, n)) for n, t in enumerate(f, start=1) if t.strip()]
-    return rows, str(path)
+    return list(read_json_lines(path)), str(path)
 
 
 def _pick(items: list[Any], limit: int | None, seed: int) -> list[Any]:

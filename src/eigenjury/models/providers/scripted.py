@@ -11,7 +11,7 @@ import asyncio
 import hashlib
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from eigenjury.models.errors import ERROR_KINDS, ProviderError
 from eigenjury.models.spec import SpecError
@@ -102,8 +102,3 @@ class ScriptedProvider:
 
     async def aclose(self) -> None:
         return None
-
-
-def table_script(replies: Mapping[str, str], default: str = "") -> Script:
-    """A script answering by the last user message, from a table."""
-    return lambda request: replies.get(_last_user(request), default)
