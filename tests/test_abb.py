@@ -218,3 +218,13 @@ def test_utility_is_invariant_to_shrinkage_and_undefined_for_constants() -> None
     same = utility_retained(x, 0.2 * x + 0.4)
     assert same.pearson == pytest.approx(1.0) and same.kendall == pytest.approx(1.0)
     assert utility_retained(x, np.full(4, 0.5)).spearman is None
+
+
+def test_the_range_step_keeps_the_sensitivitys_share_of_delta() -> None:
+    """Which step is used depends on the measured bound, so the chance that bound failed
+    stays inside delta whichever step is kept."""
+    cert = certify(0.5, 0.05, 0.9, 100, delta_sensitivity=0.01)
+    assert cert.bias_bound == "range"
+    assert cert.split.sensitivity == 0.01 and cert.split.markov == 0.0
+    assert cert.split.noise == pytest.approx(0.04)
+    assert cert.noise_radius == pytest.approx(math.sqrt(2 * laurent_massart_radius(100, 0.04)))

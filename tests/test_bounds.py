@@ -36,6 +36,7 @@ TEXTS = [
     "wait for the result of the job.",
     "# Plan\n- first, call the API 3 times\n- then **check** the 2 results\n\n1. Done.",
     "A short reply without markdown, about the weather in 2024 and of the sea",
+    "Call `__init__` first, then **read** `a**b**c` before you go on.\n\nThat is all.",
 ]
 
 
@@ -456,3 +457,24 @@ def test_paraphrase_neighbours_through_the_engine_are_checked_then_judged(
     judged = list(judge.successes)  # every request the judge answered
     assert not any("Answer seven" in k or k.count("Answer 5.") > 1 for k in judged)
     assert any("addresses the point" in k for k in judged)
+
+
+def test_the_commands_name_every_generator_scale_and_method() -> None:
+    from eigenjury.bounds.neighbours import GENERATOR_NAMES
+    from eigenjury.bounds.scores import SCALES
+    from eigenjury.cli import BOUND_GENERATORS, BOUND_SCALES, build_parser
+    from eigenjury.stats.abb import BOUND_METHODS
+
+    assert set(BOUND_GENERATORS.split(",")) == set(GENERATOR_NAMES)
+    assert set(BOUND_SCALES) == set(SCALES)
+    base = ["bound", "apply", "s.csv", "--profile", "p.json", "--tau", "1", "--delta", "0.1",
+            "--out", "o"]  # fmt: skip
+    for method in BOUND_METHODS:
+        assert build_parser().parse_args([*base, "--method", method]).method == method
+
+
+def test_nan_and_infinite_arguments_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["bound", "certify", "--tau", "nan", "--delta", "0.01", "--sensitivity", "0.1",
+              "--dim", "10"])  # fmt: skip
+    assert stop.value.code == 2 and "'nan' is not a number" in capsys.readouterr().err

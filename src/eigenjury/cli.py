@@ -42,6 +42,8 @@ def _bounded(
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
+        if value != value:  # NaN: every comparison below would be false
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
         too_low = low is not None and (value <= low if open_low else value < low)
         too_high = high is not None and (value >= high if open_high else value > high)
         if too_low or too_high:
@@ -500,7 +502,7 @@ def add_bound_commands(commands: Any) -> None:
     apply.add_argument("--out", type=Path, required=True, help="output folder")
     scale = apply.add_mutually_exclusive_group()
     scale.add_argument("--scale", choices=BOUND_SCALES, help="raw range of a score file")
-    scale.add_argument("--range", type=float, nargs=2, metavar=("LOW", "HIGH"))
+    scale.add_argument("--range", type=_bounded(float), nargs=2, metavar=("LOW", "HIGH"))
     apply.add_argument(
         "--level",
         choices=("task", "criterion"),

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -30,7 +30,6 @@ from eigenjury.bounds.neighbours import (
     JudgedItem,
     Paraphraser,
 )
-from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.errors import InputError
 from eigenjury.files import read_jsonl, validation_problem
@@ -108,7 +107,7 @@ class GeneratorProfile(BaseModel):
     estimate: float | None
     upper_bound: float | None
     confidence: float
-    method: str
+    method: Literal["kl", "hoeffding", "bootstrap"]
     m: int
     beyond_jitter: float | None
     failures: dict[str, int]
@@ -129,7 +128,7 @@ class Profile(BaseModel):
     m: int
     seed: int
     confidence: float
-    method: str
+    method: Literal["kl", "hoeffding", "bootstrap"]
     paraphraser: str | None
     original_failures: dict[str, int]
     jitter: float | None
@@ -141,7 +140,7 @@ class Profile(BaseModel):
         if not path.is_file():
             raise InputError("no such profile", path=path)
         try:
-            profile = cls.model_validate_json(path.read_text(encoding="utf-8"))
+            profile = cls.model_validate_json(path.read_bytes())
         except ValidationError as exc:
             raise InputError(
                 f"not a profile from `eigenjury bound measure`: {validation_problem(exc)}",
@@ -189,7 +188,6 @@ async def measure(
             for item in sampled
         ]
     )
-    every = list(originals)  # for the accounting
     original_failures: Counter[str] = Counter()
     scores: dict[int, float] = {}
     for i, (item, result) in enumerate(zip(sampled, originals, strict=True)):
@@ -204,8 +202,7 @@ async def measure(
     failures: dict[str, Counter[str]] = {g: Counter() for g in settings.generators}
     for name in settings.generators:
         if name == PARAPHRASE:
-            neighbours[name], made = await _paraphrased(engine, sampled, settings, failures[name])
-            every.extend(made)
+            neighbours[name] = await _paraphrased(engine, sampled, settings, failures[name])
         else:
             generator = LOCAL_GENERATORS[name]
             neighbours[name] = {
@@ -219,7 +216,6 @@ async def measure(
             for _, _, item in jobs
         ]
     )
-    every.extend(results)
     pairs: dict[str, list[Pair]] = {g: [] for g in settings.generators}
     for (name, i, item), result in zip(jobs, results, strict=True):
         score, failure = _score(protocol, item, result)
@@ -251,15 +247,8 @@ async def measure(
         original_failures=dict(original_failures),
         jitter=jitter,
         generators=generators,
-        accounting=_accounting(every),
+        accounting=engine.session_accounting.record(),
     )
-
-
-def _accounting(results: Sequence[CallResult]) -> dict[str, Any]:
-    accounting = Accounting()
-    for r in results:
-        accounting.add(str(r.call.spec), r.call.role, r.completion, r.error_kind, r.cached)
-    return accounting.record()
 
 
 def _score(
@@ -279,7 +268,7 @@ async def _paraphrased(
     sampled: Sequence[JudgedItem],
     settings: MeasureSettings,
     failures: Counter[str],
-) -> tuple[dict[int, JudgedItem], list[CallResult]]:
+) -> dict[int, JudgedItem]:
     if settings.paraphraser is None:
         raise InputError("the paraphrase neighbour needs --paraphraser MODEL")
     which = [
@@ -308,7 +297,7 @@ async def _paraphrased(
         responses = list(item.responses)
         responses[w] = text
         made[i] = JudgedItem(item.id, item.prompt, tuple(responses), item.models, item.swapped)
-    return made, results
+    return made
 
 
 def _generator_profile(

@@ -59,6 +59,7 @@ _FUNCTION_WORDS = frozenset(
 _HEADER = re.compile(r"^(\s*)#{1,6}\s+")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+")
 _BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 _FILLER = (
     "I hope this is clear.",
     "Here is my answer.",
@@ -122,13 +123,18 @@ def _edit_prose(text: str, edit: Callable[[str], str]) -> str:
 
 def _edit_words(prose: str, edit: Callable[[str], str]) -> str:
     """Apply `edit` to the stretches between inline code and numbers."""
+    return _outside(_INLINE_PROTECTED, prose, edit)
+
+
+def _outside(protected: re.Pattern[str], text: str, edit: Callable[[str], str]) -> str:
+    """Apply `edit` to the stretches of `text` between matches of `protected`."""
     out: list[str] = []
     start = 0
-    for match in _INLINE_PROTECTED.finditer(prose):
-        out.append(edit(prose[start : match.start()]))
+    for match in protected.finditer(text):
+        out.append(edit(text[start : match.start()]))
         out.append(match.group(0))
         start = match.end()
-    out.append(edit(prose[start:]))
+    out.append(edit(text[start:]))
     return "".join(out)
 
 
@@ -221,7 +227,8 @@ class Markdown:
     def has_markdown(text: str) -> bool:
         prose = "".join(p for p, _ in _split_fences(text))
         lines = prose.splitlines()
-        return any(_HEADER.match(x) or _BULLET.match(x) for x in lines) or bool(_BOLD.search(prose))
+        bold = _BOLD.search(_INLINE_CODE.sub("", prose))  # `a**b**c` is code, not bold
+        return any(_HEADER.match(x) or _BULLET.match(x) for x in lines) or bool(bold)
 
     def toggle(self, text: str) -> str:
         return _edit_prose(text, self._off if self.has_markdown(text) else self._on)
@@ -229,7 +236,11 @@ class Markdown:
     @staticmethod
     def _off(prose: str) -> str:
         lines = [_BULLET.sub(r"\1", _HEADER.sub(r"\1", x)) for x in prose.split("\n")]
-        return _BOLD.sub(lambda m: m.group(1) or m.group(2), "\n".join(lines))
+        return _outside(
+            _INLINE_CODE,
+            "\n".join(lines),
+            lambda part: _BOLD.sub(lambda m: m.group(1) or m.group(2), part),
+        )
 
     @staticmethod
     def _on(prose: str) -> str:
@@ -240,8 +251,8 @@ class Markdown:
                 f"- {p.lstrip()}" if p.strip() and not p.lstrip()[0].isdigit() else p
                 for p in paragraphs[::2]
             ]
-        first = re.search(r"[A-Za-z][^.!?\n]*[A-Za-z]", "".join(paragraphs))
         joined = "".join(paragraphs)
+        first = re.search(r"[A-Za-z][^.!?\n]*[A-Za-z]", joined)
         if first is None or "`" in first.group(0):
             return joined
         return f"{joined[: first.start()]}**{first.group(0)}**{joined[first.end() :]}"

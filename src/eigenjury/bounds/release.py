@@ -131,7 +131,7 @@ def release(scores: ScoreSet, profile: Profile, settings: ReleaseSettings) -> Re
     if not certificate.feasible:
         raise InputError(certificate.explain())
     sigma = certificate.sigma_max / 2 if settings.sigma is None else settings.sigma
-    if sigma > certificate.sigma_max:
+    if not sigma <= certificate.sigma_max:  # NaN included
         raise InputError(
             f"--sigma {sigma:g} exceeds sigma_max = {certificate.sigma_max:.6g} for these "
             "settings; the bound holds for any sigma up to sigma_max"
@@ -167,10 +167,11 @@ def _stability(
 ) -> dict[str, Any]:
     """How the model ranking fares over fresh noise draws (it is not what is bounded)."""
     rng = np.random.default_rng([settings.seed, 1])
+    normalised = scores.normalised
     kendall = []
     same_top = 0
     for _ in range(settings.stability_draws):
-        after = scores.model_scores(debias(scores.normalised, certificate, sigma, rng))
+        after = scores.model_scores(debias(normalised, certificate, sigma, rng))
         kendall.append(utility_retained(before, after).kendall)
         same_top += int(np.argmax(after) == np.argmax(before))
     values = np.array([np.nan if k is None else k for k in kendall])

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from eigenjury.errors import InputError
-from eigenjury.files import read_csv, read_json_lines
+from eigenjury.files import NOT_TEXT, read_csv, read_json_lines
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
 from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
 from eigenjury.verdict_files import read_verdicts
@@ -128,15 +128,15 @@ def read_scores(path: Path, *, scale: Scale | None = None, level: str = "task") 
         return _read_results(path, level)
     if level != "task":
         raise InputError("--level criterion applies to a contracts results.json", path=path)
-    if suffix == ".parquet" or _columns(path, suffix) >= set(VERDICT_COLUMNS):
-        _no_scale(path, scale, "a verdict file")
-        return _from_verdicts(path)
-    if suffix not in (".csv", ".jsonl", ".ndjson"):
+    if suffix not in (".csv", ".jsonl", ".ndjson", ".parquet"):
         raise InputError(
             f"unknown file type '{suffix or '(none)'}'; use a .csv or .jsonl score file, a "
             "verdict file or a contracts results.json",
             path=path,
         )
+    if suffix == ".parquet" or _columns(path, suffix) >= set(VERDICT_COLUMNS):
+        _no_scale(path, scale, "a verdict file")
+        return _from_verdicts(path)
     if scale is None:
         raise InputError(
             f"declare the raw score range with --scale ({', '.join(SCALES)}) or --range LOW HIGH",
@@ -152,6 +152,13 @@ def _no_scale(path: Path, scale: Scale | None, what: str) -> None:
 
 def _columns(path: Path, suffix: str) -> set[str]:
     """The column names of a CSV header or of the first JSONL object (empty if none)."""
+    try:
+        return _first_columns(path, suffix)
+    except UnicodeDecodeError:
+        raise InputError(NOT_TEXT, path=path) from None
+
+
+def _first_columns(path: Path, suffix: str) -> set[str]:
     with path.open(encoding="utf-8-sig", newline="") as f:
         if suffix == ".csv":
             header = next(csv.reader(f), [])

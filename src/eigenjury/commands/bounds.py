@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
-import os
+import math
 from pathlib import Path
 
 from rich.console import Console
@@ -20,7 +21,7 @@ from eigenjury.bounds.scores import SCALES, Scale, ScoreSet, read_scores
 from eigenjury.commands.calls import engine_from_args, run_with_engine
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
-from eigenjury.files import write_json
+from eigenjury.files import write_json, write_text
 from eigenjury.models.spec import ModelSpec
 from eigenjury.reports.accounting import print_accounting
 from eigenjury.stats.abb import BATCH_MEAN, Centre
@@ -119,8 +120,8 @@ def _fmt(value: float | None) -> str:
 def _scale(args: argparse.Namespace) -> Scale | None:
     if args.range is not None:
         low, high = args.range
-        if not low < high:
-            raise InputError(f"--range {low:g} {high:g}: LOW must be below HIGH")
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise InputError(f"--range {low:g} {high:g}: LOW must be below HIGH, both finite")
         return Scale("range", low, high)
     return None if args.scale is None else SCALES[args.scale]
 
@@ -176,27 +177,27 @@ def apply(args: argparse.Namespace, console: Console) -> int:
 
 def _write_scores(path: Path, scores: ScoreSet, debiased: FloatArray) -> None:
     """Per item: the raw and normalised score, and the released one in both units."""
-    tmp = path.with_name(f".{path.name}.tmp")
     models = scores.item_models()
-    with tmp.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
+    normalised = scores.normalised
+    raw_out = scores.scale.raw(debiased)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(
+        ["item", "model", "criterion", "score", "normalised", "debiased", "debiased_raw"]
+    )
+    for i, item in enumerate(scores.items):
         writer.writerow(
-            ["item", "model", "criterion", "score", "normalised", "debiased", "debiased_raw"]
+            [
+                item,
+                models[i] or "",
+                scores.criteria[i] or "",
+                f"{scores.raw[i]:g}",
+                f"{normalised[i]:.6g}",
+                f"{debiased[i]:.6g}",
+                f"{raw_out[i]:.6g}",
+            ]
         )
-        raw_out = scores.scale.raw(debiased)
-        for i, item in enumerate(scores.items):
-            writer.writerow(
-                [
-                    item,
-                    models[i] or "",
-                    scores.criteria[i] or "",
-                    f"{scores.raw[i]:g}",
-                    f"{scores.normalised[i]:.6g}",
-                    f"{debiased[i]:.6g}",
-                    f"{raw_out[i]:.6g}",
-                ]
-            )
-    os.replace(tmp, path)
+    write_text(path, buffer.getvalue())
 
 
 def certify(args: argparse.Namespace, console: Console) -> int:

@@ -14,8 +14,10 @@ each with its own share of delta:
   the upper confidence bound used (share `delta_sensitivity`, spent when measuring);
 - Markov: ||f(D) - f(D')|| <= Delta / sqrt(delta_markov), except with delta_markov;
   or, never failing, the range bound ||f(D) - f(D')|| <= sqrt(k) (k changed items in
-  [0, 1]), which then needs no delta at all: the whole of delta goes to the noise
-  tail. Both certificates are valid: with alpha chosen automatically the one keeping
+  [0, 1]), which needs no delta of its own: the rest of delta goes to the noise tail
+  (the sensitivity's share stays reserved, because which step is used depends on the
+  measured bound, so its failure must stay inside delta either way). Both
+  certificates are valid: with alpha chosen automatically the one keeping
   more signal (larger alpha) is used, so a small measured sensitivity pays off; for a
   given alpha, the one with more room for noise (so a looser target never lowers the
   noise ceiling);
@@ -202,13 +204,14 @@ def certify(
     )
     if not range_bound:
         return markov
-    # The range step never fails, so it needs no part of delta, nor the measured Delta.
+    # The range step never fails; the sensitivity's share stays spent, since the choice
+    # between the two steps rests on the measured bound.
     by_range = _candidate(
         tau,
         delta,
         math.sqrt(neighbour_size),
         "range",
-        DeltaSplit(0.0, 0.0, delta),
+        DeltaSplit(delta_sensitivity, 0.0, rest),
         sensitivity=sensitivity,
         dim=dim,
         neighbour_size=neighbour_size,
