@@ -1,6 +1,9 @@
-"""Shared fixtures: small simulated populations with known truth."""
+"""Shared fixtures: small simulated populations with known truth, and a user cache
+folder of the test session's own (the llama.cpp CPU probe writes there)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,3 +18,10 @@ def population() -> Population:
 @pytest.fixture(scope="session")
 def table(population: Population) -> VerdictTable:
     return simulate_verdicts(population, n_scenarios=1500, seed=4)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EIGENJURY_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
+        yield

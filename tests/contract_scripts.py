@@ -5,6 +5,8 @@
 - `juror-yes` / `juror-no`: always C / always I, after an echoed example of the other.
 - `juror-mute`: never gives a verdict line, not even when asked to repair.
 - `juror-late`: no verdict at first; answers the repair request with GRADE: C.
+- `juror-prose`: grades like `juror-keyword`, but as models often write: the verdict ends
+  a sentence after an echoed format ("... so GRADE: C."), never on a line of its own.
 - `candidate-paris`: answers every task with "Answer: Paris".
 """
 
@@ -49,7 +51,24 @@ def juror_keyword(request: ChatRequest) -> str:
     return "Each criterion on its own.\n" + "\n".join(lines)
 
 
+def juror_prose(request: ChatRequest) -> str:
+    if _is_repair(request):
+        return "GRADE: I"
+    user = _user(request)
+    found = SUBMISSION.search(user)
+    submission = found.group(1) if found else ""
+    single = CRITERION.search(user)
+    if single:
+        verdict = "C" if _meets(single.group(1), submission) else "I"
+        return f"I must end with GRADE: C or GRADE: I. Having read it, **GRADE: {verdict}**."
+    return " ".join(
+        f"As for {ident}, GRADE[{ident}]: {'C' if _meets(text, submission) else 'I'}."
+        for ident, text in LISTED.findall(user)
+    )
+
+
 register_script("juror-keyword", juror_keyword)
+register_script("juror-prose", juror_prose)
 register_script(
     "juror-yes", lambda r: "GRADE: I would be wrong here.\nGRADE: I\nOn reflection:\nGRADE: C"
 )

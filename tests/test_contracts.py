@@ -75,6 +75,43 @@ def test_the_last_verdict_line_counts() -> None:
 
 
 @pytest.mark.parametrize(
+    ("reply", "grade"),
+    [
+        # verdicts as models write them: wherever they stand, the last one counts
+        ("The response names the scattering. GRADE: C", "C"),
+        ("At first GRADE: C seemed right, but no. GRADE: I", "I"),
+        ("It misses the date, so GRADE: I.", "I"),
+        ("GRADE:C", "C"),
+        ("grade: i", "I"),
+        ("**GRADE:** C", "C"),
+        ("**GRADE**: I", "I"),
+        ("Verdict: GRADE: **C**", "C"),
+        ("`GRADE: C`", "C"),
+        ("Grade: (I)", "I"),
+        ("GRADE: C The rest is commentary.", "C"),
+        ("GRADE: C\nand that is final", "C"),
+        # mentions of the format or of a grade in prose never decide
+        ("I must answer GRADE: C or GRADE: I. It meets it.", None),
+        ("Reply with GRADE: C|I", None),
+        ("GRADE: C if it meets the criterion, GRADE: I if it does not.", None),
+        ("GRADE: I'm not sure yet", None),
+        ("UPGRADE: C", None),
+        ("GRADE: CI", None),
+        ("Reply with GRADE: C or GRADE: I.\nIt names the scattering. GRADE: C", "C"),
+    ],
+)
+def test_a_verdict_is_read_wherever_it_stands(reply: str, grade: str | None) -> None:
+    assert parse_grade(reply) == grade
+
+
+def test_batched_verdicts_are_read_wherever_they_stand() -> None:
+    text = "For a it holds, GRADE[a]: C. For b it does not: **GRADE[b]:** I"
+    assert parse_grades(text, ["a", "b"]) == {"a": "C", "b": "I"}
+    echo = "Reply with GRADE[a]: C or GRADE[a]: I. Then: GRADE[a]: I, sadly."
+    assert parse_grades(echo, ["a"]) == {"a": "I"}
+
+
+@pytest.mark.parametrize(
     ("c_votes", "size", "passed", "distance"),
     [
         (3, 5, True, 1),
@@ -407,6 +444,26 @@ def test_unparseable_is_a_fail_vote_retried_once(contract_path: Path, tmp_path: 
     [r2], _ = run_grade(source, subs, jury2, tmp_path, engine={"providers": providers})
     assert not r2.criteria[1].passed  # C + unparsed = a tie: fails
     assert mute.calls == 4  # the store answered
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_verdicts_ending_a_sentence_are_votes_without_repair(
+    contract_path: Path, tmp_path: Path, batch: bool
+) -> None:
+    source = load_contract(contract_path)
+    subs = [Submission("france", "x", "Paris, a lovely city.\nAnswer: Paris")]
+    subs.append(Submission("france", "y", "Answer: Paris"))
+    prose = ScriptedProvider("juror-prose")
+    jury = Jury.from_specs(["scripted:juror-prose"] * 3, batch_criteria=batch)
+    providers = {"scripted:juror-prose": prose}
+    results, _ = run_grade(source, subs, jury, tmp_path, engine={"providers": providers})
+    assert [[c.passed for c in r.criteria] for r in results] == [
+        [True, True, True],
+        [True, True, False],
+    ]
+    votes = [v for r in results for c in r.criteria[1:] for v in c.votes]
+    assert all(v.attempts == 1 and not v.unparsed for v in votes)  # no repair was asked for
+    assert prose.calls == 3 * 2 * (1 if batch else 2)  # jurors x submissions x calls each
 
 
 def test_failed_calls_are_error_votes_and_make_the_result_incomplete(

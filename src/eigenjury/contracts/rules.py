@@ -1,8 +1,12 @@
 """The grading rules, exactly: reading a juror's grade, the jury's majority, the score.
 
-- A juror's reply ends with a verdict line `GRADE: C` (meets the criterion) or
-  `GRADE: I`. The LAST verdict line counts, so a criterion or submission that echoes an
-  example earlier in the text cannot decide it; a reply without one is unparseable.
+- A juror's reply ends with a verdict `GRADE: C` (meets the criterion) or `GRADE: I`,
+  read wherever it stands, as models write it: at the end of a sentence, in markdown
+  emphasis or code, `GRADE:C`, in any case. The LAST verdict counts, so an example
+  echoed earlier in the text cannot decide it; a reply without one is unparseable.
+  A letter followed by a lowercase word is prose that mentions a grade, not a verdict
+  ("Grade: I think...", "GRADE: C if it meets..."), and so is the format itself
+  ("GRADE: C|I", "GRADE: C or I").
 - A criterion passes iff its C votes are more than half the jury: a tie fails, and an
   unparseable reply or a failed call is a vote that is not C.
 - The task score is the sum of the weights of passed criteria; the task passes iff the
@@ -16,30 +20,29 @@ import re
 from collections.abc import Iterable, Sequence
 
 CORRECT, INCORRECT = "C", "I"
-_GRADE = re.compile(r"^[\s*_`>#-]*GRADE\s*:\s*[*_`]*\s*([CI])\s*[*_`]*\s*\.?\s*$", re.IGNORECASE)
+# The verdict letter, between optional markdown or brackets, ending the sentence: not a
+# word, not the format "C|I" / "C/I" / "C or I", not followed by a lowercase word; and
+# not the second half of the format ("GRADE: C or GRADE: I").
+_ALTERNATIVE = r"(?<!\bor\s)(?<![|/]\s)(?<![|/])"
+_LETTER = r"""[\s*_`'"(\[]*([CI])(?![\w|/'’])(?![*_`'")\]]*[ \t]+(?-i:or\b|[a-z]))"""
+_GRADE = re.compile(_ALTERNATIVE + r"\bGRADE[\s*_`]*:" + _LETTER, re.IGNORECASE)
 _GRADE_FOR = re.compile(
-    r"^[\s*_`>#-]*GRADE\s*\[\s*([^\]]+?)\s*\]\s*:\s*[*_`]*\s*([CI])\s*[*_`]*\s*\.?\s*$",
-    re.IGNORECASE,
+    _ALTERNATIVE + r"\bGRADE\s*\[\s*([^\]\n]+?)\s*\][\s*_`]*:" + _LETTER, re.IGNORECASE
 )
 _SCORE_TOLERANCE = 1e-9  # weights like 33.3 + 33.3 + 33.4 must reach a threshold of 100
 
 
 def parse_grade(text: str) -> str | None:
-    """ "C" or "I" from the last verdict line, else None."""
-    for line in reversed(text.splitlines()):
-        found = _GRADE.match(line)
-        if found:
-            return found.group(1).upper()
-    return None
+    """ "C" or "I" from the last verdict in the reply, else None."""
+    verdicts = [found.group(1) for found in _GRADE.finditer(text)]
+    return verdicts[-1].upper() if verdicts else None
 
 
 def parse_grades(text: str, criterion_ids: Sequence[str]) -> dict[str, str | None]:
-    """Several criteria in one reply: the last `GRADE[id]: C|I` line for each id."""
-    wanted = set(criterion_ids)
+    """Several criteria in one reply: the last `GRADE[id]: C|I` for each id."""
     grades: dict[str, str | None] = dict.fromkeys(criterion_ids)
-    for line in text.splitlines():
-        found = _GRADE_FOR.match(line)
-        if found and found.group(1) in wanted:
+    for found in _GRADE_FOR.finditer(text):
+        if found.group(1) in grades:
             grades[found.group(1)] = found.group(2).upper()
     return grades
 

@@ -17,6 +17,9 @@ valid verdict; with `logprobs` the completion carries every choice's log-probabi
 verdict is then the same and carries no information, while a draw at temperature 1
 still follows how the evidence moves their probabilities.)
 A `grammar` (GBNF) constrains free generation instead.
+
+Models load with llama.cpp's fast CPU code paths only where a one-time probe in a
+child process shows they run on this machine (see `local_cpu`).
 """
 
 from __future__ import annotations
@@ -37,10 +40,12 @@ from typing import Any
 import numpy as np
 
 from eigenjury.models.errors import BadRequestError, ContextLengthError
+from eigenjury.models.providers.local_cpu import model_params, use_extra_buffers
 from eigenjury.models.spec import SpecError
 from eigenjury.models.types import ChatRequest, Completion, Usage
 
 N_CTX = 4096
+LLAMA_RANDOM_SEED = 0xFFFFFFFF  # llama.cpp's seeds are 32-bit, and this one means "random"
 _INSTALL = "install the local extra: pip install 'eigenjury[local]'"
 
 
@@ -122,9 +127,13 @@ def _load(path: Path) -> _Loaded:
             except ImportError:
                 raise SpecError(f"local models need llama-cpp-python; {_INSTALL}") from None
             _quiet_llama_logs()
-            llm = Llama(
-                model_path=str(path), n_ctx=N_CTX, n_threads=os.cpu_count() or 1, verbose=False
-            )
+            with model_params(extra_buffers=use_extra_buffers(path)):
+                llm = Llama(
+                    model_path=str(path),
+                    n_ctx=N_CTX,
+                    n_threads=os.cpu_count() or 1,
+                    verbose=False,
+                )
             template = llm.metadata.get("tokenizer.chat_template") or FALLBACK_TEMPLATES.get(
                 llm.metadata.get("general.architecture", ""), PLAIN_TURNS
             )
