@@ -6,16 +6,32 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from eigenjury.batch import RequestLine
 from eigenjury.cli import main
-from eigenjury.engine import Store
+from eigenjury.engine import Store, StoredResult
+from eigenjury.engine import store as store_module
+from eigenjury.errors import InputError
+from eigenjury.files import (
+    atomic_writer,
+    lines,
+    read_csv,
+    read_json_lines,
+    read_jsonl,
+    read_text,
+    write_text,
+)
+from eigenjury.models import Completion
 from eigenjury.testing.server import Faults, ServerThread
 
 
@@ -141,6 +157,39 @@ def test_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
             "scripted:nobody",
             ["no scripted model 'nobody'"],
         ),
+        (  # beyond a SQLite INTEGER: found only when the results were stored, all lost
+            '{"id": 1, "messages": [{"role": "user", "content": "hi"}]}\n'
+            '{"id": 2, "messages": [{"role": "user", "content": "hi"}], '
+            '"sample": 18446744073709551616}\n',
+            "scripted:echo",
+            ["req.jsonl", "line 2", "field 'sample'", "less than or equal to 9223372036854775807"],
+        ),
+        (  # -1 means "a random seed" to llama.cpp servers
+            '{"id": 1, "messages": [{"role": "user", "content": "hi"}], "seed": -1}\n',
+            "scripted:echo",
+            ["line 1", "field 'seed'", "greater than or equal to 0"],
+        ),
+        (
+            '{"id": 1, "messages": [{"role": "user", "content": "hi"}], '
+            '"max_tokens": 20000000000000000000}\n',
+            "scripted:echo",
+            ["line 1", "field 'max_tokens'"],
+        ),
+        (
+            '{"id": 1, "messages": [{"role": "user", "content": "hi"}]}\n' + "[" * 100_000 + "\n",
+            "scripted:echo",
+            ["line 2", "not valid JSON", "recursion limit"],
+        ),
+        (
+            '{"id": 1, "messages": [{"role": "user", "content": "hi"}]}\n',
+            "openai-compatible:m@http://localhost:99999/v1",
+            ["openai-compatible:m@http://localhost:99999/v1", "Port out of range"],
+        ),
+        (
+            '{"id": 1, "messages": [{"role": "user", "content": "hi"}]}\n',
+            "openai-compatible:m@http://[::1/v1",
+            ["openai-compatible:m@http://[::1/v1", "Invalid IPv6 URL"],
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_located_message(
@@ -171,6 +220,7 @@ def test_bad_input_exits_2_with_a_located_message(
         assert fragment in err, f"{fragment!r} not in {err!r}"
     assert "Traceback" not in err
     assert not (tmp_path / "o.jsonl").exists()
+    assert not (tmp_path / "s.sqlite").exists()  # refused before the store was opened
 
 
 def test_unreachable_endpoint_exits_2_and_keeps_the_store(
@@ -337,3 +387,230 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path: Path) -> None:
         assert subprocess.run(command, capture_output=True, check=False).returncode == 0
         assert server.requests - sent == 400 - finished  # only the rest was sent
     assert len(read_results(tmp_path / "o.jsonl")) == 400
+
+
+def batch_args(requests: Path, out: Path, store: Path) -> list[str]:
+    model = "scripted:echo"
+    return ["batch", str(requests), "--model", model, "--out", str(out), "--store", str(store)]
+
+
+def test_a_store_locked_by_another_program_keeps_every_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another connection holds a write transaction while a batch runs: the batch waits,
+    says which store it waits for, and loses nothing."""
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 20)  # each try gives up fast
+    monkeypatch.setattr(store_module, "LOCK_REPORT_S", 0.1)
+    requests = write_requests(tmp_path / "req.jsonl", 60)
+    store = tmp_path / "s.sqlite"
+    Store(store).close()
+    other = sqlite3.connect(store, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.6, other.close).start()
+    code = main([*batch_args(requests, tmp_path / "o.jsonl", store), "--no-progress"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0
+    assert f"{store}: another program holds a lock on this store" in err
+    assert len(read_results(tmp_path / "o.jsonl")) == 60
+    with Store(store) as kept:
+        assert kept.counts() == {"ok": 60}
+
+
+def _junk(path: Path) -> None:
+    path.write_bytes(b"\x00\xffnot a database" * 300)
+
+
+def _foreign(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE invoices (amount REAL)")
+    db.commit()
+    db.close()
+
+
+def _damaged(path: Path) -> None:
+    with Store(path) as store:
+        store.put_many(
+            [
+                StoredResult(f"k{i}", "scripted:echo", "{}", 0, Completion("x" * 500, "stop"))
+                for i in range(200)
+            ]
+        )
+    data = bytearray(path.read_bytes())
+    data[5000:9000] = b"\x13" * 4000
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("command", ["batch", "export"])
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (_junk, "not an eigenjury store"),
+        (Path.mkdir, "this is a folder"),
+        (_foreign, "database of another program (tables: invoices)"),
+        (_damaged, "damaged"),
+    ],
+)
+def test_a_store_that_is_not_one_exits_2_naming_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    make: Callable[[Path], Any],
+    expected: str,
+) -> None:
+    store = tmp_path / "s.sqlite"
+    make(store)
+    requests = write_requests(tmp_path / "req.jsonl", 3)
+    if command == "batch":
+        args = batch_args(requests, tmp_path / "o.jsonl", store)
+    else:
+        args = ["export", str(tmp_path / "o.jsonl"), "--store", str(store)]
+    code = main(args)
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and f"{store}: " in err and expected in err, err
+    assert "--store" in err and "Traceback" not in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("target", ["requests", "link to requests", "store", "new store"])
+def test_out_never_overwrites_the_requests_or_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    requests = write_requests(tmp_path / "req.jsonl", 3)
+    store = tmp_path / "s.sqlite"
+    if target == "store":
+        main([*batch_args(requests, tmp_path / "first.jsonl", store), "--no-progress"])
+    before = {p: p.read_bytes() for p in (requests, store) if p.exists()}
+    out = {"requests": requests, "store": store, "new store": store}.get(
+        target, tmp_path / "link.jsonl"
+    )
+    if target == "link to requests":
+        out.symlink_to(requests)
+    code = main([*batch_args(requests, out, store), "--no-progress"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and f"{out}: this is also the" in err and "give --out another path" in err
+    assert {p: p.read_bytes() for p in before} == before
+    if target != "store":
+        assert not store.exists()  # refused before the store was opened or any call made
+
+
+def test_export_reads_a_store_and_never_makes_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()  # SQLite would take it for a new database and write a store into it
+    for store, expected in (
+        (empty, "this file holds no results"),
+        (tmp_path / "none.sqlite", "no such"),
+    ):
+        code = main(["export", str(tmp_path / "all.jsonl"), "--store", str(store)])
+        err = " ".join(capsys.readouterr().err.split())
+        assert code == 2 and f"{store}: {expected}" in err
+    assert empty.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite"]
+
+
+def test_out_as_a_folder_is_refused_up_front_and_leaves_nothing_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    requests = write_requests(tmp_path / "req.jsonl", 3)
+    folder = tmp_path / "results"
+    folder.mkdir()
+    code = main(batch_args(requests, folder, tmp_path / "s.sqlite"))
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and f"{folder}: this is a folder" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["req.jsonl", "results"]
+
+
+def test_atomic_writes_name_the_target_and_never_leave_a_temporary_file(tmp_path: Path) -> None:
+    folder = tmp_path / "out.jsonl"
+    folder.mkdir()
+    with pytest.raises(InputError, match="this is a folder") as caught:
+        write_text(folder, "x")
+    assert caught.value.path == str(folder)
+    target = tmp_path / "o.jsonl"
+    with pytest.raises(RuntimeError), atomic_writer(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("the writer failed half way")
+    blocked = tmp_path / "blocked.jsonl"
+    blocked.with_name(f".{blocked.name}.tmp").mkdir()  # the temporary name is taken
+    with pytest.raises(InputError) as caught:
+        write_text(blocked, "x")
+    assert caught.value.path == str(blocked) and ".tmp" not in caught.value.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".blocked.jsonl.tmp", "out.jsonl"]
+
+
+@pytest.mark.parametrize("rate", [["--rpm", "1e-300"], ["--tpm", "1e-300"], ["--rpm", "0.01"]])
+def test_rates_too_slow_to_make_progress_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], rate: list[str]
+) -> None:
+    requests = write_requests(tmp_path / "req.jsonl", 3)
+    code = main([*batch_args(requests, tmp_path / "o.jsonl", tmp_path / "s.sqlite"), *rate])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and rate[0][2:] in err and "at least 1/60 (one an hour)" in err
+
+
+OK_LINE = b'{"id": 1, "messages": [{"role": "user", "content": "hi"}]}\n'
+
+
+def test_readers_name_the_line_of_a_byte_that_is_not_utf8(tmp_path: Path) -> None:
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_bytes(OK_LINE * 2 + b'{"id": 3, "note": "caf\xe9"}\n')
+    table = tmp_path / "t.csv"
+    table.write_bytes(b"a,b\n1,2\n3,caf\xe9\n")
+    readers: list[Callable[[], object]] = [
+        lambda: read_text(jsonl),
+        lambda: list(lines(jsonl)),
+        lambda: list(read_json_lines(jsonl)),
+        lambda: list(read_jsonl(jsonl, RequestLine)),
+        lambda: list(read_csv(table, ["a"], "a table")),
+    ]
+    for read in readers:
+        with pytest.raises(InputError, match="not UTF-8 text") as caught:
+            read()
+        assert caught.value.line == 3, caught.value
+        assert "0xe9" in caught.value.message
+
+
+def test_readers_accept_a_bom_and_locate_deep_nesting(tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_bytes(bom + OK_LINE)
+    table = tmp_path / "t.csv"
+    table.write_bytes(bom + b"a,b\n1,2\n")
+    assert read_text(jsonl) == OK_LINE.decode()
+    assert [n for n, _ in lines(jsonl)] == [1]
+    assert [r["id"] for _, r in read_json_lines(jsonl)] == [1]
+    assert [r.id for _, r in read_jsonl(jsonl, RequestLine)] == [1]
+    assert list(read_csv(table, ["a"], "a table")) == [(2, {"a": "1", "b": "2"})]
+    jsonl.write_bytes(OK_LINE + b"[" * 100_000 + b"\n")
+    with pytest.raises(InputError, match="nested too deeply") as caught:
+        list(read_json_lines(jsonl))
+    assert caught.value.line == 2
+
+
+def test_readers_say_a_folder_is_not_a_file(tmp_path: Path) -> None:
+    folder = tmp_path / "data.jsonl"
+    folder.mkdir()
+    readers: list[Callable[[], object]] = [
+        lambda: read_text(folder),
+        lambda: list(lines(folder)),
+        lambda: list(read_csv(folder, ["a"], "a table")),
+    ]
+    for read in readers:
+        with pytest.raises(InputError, match="this is a folder") as caught:
+            read()
+        assert caught.value.path == str(folder)
+
+
+@pytest.mark.parametrize("where", ["--out", "--store"])
+def test_a_path_under_a_regular_file_is_refused_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    requests = write_requests(tmp_path / "req.jsonl", 3)
+    (tmp_path / "afile").write_text("not a folder")
+    under = tmp_path / "afile" / "x.jsonl"
+    out, store = (under, tmp_path / "s.sqlite") if where == "--out" else (tmp_path / "o", under)
+    code = main([*batch_args(requests, out, store), "--no-progress"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and f"{under}: " in err and "afile" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "req.jsonl"]  # no calls made

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
+import types
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,8 +14,10 @@ from typing import Any
 import pytest
 
 from eigenjury.engine import Budget, Call, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine import limits as limits_module
+from eigenjury.errors import InputError
 from eigenjury.models import ChatRequest, ModelSpec, Price, PriceTable
-from eigenjury.models.providers.scripted import ScriptedProvider
+from eigenjury.models.providers.scripted import ScriptedProvider, register_script
 from eigenjury.testing.server import Faults, FaultServer
 
 FAST_RETRY = RetryPolicy(max_attempts=10, timeout_s=0.5, backoff_s=0.01, backoff_max_s=0.05)
@@ -282,3 +286,104 @@ def test_one_engine_runs_again_on_a_new_event_loop(tmp_path: Path) -> None:
         [Call(spec, ChatRequest.chat(("user", f"more {i}"))) for i in range(200)]
     )
     assert all(r.ok for r in first + again)
+
+
+def _closed_port_base() -> str:
+    with socket.socket() as probe:  # a port nothing listens on once this closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_dead_endpoint_is_given_up_on_quickly_and_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the default retry policy, every call to a closed port would retry 6 times
+    with backoff (minutes); after DEAD_AFTER connection failures in a row the rest end
+    at once as connection errors, not stored, so a rerun sends them."""
+    base = _closed_port_base()
+    spec = ModelSpec.parse(f"openai-compatible:m@{base}")
+    engine = Engine(Store(tmp_path / "s.sqlite"), progress=False)  # default retries
+    start = time.monotonic()
+    results = engine.run_sync(calls_for(spec, 40))
+    assert time.monotonic() - start < 5
+    assert all(r.error_kind == "connection" for r in results)
+    not_sent = [r for r in results if r.attempts == 0]
+    assert not_sent and all(
+        "connection failures in a row" in str(r.error_message) for r in not_sent
+    )
+    assert engine.store.counts() == {"error": 40 - len(not_sent)}  # only calls made are stored
+    lines = [x for x in capsys.readouterr().err.splitlines() if "stopped calling" in x]
+    assert len(lines) == 1 and base in lines[0]
+
+
+def test_an_answering_server_is_never_given_up_on(tmp_path: Path) -> None:
+    """Errors with an answer (HTTP 500) break any run of connection failures."""
+
+    async def go(base: str, server: FaultServer) -> Any:
+        spec = ModelSpec.parse(f"openai-compatible:test@{base}")
+        async with Engine(Store(tmp_path / "s.sqlite"), retry=FAST_RETRY, progress=False) as e:
+            return await e.run(calls_for(spec, 30))
+
+    results = serve(go, faults=Faults(server_error=1.0))
+    assert all(r.error_kind == "server" and r.attempts == FAST_RETRY.max_attempts for r in results)
+
+
+def _text(request: ChatRequest) -> str:
+    return request.messages[-1].content
+
+
+def test_a_result_the_store_cannot_hold_never_costs_the_others(tmp_path: Path) -> None:
+    """A reply the store cannot encode (a lone surrogate) is an error of its own; the
+    other results of its batch are committed, and a rerun makes only that call again."""
+    register_script("half-pair", lambda r: "bad \ud800" if "q 3" in _text(r) else "fine")
+    spec = ModelSpec.parse("scripted:half-pair")
+    engine = Engine(Store(tmp_path / "s.sqlite"), progress=False)
+    results = engine.run_sync(calls_for(spec, 8))
+    assert [r.error_kind for r in results] == [None] * 3 + ["store"] + [None] * 4
+    assert "could not be saved in the store" in str(results[3].error_message)
+    assert engine.store.counts() == {"ok": 7}
+    again = engine.run_sync(calls_for(spec, 8))
+    assert [r.cached for r in again] == [True] * 3 + [False] + [True] * 4
+
+
+def test_a_sample_the_store_cannot_hold_is_refused_before_any_call() -> None:
+    spec = ModelSpec.parse("scripted:echo")
+    for sample in (2**63, -1):
+        with pytest.raises(InputError, match="sample must be a whole number from 0 to 2"):
+            Call(spec, ChatRequest.chat(("user", "hi")), sample=sample)
+
+
+@pytest.mark.parametrize("limits", [{"rpm": 1e-300}, {"tpm": 1e-300}, {"rpm": float("nan")}])
+def test_rates_that_cannot_make_progress_are_refused(limits: dict[str, float]) -> None:
+    with pytest.raises(InputError, match="at least 1/60"):
+        EndpointLimits(**limits)
+
+
+def test_a_call_far_over_its_token_estimate_delays_the_next_by_one_bucket_at_most(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock, slept = [0.0], []
+
+    async def sleep(seconds: float) -> None:  # time passes without waiting for it
+        slept.append(seconds)
+        clock[0] += seconds
+
+    fake_asyncio = types.ModuleType("asyncio")
+    fake_asyncio.__dict__.update(asyncio.__dict__, sleep=sleep)
+    monkeypatch.setattr(limits_module, "asyncio", fake_asyncio)
+    monkeypatch.setattr(limits_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    bucket = limits_module.TokenBucket(6000)  # 100 tokens a second
+    bucket.refund(-1e12)  # a reply a trillion tokens longer than estimated
+    asyncio.run(bucket.take(50))
+    assert sum(slept) <= 2.0  # not 1e10 seconds of silence
+
+
+def test_a_request_that_is_not_valid_unicode_is_refused_before_any_call(tmp_path: Path) -> None:
+    spec = ModelSpec.parse("scripted:echo")
+    provider = ScriptedProvider("echo")
+    engine = Engine(Store(tmp_path / "s.sqlite"), providers={str(spec): provider}, progress=False)
+    calls = [*calls_for(spec, 3), Call(spec, ChatRequest.chat(("user", "half \ud800 a pair")))]
+    with pytest.raises(InputError, match="not valid Unicode"):
+        engine.run_sync(calls)
+    assert provider.calls == 0

@@ -184,7 +184,7 @@ def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
             "evaluee": {"max_tokens": 40},
             "judge": {"temperature": 1.0},
         },
-        "fit": {"bootstrap": 20},
+        "fit": {"bootstrap": 20, "ci": 0.9},
         "output": str(tmp_path / "run"),
     }
     path = tmp_path / "config.yaml"

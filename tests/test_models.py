@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from eigenjury.errors import InputError
-from eigenjury.models import ChatRequest, ModelSpec, Persona, PriceTable, SpecError, Usage
+from eigenjury.models import (
+    ChatRequest,
+    ModelSpec,
+    Persona,
+    Price,
+    PriceTable,
+    SpecError,
+    Usage,
+)
 from eigenjury.models.errors import ServerError
 from eigenjury.models.providers.scripted import ScriptedProvider, register_script
 
@@ -49,6 +57,13 @@ def test_spec_strings(text: str, provider: str, model: str, endpoint: str | None
         ("openai-compatible:qwen", "needs an endpoint"),
         ("openai:", "names no model"),
         ("openai-compatible:m@ftp://x", "needs an endpoint"),
+        (
+            "openai-compatible:m@http://localhost:99999/v1",
+            r"endpoint 'http://localhost:99999/v1' of model spec .*Port out of range",
+        ),
+        ("openai-compatible:m@http://[::1/v1", r"'http://\[::1/v1' .*Invalid IPv6 URL"),
+        ("openai-compatible:m@http://h:port/v1", "not a valid URL"),
+        ("openai-compatible:m@http://h:0/v1", "has port 0"),
     ],
 )
 def test_bad_specs_say_what_to_write(text: str, message: str) -> None:
@@ -141,5 +156,38 @@ def test_price_tables_and_binary_files_give_located_errors(tmp_path: Any) -> Non
         PriceTable.from_file(listed)
     binary = tmp_path / "prices.toml"
     binary.write_bytes(b"\xff\xfe\x00binary")
-    with pytest.raises(InputError, match=r"prices\.toml: not UTF-8 text"):
+    with pytest.raises(InputError, match=r"prices\.toml, line 1: not UTF-8 text"):
         PriceTable.from_file(binary)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("p.toml", '"scripted:echo" = {input = -1.0, output = 2.0}', "got -1.0"),
+        ("p.toml", '"openai:gpt-4o" = {input = 1.0, output = nan}', "output price .* got nan"),
+        ("p.toml", '"openai:gpt-4o" = {input = inf, output = 1.0}', "got inf"),
+        ("p.json", '{"openai:gpt-4o": {"input": NaN, "output": 1}}', "got nan"),
+        ("p.json", '{"openai:gpt-4o": {"input": 1, "output": -Infinity}}', "got -inf"),
+        ("p.json", '{"openai:gpt-4o": {"input": "-3", "output": 1}}', "got -3.0"),
+        ("p.json", "[" * 100_000, "nested too deeply"),
+        ("p.toml", "a = " + "[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_prices_must_be_finite_and_not_negative(
+    tmp_path: Any, name: str, text: str, expected: str
+) -> None:
+    """A negative or NaN price would make costs negative and slip under --budget-usd."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=expected) as caught:
+        PriceTable.from_file(path)
+    assert str(caught.value).startswith(str(path))
+    if "nested" not in expected:  # the message names the model too
+        assert "field '" in str(caught.value)
+
+
+def test_a_price_is_finite_and_not_negative() -> None:
+    with pytest.raises(ValueError, match="finite number of USD, 0 or more"):
+        Price(-0.5, 1.0)
+    with pytest.raises(ValueError, match="output_per_mtok"):
+        Price(1.0, float("nan"))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from eigenjury.models import ChatRequest, ModelSpec
+from eigenjury.models import ChatRequest, ModelSpec, Usage
 from eigenjury.models.errors import (
     AuthError,
     ConnectionFailedError,
@@ -18,7 +19,8 @@ from eigenjury.models.errors import (
     ServerError,
 )
 from eigenjury.models.factory import make_provider
-from eigenjury.models.providers.http import parse_retry_after
+from eigenjury.models.providers.http import HttpProvider, parse_retry_after, valid_text
+from eigenjury.models.providers.local import LLAMA_RANDOM_SEED, llama_seed
 from eigenjury.testing.server import Faults, FaultServer
 
 REQUEST = ChatRequest.chat(("system", "be brief"), ("user", "hello there"), temperature=0.0)
@@ -135,3 +137,34 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
     assert parse_retry_after("soon") is None
+
+
+@pytest.mark.parametrize("count", [-5, 2**64, "many", float("inf"), [3]])
+def test_impossible_token_counts_are_malformed_replies(count: Any) -> None:
+    """Negative counts would make negative costs (slipping under a budget cap), and
+    counts beyond 64 bits could not be stored."""
+    provider = make_provider(ModelSpec.parse("openai-compatible:m@http://127.0.0.1:9/v1"))
+    assert isinstance(provider, HttpProvider)
+    reply = {"usage": {"prompt_tokens": 3, "completion_tokens": count}}
+    with pytest.raises(MalformedResponseError, match=r"impossible usage\.completion_tokens"):
+        provider.usage(reply, "prompt_tokens", "completion_tokens")
+    assert provider.usage({"usage": {"prompt_tokens": 3}}, "prompt_tokens", "x") == Usage(3, 0)
+
+
+def test_any_seed_is_a_fixed_seed_for_llama_cpp() -> None:
+    """llama.cpp seeds are 32-bit and 0xFFFFFFFF means "random": a seed of -1 (or one
+    that wraps to it) would make a stored, cached result a random draw."""
+    assert llama_seed(None) is None
+    assert [llama_seed(s) for s in (0, 7, 2**32 - 2)] == [0, 7, 2**32 - 2]  # kept as given
+    for seed in (-1, 2**32 - 1, 2**63 - 1, -(2**70)):
+        assert 0 <= llama_seed(seed) < LLAMA_RANDOM_SEED  # type: ignore[operator]
+    assert llama_seed(-1) != llama_seed(-2)
+
+
+def test_reply_text_with_a_lone_surrogate_becomes_storable() -> None:
+    """json.loads turns a bare \\ud800 escape into text that SQLite cannot store."""
+    text = json.loads('"half \\ud800 a pair, and a whole one: \\ud83d\\ude00"')
+    cleaned = valid_text(text)
+    assert cleaned == "half \ufffd a pair, and a whole one: \U0001f600"
+    cleaned.encode("utf-8")  # storable
+    assert valid_text("plain é") == "plain é"

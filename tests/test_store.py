@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from eigenjury.engine.store import Store, StoredResult, canonical_json, request_key
+from eigenjury.engine import store as store_module
+from eigenjury.engine.store import Store, StoredResult, StoreError, canonical_json, request_key
 from eigenjury.models import ChatRequest, Completion, ModelSpec, Usage
 
 SPEC = ModelSpec.parse("openai-compatible:m@http://127.0.0.1:9/v1")
@@ -104,3 +109,83 @@ def test_export(tmp_path: Path, suffix: str) -> None:
     assert by_key["a"]["text"] == "one" and by_key["a"]["status"] == "ok"
     assert by_key["b"]["status"] == "error" and by_key["b"]["text"] is None
     assert by_key["b"]["error_kind"] == "auth"
+
+
+def test_a_row_the_store_cannot_hold_never_holds_back_the_others(tmp_path: Path) -> None:
+    too_big = replace(_result("big", "paid for"), sample=2**64)  # beyond a SQLite INTEGER
+    not_encodable = _result("surrogate", "half a pair: \ud800")
+    with Store(tmp_path / "s.sqlite") as store:
+        left_out = store.put_many(
+            [_result("a", "one"), too_big, not_encodable, _result("b", "two")]
+        )
+        assert set(left_out) == {"big", "surrogate"}
+        assert "too large" in left_out["big"] and "surrogates" in left_out["surrogate"]
+        assert store.counts() == {"ok": 2}  # the good rows were committed all the same
+        assert store.get("a") is not None and store.get("b") is not None
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["BEGIN IMMEDIATE", "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; SELECT 1"],
+)
+def test_a_locked_store_waits_says_so_and_keeps_every_result(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    statement: str,
+) -> None:
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 20)  # each try gives up fast ...
+    monkeypatch.setattr(store_module, "LOCK_REPORT_S", 0.1)  # ... and the wait is reported
+    path = tmp_path / "s.sqlite"
+    Store(path).close()
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    for part in statement.split("; "):
+        other.execute(part)
+    notes: list[str] = []
+    threading.Timer(0.5, other.close).start()
+    with Store(path) as store:  # (an exclusive lock holds back even opening it)
+        assert store.put_many([_result("a", "one"), _result("b", "two")], notify=notes.append) == {}
+        assert store.counts() == {"ok": 2}
+    notes += capsys.readouterr().err.splitlines()  # (waits outside a run go to stderr)
+    assert notes and all(str(path) in n and "lock" in n and "nothing is lost" in n for n in notes)
+
+
+def _foreign(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE people (name TEXT)")
+    db.commit()
+    db.close()
+
+
+def _damaged(path: Path) -> None:
+    with Store(path) as store:
+        store.put_many([_result(f"k{i}", "x" * 500) for i in range(200)])
+    data = bytearray(path.read_bytes())
+    data[5000:9000] = b"\x13" * 4000  # pages of the table overwritten
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda p: p.write_bytes(bytes(range(256)) * 20), "not an eigenjury store"),
+        (lambda p: p.mkdir(), "this is a folder"),
+        (_foreign, "database of another program (tables: people)"),
+        (_damaged, "damaged"),
+    ],
+)
+def test_a_file_that_is_not_a_store_is_named_with_what_to_do(
+    tmp_path: Path, make: Callable[[Path], None], expected: str
+) -> None:
+    path = tmp_path / "s.sqlite"
+    make(path)
+    with pytest.raises(StoreError) as caught, Store(path) as store:
+        store.get_many(["k1"])  # damage can show only when the data is read
+        list(store)
+    message = str(caught.value)
+    assert message.startswith(str(path)) and expected in message
+    assert "another path (--store NEW_FILE)" in message or "give a file path" in message
+    if make is _foreign:  # someone else's database is left exactly as it was
+        db = sqlite3.connect(path)
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("people",)]
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)

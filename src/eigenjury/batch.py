@@ -13,8 +13,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eigenjury.engine.engine import Call, CallResult
+from eigenjury.engine.store import SQLITE_INTEGER_MAX
 from eigenjury.errors import InputError
-from eigenjury.files import read_jsonl
+from eigenjury.files import atomic_writer, read_jsonl
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Message
 
@@ -32,11 +33,13 @@ class RequestLine(BaseModel):
     id: str | int
     messages: list[_Message] = Field(min_length=1)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(None, ge=1)
+    # Whole numbers go to servers and the store as 64-bit integers. Seeds are never
+    # negative: some servers (llama.cpp) take -1 for "a random seed".
+    max_tokens: int | None = Field(None, ge=1, le=SQLITE_INTEGER_MAX)
     top_p: float | None = Field(None, gt=0.0, le=1.0)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=SQLITE_INTEGER_MAX)
     stop: list[str] | None = None
-    sample: int = Field(0, ge=0)
+    sample: int = Field(0, ge=0, le=SQLITE_INTEGER_MAX)
     choices: list[str] | None = Field(None, min_length=1)
     logprobs: bool = False
 
@@ -95,9 +98,6 @@ def result_record(line: RequestLine, result: CallResult) -> dict[str, Any]:
 
 def write_results(path: Path, lines: list[RequestLine], results: list[CallResult]) -> None:
     """Write atomically, in the order of the request file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    with atomic_writer(path) as tmp, tmp.open("w", encoding="utf-8") as f:
         for line, result in zip(lines, results, strict=True):
             f.write(json.dumps(result_record(line, result), ensure_ascii=False) + "\n")
-    tmp.replace(path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
 import json
 import os
@@ -16,12 +18,37 @@ from eigenjury.errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[Path]:
+    """A temporary file beside `path` for the block to write; it replaces `path` only
+    when the block succeeds and is removed on any failure, so a reader never sees a
+    half-written file and nothing is left behind. A folder at `path`, or a place that
+    cannot be written, is an InputError naming `path` (never the temporary file)."""
+    if path.is_dir():
+        raise InputError("this is a folder; give the path of a file to write", path=path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        _remove(tmp)
+        raise InputError(f"cannot write this file ({exc.strerror or exc})", path=path) from None
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(tmp: Path) -> None:
+    """Remove our temporary file if it is there (never a folder that took its name)."""
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
+
+
 def write_text(path: Path, text: str) -> None:
     """Write atomically: a reader never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_writer(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -55,28 +82,52 @@ def validation_problem(exc: ValidationError) -> str:
 NOT_TEXT = "not UTF-8 text; expected a text file"
 
 
+def not_text(path: Path) -> InputError:
+    """NOT_TEXT at the first byte of `path` that is not UTF-8: its line, and where in it.
+    (A decoder reading in blocks cannot say, so the bytes are read again line by line.)"""
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return InputError(
+                    f"{NOT_TEXT} (byte {exc.start + 1} of the line, 0x{raw[exc.start]:02x}, "
+                    "is not UTF-8)",
+                    path=path,
+                    line=number,
+                )
+    return InputError(NOT_TEXT, path=path)
+
+
+def check_file(path: Path) -> None:
+    """An InputError naming `path` unless it is a file to read."""
+    if path.is_dir():
+        raise InputError("this is a folder; give the path of a file", path=path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+
+
 def read_text(path: Path) -> str:
     """A user's text file, or an InputError naming it (missing, or not UTF-8 text)."""
+    check_file(path)
     try:
         return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
     except UnicodeDecodeError:
-        raise InputError(NOT_TEXT, path=path) from None
+        raise not_text(path) from None
 
 
 def lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of every non-blank line of a user's text file."""
-    if not path.is_file():
-        raise InputError("no such file", path=path)
-    number = 0
+    check_file(path)
     try:
         with path.open(encoding="utf-8-sig") as f:
             for number, text in enumerate(f, start=1):
                 if text.strip():
                     yield number, text
     except UnicodeDecodeError:
-        raise InputError(NOT_TEXT, path=path, line=number + 1) from None
+        raise not_text(path) from None
 
 
 def read_json_lines(path: Path, *, needs: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
@@ -101,12 +152,13 @@ def read_csv(
     """(line number, row) for every non-blank row of a CSV file with a header; missing
     required columns, ragged rows and unreadable CSV are InputErrors naming the line.
     `what` says what such a file needs, for the messages."""
+    check_file(path)
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
         try:
             header = [h.strip() for h in next(reader)]
         except UnicodeDecodeError:
-            raise InputError(NOT_TEXT, path=path, line=1) from None
+            raise not_text(path) from None
         except StopIteration:
             raise InputError(
                 f"the file is empty; expected a header line naming {', '.join(required)}",
@@ -138,17 +190,26 @@ def read_csv(
                 f"not readable as CSV ({exc})", path=path, line=reader.line_num
             ) from None
         except UnicodeDecodeError:
-            raise InputError(NOT_TEXT, path=path, line=reader.line_num + 1) from None
+            raise not_text(path) from None
+
+
+TOO_DEEP = "nested too deeply to read (more than a few hundred levels of [ or {)"
+
+
+def load_json(text: str, path: Path, line: int | None = None) -> Any:
+    """JSON text (a file, or one line of one) as data, or an InputError naming the place."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = f"character {exc.colno}" if line is not None else f"line {exc.lineno}"
+        raise InputError(f"not valid JSON ({exc.msg} at {at})", path=path, line=line) from None
+    except RecursionError:
+        raise InputError(TOO_DEEP, path=path, line=line) from None
 
 
 def json_object(text: str, path: Path, line: int, *, needs: str = "") -> dict[str, Any]:
     """One JSONL line as an object, or an InputError naming the file and line."""
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not valid JSON ({exc.msg} at character {exc.colno})", path=path, line=line
-        ) from None
+    record = load_json(text, path, line)
     if not isinstance(record, dict):
         raise InputError(f"each line must be a JSON object{needs}", path=path, line=line)
     return record

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 
 from eigenjury.batch import batch_calls, read_requests, write_results
 from eigenjury.engine import Budget, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.engine.backends import connect
+from eigenjury.engine.engine import check_specs
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
 from eigenjury.models import ModelSpec, PriceTable
@@ -20,14 +23,19 @@ from eigenjury.reports.accounting import print_accounting
 T = TypeVar("T")
 
 
-def engine_from_args(args: argparse.Namespace) -> Engine:
+def engine_from_args(args: argparse.Namespace, specs: Sequence[ModelSpec] = ()) -> Engine:
+    """The engine the options describe, for calls to `specs`. Every option and spec is
+    checked before the store opens: a refused command leaves no store behind."""
     prices = PriceTable.from_file(args.prices) if args.prices else PriceTable()
+    limits = EndpointLimits(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm)
+    budget = Budget(max_cost_usd=args.budget_usd, max_tokens=args.budget_tokens)
+    check_specs(specs, prices, budget)
     backend, _ = connect(args.backend, args.ray_address)
     return Engine(
         Store(args.store),
-        limits=EndpointLimits(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm),
+        limits=limits,
         retry=RetryPolicy(max_attempts=args.max_attempts, timeout_s=args.timeout),
-        budget=Budget(max_cost_usd=args.budget_usd, max_tokens=args.budget_tokens),
+        budget=budget,
         prices=prices,
         retry_errors=args.retry_errors,
         progress=args.progress,
@@ -53,8 +61,8 @@ def run_with_engine(
         return asyncio.run(run())
     except KeyboardInterrupt:
         console.print(
-            f"interrupted: finished calls are in {engine.store.path}; rerun the same command "
-            "to send only the rest"
+            f"interrupted: finished calls are in {escape(str(engine.store.path))}; rerun the "
+            "same command to send only the rest"
         )
         return None
     finally:
@@ -63,12 +71,41 @@ def run_with_engine(
             engine.backend.close()
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file, existing or still to be made (through links and
+    hard links too)."""
+    try:
+        return a.resolve() == b.resolve() or a.samefile(b)
+    except OSError:  # one of them is not there (yet): the names were compared
+        return False
+
+
+def check_output(out: Path, inputs: dict[str, Path]) -> None:
+    """Refuse, before any call is made, an output path that is a folder or that would
+    overwrite one of the command's inputs (named by what they are in `inputs`)."""
+    if out.is_dir():
+        raise InputError("this is a folder; give --out the path of a file to write", path=out)
+    above = next(p for p in out.absolute().parents if p.exists())
+    if not above.is_dir():
+        raise InputError(
+            f"{above} is a file, so nothing can be written under it; give --out another path",
+            path=out,
+        )
+    for what, path in inputs.items():
+        if _same_file(out, path):
+            raise InputError(
+                f"this is also the {what}: writing the results here would overwrite it; "
+                "give --out another path",
+                path=out,
+            )
+
+
 def batch(args: argparse.Namespace, console: Console) -> int:
+    check_output(args.out, {"request file": args.requests, "store": args.store})
     lines = read_requests(args.requests)
     spec = ModelSpec.parse(args.model)
-    engine = engine_from_args(args)
+    engine = engine_from_args(args, [spec])
     calls = batch_calls(lines, spec)
-    engine.prepare([spec])
 
     results = run_with_engine(engine, [spec], lambda: engine.run(calls), console)
     if results is None:
@@ -76,7 +113,7 @@ def batch(args: argparse.Namespace, console: Console) -> int:
     write_results(args.out, lines, results)
     print_accounting(console, engine.accounting.record())
     failed = sum(not r.ok for r in results)
-    console.print(f"wrote {len(results)} results to {args.out}")
+    console.print(f"wrote {len(results)} results to {escape(str(args.out))}")
     if failed:
         console.print(
             f"[yellow]warning:[/] {failed} request(s) ended in errors (see the 'error' field); "
@@ -87,11 +124,10 @@ def batch(args: argparse.Namespace, console: Console) -> int:
 
 
 def export(args: argparse.Namespace, console: Console) -> int:
-    if not args.store.is_file():
-        raise InputError("no such store", path=args.store)
     if args.out.suffix.lower() not in (".jsonl", ".parquet"):
         raise InputError("export to a .jsonl or .parquet file", path=args.out)
-    with Store(args.store) as store:
+    check_output(args.out, {"store": args.store})
+    with Store(args.store, create=False) as store:
         n = store.export(args.out)
-    console.print(f"wrote {n} results to {args.out}")
+    console.print(f"wrote {n} results to {escape(str(args.out))}")
     return 0

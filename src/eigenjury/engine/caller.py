@@ -17,7 +17,13 @@ import aiohttp
 
 from eigenjury.engine.limits import EndpointLimiter, RetryPolicy
 from eigenjury.engine.store import StoredResult
-from eigenjury.models.errors import CallTimeoutError, ProviderError, RateLimitError, redact
+from eigenjury.models.errors import (
+    CallTimeoutError,
+    ConnectionFailedError,
+    ProviderError,
+    RateLimitError,
+    redact,
+)
 from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
 from eigenjury.models.providers.http import new_session
@@ -98,12 +104,18 @@ class Caller:
         return self._prices[spec]
 
     async def call(self, item: WorkItem, limiter: EndpointLimiter) -> StoredResult:
-        """Attempt the call until it succeeds, fails for good, or runs out of attempts."""
+        """Attempt the call until it succeeds, fails for good, or runs out of attempts.
+
+        Once the endpoint is given up on (see EndpointLimiter.dead) no further attempt
+        is made: the result is a connection error, with attempts 0 if none was made
+        (such a call was not sent, and is not stored)."""
         provider = self.provider(item.spec)
         policy = self.retry
         error: ProviderError | None = None
         for attempt in range(1, policy.max_attempts + 1):
-            await limiter.acquire(item.estimate[1])
+            if not await limiter.acquire(item.estimate[1]):
+                assert limiter.dead is not None
+                return self._stored(item, None, ConnectionFailedError(limiter.dead), attempt - 1)
             try:
                 async with asyncio.timeout(policy.timeout_s):
                     completion = await provider.generate(item.request)
@@ -118,17 +130,22 @@ class Caller:
                 error = ProviderError(f"{type(exc).__name__}: {exc}")
             else:
                 limiter.on_success()
+                limiter.on_reply()
                 await limiter.release()
                 limiter.settle_tokens(item.estimate[1], completion.usage.total)
                 price = self.price(item.spec)
                 cost = None if price is None else price.cost(completion.usage)
                 return self._stored(item, replace(completion, cost_usd=cost), None, attempt)
+            if isinstance(error, ConnectionFailedError):
+                limiter.on_connection_failure(error.message)
+            elif not isinstance(error, CallTimeoutError):
+                limiter.on_reply()  # whatever the answer was, the server gave one
             if isinstance(error, RateLimitError):
                 limiter.on_rate_limit()
             await limiter.release()
             if not error.retryable or attempt == policy.max_attempts:
                 break
-            await asyncio.sleep(policy.delay(attempt, error.retry_after, self._rng))
+            await limiter.pause(policy.delay(attempt, error.retry_after, self._rng))
         assert error is not None
         return self._stored(item, None, error, attempt)
 

@@ -2,15 +2,18 @@
 
 A run looks every call up in the store first; only the rest is sent, by a pool of
 workers per endpoint that respect the endpoint's limits, retry what can be retried
-and record what failed as errors. Results reach the caller only after their batch
-is committed, so nothing the caller ever saw can be lost, and a rerun after a crash
-sends only what was still missing.
+and record what failed as errors. An endpoint that refuses connections DEAD_AFTER
+(limits.py) times in a row is given up on for the run: its remaining calls end at
+once as connection errors, not stored, so a rerun sends them. Results reach the
+caller only after their batch is committed, so nothing the caller ever saw can be
+lost, and a rerun after a crash sends only what was still missing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -20,17 +23,26 @@ from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.caller import Caller, WorkItem
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
 from eigenjury.engine.progress import RunProgress
-from eigenjury.engine.store import Store, StoredResult, canonical_json, key_of, spec_json
+from eigenjury.engine.store import (
+    SQLITE_INTEGER_MAX,
+    Store,
+    StoredResult,
+    canonical_json,
+    key_of,
+    spec_json,
+)
 from eigenjury.errors import InputError
 from eigenjury.models.errors import (
     BudgetExhaustedError,
     ProviderError,
 )
+from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
 
 T = TypeVar("T")
+NOT_STORED = "store"  # the kind of error of a result the store could not hold
 DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
 LOCAL_LIMITS = EndpointLimits(concurrency=1, adaptive=False)
 
@@ -61,6 +73,11 @@ class Call:
     request: ChatRequest
     sample: int = 0
     role: str | None = None
+
+    def __post_init__(self) -> None:
+        # checked here, before any call is paid for: the store keeps samples as SQLite integers
+        if not (isinstance(self.sample, int) and 0 <= self.sample <= SQLITE_INTEGER_MAX):
+            raise InputError(f"sample must be a whole number from 0 to 2^63-1, got {self.sample!r}")
 
 
 @dataclass(frozen=True)
@@ -109,6 +126,24 @@ class _BudgetTracker:
     def settle(self, reserved: tuple[float, float], actual: tuple[float, float]) -> None:
         self.cost += actual[0] - reserved[0]
         self.tokens += actual[1] - reserved[1]
+
+
+def check_specs(
+    specs: Sequence[ModelSpec],
+    prices: PriceTable,
+    budget: Budget,
+    provider: Callable[[ModelSpec], Provider] = make_provider,
+) -> None:
+    """Raise InputError unless every spec can be used: keys present, local models
+    installed, prices known if a cost cap is set. Usable before an engine (and so its
+    store) exists, so that a refused command leaves no store behind."""
+    for spec in dict.fromkeys(specs):
+        provider(spec)
+        if budget.max_cost_usd is not None and prices.lookup(spec) is None:
+            raise InputError(
+                f"a cost cap is set but no price is known for {spec}; give one in a "
+                "price table (--prices FILE) or cap tokens instead"
+            )
 
 
 def endpoint_of(spec: ModelSpec) -> str:
@@ -179,15 +214,8 @@ class Engine:
         return asyncio.run(run_and_close())
 
     def prepare(self, specs: Sequence[ModelSpec]) -> None:
-        """Check every spec can be used (keys present, local models installed, prices
-        known if a cost cap is set) before any call is made."""
-        for spec in dict.fromkeys(specs):
-            self._provider(spec)
-            if self.budget.max_cost_usd is not None and self.prices.lookup(spec) is None:
-                raise InputError(
-                    f"a cost cap is set but no price is known for {spec}; give one in a "
-                    "price table (--prices FILE) or cap tokens instead"
-                )
+        """Check every spec can be used (see check_specs) before any call is made."""
+        check_specs(specs, self.prices, self.budget, self._provider)
 
     async def check_endpoints(self, specs: Sequence[ModelSpec]) -> None:
         """Raise InputError naming the first endpoint that cannot be reached at all."""
@@ -225,7 +253,15 @@ class Engine:
         self.prepare([c.spec for c in calls])
         self.accounting = Accounting()
         encoded = [canonical_json(c.request.identity()) for c in calls]
-        keys = [key_of(spec_json(c.spec), e, c.sample) for c, e in zip(calls, encoded, strict=True)]
+        try:
+            keys = [
+                key_of(spec_json(c.spec), e, c.sample) for c, e in zip(calls, encoded, strict=True)
+            ]
+        except UnicodeEncodeError:  # neither hashable nor storable: refused before any call
+            raise InputError(
+                "a request holds text that is not valid Unicode (a lone surrogate, such as "
+                "a \\ud800 escape in JSON); fix the input it came from"
+            ) from None
         first: dict[str, int] = {}
         for i, key in enumerate(keys):
             first.setdefault(key, i)
@@ -263,6 +299,7 @@ class Engine:
                 limiter = self.limiters.get(endpoint)
                 if limiter is None:
                     limiter = self.limiters[endpoint] = EndpointLimiter(limits)
+                limiter.revive()  # an endpoint given up on in an earlier run gets a new chance
                 queue: asyncio.Queue[WorkItem] = asyncio.Queue()
                 for item in items:
                     queue.put_nowait(item)
@@ -325,7 +362,11 @@ class Engine:
         if result.completion is not None:
             actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
         budget.settle(item.estimate, actual)
-        writer.add(result)
+        if result.attempts == 0:  # not sent (its endpoint was given up on): not stored
+            writer.skip(_from_stored(writer.call_of[item.key], result, cached=False))
+            writer.note_once(f"stopped calling {endpoint_of(item.spec)}: {result.error_message}")
+        else:
+            writer.add(result)
 
     async def _work(
         self,
@@ -401,6 +442,9 @@ class _Writer:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._noted: set[str] = set()
+        # while another program locks the store, commits wait; this says so
+        self._put = functools.partial(engine.store.put_many, notify=progress.note)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop())
@@ -411,10 +455,15 @@ class _Writer:
             self._wake.set()
 
     def skip(self, result: CallResult) -> None:
-        """A call that was not made (budget): reported, never stored."""
+        """A call that was not made (budget, endpoint down): reported, never stored."""
         self.committed[result.key] = result
         self.engine._account(result)
         self.progress.update(self.engine.accounting.total)
+
+    def note_once(self, text: str) -> None:
+        if text not in self._noted:
+            self._noted.add(text)
+            self.progress.note(text)
 
     async def _loop(self) -> None:
         while not self._closing:
@@ -426,12 +475,23 @@ class _Writer:
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []
         if batch:
-            await self.engine._io_call(self.engine.store.put_many, batch)
-            self._publish(batch)
+            self._publish(batch, await self.engine._io_call(self._put, batch))
 
-    def _publish(self, batch: list[StoredResult]) -> None:
+    def _publish(self, batch: list[StoredResult], left_out: dict[str, str]) -> None:
+        """Committed results to the caller; any the store could not hold, as errors
+        (not stored, so a rerun makes them again)."""
         for stored in batch:
-            result = _from_stored(self.call_of[stored.key], stored, cached=False)
+            call = self.call_of[stored.key]
+            result = _from_stored(call, stored, cached=False)
+            if stored.key in left_out:
+                result = CallResult(
+                    call,
+                    stored.key,
+                    None,
+                    NOT_STORED,
+                    f"the result could not be saved in the store ({left_out[stored.key]})",
+                    attempts=stored.attempts,
+                )
             self.committed[stored.key] = result
             self.engine._account(result)
         self.progress.update(self.engine.accounting.total)
@@ -455,6 +515,8 @@ class _Writer:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         batch, self._queue = self._queue, []
+        # waited for even with nothing left here: a commit still waiting for a lock on
+        # the store must end before the store is closed
+        left_out = self.engine._io.submit(self._put, batch).result()
         if batch:
-            self.engine._io.submit(self.engine.store.put_many, batch).result()
-            self._publish(batch)
+            self._publish(batch, left_out)

@@ -4,9 +4,19 @@ and the retry policy with backoff that honours Retry-After."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import random
 import time
 from dataclasses import dataclass
+
+from eigenjury.errors import InputError
+
+MIN_PER_MINUTE = 1 / 60  # the lowest rate accepted: one request (or token) an hour
+# Connection failures in a row (across calls, no answer from the server in between)
+# after which an endpoint counts as down for the rest of the run: its remaining calls
+# end at once as connection errors instead of each retrying with backoff for minutes.
+DEAD_AFTER = 5
 
 
 @dataclass(frozen=True)
@@ -15,8 +25,9 @@ class EndpointLimits:
 
     concurrency: calls in flight at most; with `adaptive`, halved on each 429 (at most
     once a second) and raised by one after every `limit` successes, back up to this.
-    rpm / tpm: requests and tokens per minute (None: unlimited); tokens are estimated
-    before a call (prompt characters / 4 + max_tokens) and corrected after it.
+    rpm / tpm: requests and tokens per minute (None: unlimited), at least MIN_PER_MINUTE
+    (a slower rate would wait hours per call, silently); tokens are estimated before a
+    call (prompt characters / 4 + max_tokens) and corrected after it.
     """
 
     concurrency: int = 16
@@ -26,7 +37,14 @@ class EndpointLimits:
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+            raise InputError(f"concurrency must be at least 1, got {self.concurrency}")
+        for name, what in (("rpm", "requests"), ("tpm", "tokens")):
+            rate = getattr(self, name)
+            if rate is not None and not (math.isfinite(rate) and rate >= MIN_PER_MINUTE):
+                raise InputError(
+                    f"{name} ({what} per minute per endpoint) must be a finite number of at "
+                    f"least 1/60 (one an hour), got {rate:g}; leave it out for no limit"
+                )
 
 
 @dataclass(frozen=True)
@@ -70,11 +88,18 @@ class TokenBucket:
                 await asyncio.sleep((amount - self.level) / self.rate)
 
     def refund(self, amount: float) -> None:
-        """Give back (or, negative, charge) the difference between estimate and actual."""
-        self.level = min(self.capacity, self.level + amount)
+        """Give back (or, negative, charge) the difference between estimate and actual.
+        A debt is capped at one full bucket: a call far bigger than its estimate delays
+        the next by one bucket's refill, not by hours."""
+        self.level = max(-self.capacity, min(self.capacity, self.level + amount))
 
 
 class EndpointLimiter:
+    """Concurrency, rates and health of one endpoint, shared by the calls to it in a run.
+
+    `dead` says why the endpoint is given up on (DEAD_AFTER connection failures in a
+    row); from then on `acquire` refuses and `pause` ends early."""
+
     def __init__(self, limits: EndpointLimits) -> None:
         self.limits = limits
         self.limit = limits.concurrency
@@ -85,10 +110,23 @@ class EndpointLimiter:
         self._successes = 0
         self._last_cut = 0.0
         self.rate_limited = 0
+        self.connection_failures = 0
+        self.dead: str | None = None
+        self._died = asyncio.Event()
 
-    async def acquire(self, estimated_tokens: float) -> None:
+    def revive(self) -> None:
+        """Give the endpoint a fresh chance (a new run)."""
+        self.connection_failures = 0
+        self.dead = None
+        self._died.clear()
+
+    async def acquire(self, estimated_tokens: float) -> bool:
+        """Wait for a slot under the limits; False (holding nothing) if the endpoint is
+        dead, before or after the wait."""
         async with self._free:
-            await self._free.wait_for(lambda: self.active < self.limit)
+            await self._free.wait_for(lambda: self.active < self.limit or self.given_up())
+            if self.given_up():
+                return False
             self.active += 1
         try:
             if self._requests is not None:
@@ -98,6 +136,32 @@ class EndpointLimiter:
         except BaseException:
             await self.release()
             raise
+        if self.given_up():  # while this call waited its turn
+            await self.release()
+            return False
+        return True
+
+    def given_up(self) -> bool:
+        """Whether the endpoint is given up on (a call, as it can change while one waits)."""
+        return self.dead is not None
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep before a retry; over at once if the endpoint is given up on meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._died.wait(), seconds)
+
+    def on_reply(self) -> None:
+        """The server answered (well or not): it is up."""
+        self.connection_failures = 0
+
+    def on_connection_failure(self, message: str) -> None:
+        self.connection_failures += 1
+        if self.connection_failures >= DEAD_AFTER and self.dead is None:
+            self.dead = (
+                f"{DEAD_AFTER} connection failures in a row (the last: {message}); the calls "
+                "still to make there are not sent. Rerun once the server is up to send them"
+            )
+            self._died.set()
 
     async def release(self) -> None:
         async with self._free:

@@ -62,6 +62,10 @@ class RunProgress:
             self._last_line = now
             self.console.print(detail, highlight=False)
 
+    def note(self, text: str) -> None:
+        """A line the user must see (a warning), shown even without a progress display."""
+        self.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
     def close(self, tally: Tally) -> None:
         if self._live is not None:
             self.update(tally)

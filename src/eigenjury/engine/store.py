@@ -5,6 +5,8 @@ engine commits a result before anyone uses it, so a run killed at any moment
 (kill -9 included) loses at most calls that were still in flight, and rerunning
 reuses everything committed. Failed calls are stored as errors (kind and message),
 never as text, and are tried again by the next run; a success is never overwritten.
+While another program holds a lock on the file the store waits (and says so) rather
+than drop a result, and a row it cannot hold is left out alone, never with its batch.
 """
 
 from __future__ import annotations
@@ -13,18 +15,36 @@ import functools
 import hashlib
 import json
 import sqlite3
+import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from eigenjury.files import pyarrow
+from eigenjury.errors import InputError
+from eigenjury.files import atomic_writer, pyarrow
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Usage
 
 KEY_VERSION = 1
 _CHUNK = 500  # keys per SELECT ... IN (...)
+SQLITE_INTEGER_MAX = 2**63 - 1  # the largest whole number a SQLite INTEGER holds
+BUSY_TIMEOUT_MS = 1000  # how long one try waits inside SQLite for another program's lock
+LOCK_REPORT_S = 10.0  # a lock held this long is reported (then again at every doubling)
+T = TypeVar("T")
+Notify = Callable[[str], None]
+# What one row can fail on while the others are fine: a number too large for SQLite,
+# text that is not encodable (lone surrogates), a value of an unsupported type, a NULL.
+_ROW_ERRORS = (
+    OverflowError,
+    ValueError,
+    TypeError,
+    sqlite3.IntegrityError,
+    sqlite3.InterfaceError,
+    sqlite3.ProgrammingError,
+    sqlite3.DataError,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -186,22 +206,137 @@ class StoredResult:
         }
 
 
+class StoreError(InputError):
+    """A store file that cannot be used as one: named, with what to do about it."""
+
+
+def _print_note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    """Another connection holds a lock: waiting helps, nothing is wrong with the file."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary code of an extended one
+    return isinstance(exc, sqlite3.OperationalError) and code in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    )
+
+
 class Store:
     """A SQLite file of results. One writer at a time; readers never block it (WAL).
 
-    Not thread-safe by itself: the engine drives it from one thread.
+    Not thread-safe by itself: the engine drives it from one thread. While another
+    program holds a lock on the file, every operation waits and tries again (saying so
+    after LOCK_REPORT_S), so finished results are never dropped for a lock. A file that
+    is not an eigenjury store (a folder, junk, another program's database, a damaged
+    file) is a StoreError naming it. With `create=False` (reading a store, as an
+    export does) the file must already be a store, and is not changed.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.create = create
+        if not create and not self.path.exists():
+            raise StoreError("no such store", path=self.path)
+        if self.path.is_dir():
+            raise StoreError(
+                "this is a folder; the store is one SQLite file: give a file path such as "
+                f"--store {self.path / 'store.sqlite'}",
+                path=self.path,
+            )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot make the folder for the store ({exc.strerror or exc}: {exc.filename}); "
+                "give another path (--store NEW_FILE)",
+                path=self.path,
+            ) from None
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
+        try:
+            self._patiently("open it", self._open)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self) -> None:
+        self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self._check_tables()  # before anything is changed in someone else's database
+        if not self.create:
+            return
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a committed transaction survives a crash of this process;
         # only an OS crash or power loss can drop the last few.
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
         self._db.executescript(_SCHEMA)
+
+    def _check_tables(self) -> None:
+        tables = {
+            name
+            for (name,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
+            )
+        }
+        if not tables and not self.create:
+            raise StoreError(
+                "this file holds no results (an empty database), so it is not an eigenjury "
+                "store; give the path of a store (--store FILE)",
+                path=self.path,
+            )
+        foreign = sorted(tables - {"results"})
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(results)")}
+        if foreign or (tables and columns != set(_COLUMNS)):
+            shown = ", ".join(foreign or ["results (with other columns)"])
+            raise StoreError(
+                f"this is a SQLite database of another program (tables: {shown}), not an "
+                "eigenjury store; give the store another path (--store NEW_FILE)",
+                path=self.path,
+            )
+
+    def _unusable(self, exc: sqlite3.Error) -> StoreError:
+        """The store file as the cause of a SQLite error, with what to do."""
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        move = "move it away or give another path (--store NEW_FILE), then run again"
+        if code == sqlite3.SQLITE_NOTADB:
+            what = f"this file is not an eigenjury store (not a SQLite database); {move}"
+        elif code == sqlite3.SQLITE_CORRUPT:
+            what = (
+                "this store file is damaged (SQLite: database disk image is malformed; "
+                f"`sqlite3 FILE .recover | sqlite3 NEW_FILE` can rescue what is left); {move}"
+            )
+        else:
+            what = (
+                f"cannot use this store file (SQLite: {exc}); check that it and its folder "
+                "can be written and the disk has room, or give another path (--store NEW_FILE)"
+            )
+        return StoreError(what, path=self.path)
+
+    def _patiently(self, what: str, operation: Callable[[], T], notify: Notify | None = None) -> T:
+        """`operation()`, tried again with backoff for as long as another program holds a
+        lock on the store (reported through `notify` after LOCK_REPORT_S, then at every
+        doubling of the wait); any other SQLite error is a StoreError naming the file."""
+        start = time.monotonic()
+        report_at, pause = LOCK_REPORT_S, 0.01
+        while True:
+            try:
+                return operation()
+            except sqlite3.Error as exc:
+                if not _is_locked(exc):
+                    raise self._unusable(exc) from None
+            waited = time.monotonic() - start
+            if waited >= report_at:
+                report_at *= 2
+                (notify or _print_note)(
+                    f"{self.path}: another program holds a lock on this store; waiting to "
+                    f"{what} ({waited:.0f} s so far). Close the program that holds it; "
+                    "nothing is lost meanwhile"
+                )
+            time.sleep(pause)
+            pause = min(2 * pause, 1.0)
 
     def close(self) -> None:
         self._db.close()
@@ -214,62 +349,96 @@ class Store:
 
     def get_many(self, keys: Iterable[str]) -> dict[str, StoredResult]:
         keys = list(dict.fromkeys(keys))
-        found: dict[str, StoredResult] = {}
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM results WHERE key IN ({marks})", chunk
-            )
-            for row in rows:
-                found[row[0]] = StoredResult.from_row(row)
-        return found
+
+        def read() -> dict[str, StoredResult]:
+            found: dict[str, StoredResult] = {}
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT {', '.join(_COLUMNS)} FROM results WHERE key IN ({marks})", chunk
+                )
+                for row in rows:
+                    found[row[0]] = StoredResult.from_row(row)
+            return found
+
+        return self._patiently("read it", read)
 
     def get(self, key: str) -> StoredResult | None:
         return self.get_many([key]).get(key)
 
-    def put_many(self, results: Sequence[StoredResult]) -> None:
-        """Commit results in one transaction. An error never replaces a success."""
+    def put_many(
+        self, results: Sequence[StoredResult], *, notify: Notify | None = None
+    ) -> dict[str, str]:
+        """Commit results in one transaction. An error never replaces a success.
+
+        While the store is locked this waits (reporting through `notify`) until it can
+        commit. A row that cannot be stored (a number too large for SQLite, text that
+        cannot be encoded) is left out without holding back the others; the answer maps
+        the key of each such row to why."""
         if not results:
-            return
+            return {}
+        what = f"save {len(results)} finished result{'s' * (len(results) > 1)}"
+        return self._patiently(what, lambda: self._put(results), notify)
+
+    def _put(self, results: Sequence[StoredResult]) -> dict[str, str]:
+        left_out: dict[str, str] = {}
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.executemany(_UPSERT, [r.row() for r in results])
+            self._db.execute("SAVEPOINT batch")
+            try:
+                self._db.executemany(_UPSERT, [r.row() for r in results])
+            except _ROW_ERRORS:
+                self._db.execute("ROLLBACK TO batch")
+                for r in results:  # one by one, to keep every row that can be kept
+                    try:
+                        self._db.execute(_UPSERT, r.row())
+                    except _ROW_ERRORS as exc:
+                        left_out[r.key] = f"{type(exc).__name__}: {exc}"
+            self._db.execute("RELEASE batch")
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # (a COMMIT that met a lock leaves it open)
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        return left_out
 
     def __iter__(self) -> Iterator[StoredResult]:
-        rows = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results ORDER BY created_at")
-        for row in rows:
+        def read() -> list[Any]:
+            return self._db.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM results ORDER BY created_at"
+            ).fetchall()
+
+        for row in self._patiently("read it", read):
             yield StoredResult.from_row(row)
 
     def counts(self) -> dict[str, int]:
-        rows = self._db.execute("SELECT status, COUNT(*) FROM results GROUP BY status")
-        return {status: n for status, n in rows}
+        def count() -> dict[str, int]:
+            rows = self._db.execute("SELECT status, COUNT(*) FROM results GROUP BY status")
+            return {status: n for status, n in rows}
+
+        return self._patiently("read it", count)
 
     def export(self, path: str | Path) -> int:
         """Write every result to .jsonl or .parquet; returns the number written."""
         path = Path(path)
         records = [r.record() for r in self]
-        tmp = path.with_name(f".{path.name}.tmp")
-        if path.suffix.lower() == ".parquet":
-            pa, pq = pyarrow(path)
-            flat = [
-                {
-                    **r,
-                    "request": canonical_json(r["request"]),
-                    "choice_logprobs": canonical_json(r["choice_logprobs"])
-                    if r["choice_logprobs"]
-                    else None,
-                }
-                for r in records
-            ]
-            pq.write_table(pa.Table.from_pylist(flat), tmp)
-        else:
-            with tmp.open("w", encoding="utf-8") as f:
-                for r in records:
-                    f.write(canonical_json(r) + "\n")
-        tmp.replace(path)
+        with atomic_writer(path) as tmp:
+            if path.suffix.lower() == ".parquet":
+                pa, pq = pyarrow(path)
+                flat = [
+                    {
+                        **r,
+                        "request": canonical_json(r["request"]),
+                        "choice_logprobs": canonical_json(r["choice_logprobs"])
+                        if r["choice_logprobs"]
+                        else None,
+                    }
+                    for r in records
+                ]
+                pq.write_table(pa.Table.from_pylist(flat), tmp)
+            else:
+                with tmp.open("w", encoding="utf-8") as f:
+                    for r in records:
+                        f.write(canonical_json(r) + "\n")
         return len(records)

@@ -9,7 +9,7 @@ reports say so rather than show zero.
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -18,15 +18,24 @@ from pathlib import Path
 from typing import Any
 
 from eigenjury.errors import InputError
-from eigenjury.files import read_text
+from eigenjury.files import TOO_DEEP, load_json, read_text
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import Usage
 
 
 @dataclass(frozen=True)
 class Price:
+    """USD per million input and output tokens: finite and not negative, or costs and
+    budget caps would mean nothing."""
+
     input_per_mtok: float
     output_per_mtok: float
+
+    def __post_init__(self) -> None:
+        for name in ("input_per_mtok", "output_per_mtok"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number of USD, 0 or more; got {value}")
 
     def cost(self, usage: Usage) -> float:
         return (
@@ -61,24 +70,22 @@ class PriceTable:
     def from_file(cls, path: str | Path, *, base: PriceTable | None = None) -> PriceTable:
         path = Path(path)
         text = read_text(path)
-        try:
-            raw: Any = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InputError(f"not a readable price table ({exc})", path=path) from None
+        if path.suffix.lower() == ".json":
+            raw: Any = load_json(text, path)
+        else:
+            try:
+                raw = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise InputError(f"not a readable price table ({exc})", path=path) from None
+            except RecursionError:
+                raise InputError(TOO_DEEP, path=path) from None
         if not isinstance(raw, dict):
             raise InputError(
                 "a price table maps 'provider:model' to {input, output} prices", path=path
             )
         table = PriceTable((base or cls()).prices)
         for name, entry in raw.items():
-            try:
-                table.prices[name] = Price(float(entry["input"]), float(entry["output"]))
-            except (KeyError, TypeError, ValueError):
-                raise InputError(
-                    f"price for '{name}' must give input and output USD per million tokens, "
-                    "e.g. {input = 0.15, output = 0.60}",
-                    path=path,
-                ) from None
+            table.prices[name] = _price_entry(entry, path, name)
         return table
 
     def lookup(self, spec: ModelSpec) -> Price | None:
@@ -91,3 +98,25 @@ class PriceTable:
     def cost(self, spec: ModelSpec, usage: Usage) -> float | None:
         price = self.lookup(spec)
         return None if price is None else price.cost(usage)
+
+
+def _price_entry(entry: Any, path: Path, name: str) -> Price:
+    """One model's price from a table, or an InputError naming the file and the model."""
+    try:
+        prices = {side: float(entry[side]) for side in ("input", "output")}
+    except (KeyError, TypeError, ValueError, OverflowError):
+        raise InputError(
+            f"price for '{name}' must give input and output USD per million tokens, "
+            "e.g. {input = 0.15, output = 0.60}",
+            path=path,
+            field=name,
+        ) from None
+    for side, value in prices.items():
+        if not math.isfinite(value) or value < 0:
+            raise InputError(
+                f"the {side} price must be a finite number of USD per million tokens, "
+                f"0 or more; got {value}",
+                path=path,
+                field=name,
+            )
+    return Price(prices["input"], prices["output"])

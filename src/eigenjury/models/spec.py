@@ -63,9 +63,26 @@ class ModelSpec:
                 f"model spec '{self}' needs an endpoint: openai-compatible:MODEL@http://host:port/v1"
             )
         if self.endpoint is not None:
-            url = urlsplit(self.endpoint)
-            if url.scheme not in ("http", "https") or not url.hostname:
-                raise SpecError(f"endpoint '{self.endpoint}' of '{self}' is not an http(s) URL")
+            self._check_endpoint(self.endpoint)
+
+    def _check_endpoint(self, endpoint: str) -> None:
+        """An http(s) URL with a host and a port that can exist, so that no later use of
+        it (keys, connections, messages) can fail on it."""
+        try:
+            url = urlsplit(endpoint)
+            port = url.port  # parsed on access: out of range or not a number raises here
+        except ValueError as exc:
+            raise SpecError(
+                f"endpoint '{endpoint}' of model spec '{self}' is not a valid URL ({exc}); "
+                "write it as http://host:port/v1 (an IPv6 host in brackets: http://[::1]:8000/v1)"
+            ) from None
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise SpecError(f"endpoint '{endpoint}' of '{self}' is not an http(s) URL")
+        if port == 0:
+            raise SpecError(
+                f"endpoint '{endpoint}' of model spec '{self}' has port 0; "
+                "give the port the server listens on (1 to 65535)"
+            )
 
     @classmethod
     def parse(cls, text: str) -> ModelSpec:

@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from eigenjury.models.errors import MalformedResponseError
-from eigenjury.models.providers.http import HttpProvider
-from eigenjury.models.types import ChatRequest, Completion, Usage
+from eigenjury.models.providers.http import HttpProvider, valid_text
+from eigenjury.models.types import ChatRequest, Completion
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024  # the API requires one
@@ -50,10 +50,9 @@ class AnthropicProvider(HttpProvider):
             for b in blocks
             if isinstance(b, dict) and b.get("type") == "text"
         )
-        usage = data.get("usage") or {}
         return Completion(
-            text=text,
+            text=valid_text(text),
             finish_reason=str(data.get("stop_reason") or "unknown"),
-            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            usage=self.usage(data, "input_tokens", "output_tokens"),
             latency_s=latency,
         )

@@ -29,6 +29,7 @@ from eigenjury.models.errors import (
     redact,
 )
 from eigenjury.models.spec import ModelSpec, public_url
+from eigenjury.models.types import Usage
 
 _CONTEXT_WORDS = (
     "context length",
@@ -40,6 +41,7 @@ _CONTEXT_WORDS = (
 
 
 SessionFactory = Callable[[], aiohttp.ClientSession]
+MAX_TOKEN_COUNT = 2**63 - 1  # the most a 64-bit integer (and the store) can hold
 
 
 def new_session() -> aiohttp.ClientSession:
@@ -95,6 +97,24 @@ class HttpProvider:
     def _redact(self, text: str) -> str:
         return redact(text, (self._key,) if self._key else ())
 
+    def usage(self, data: dict[str, Any], input_name: str, output_name: str) -> Usage:
+        """Token counts from a reply: whole numbers from 0 up (absent: 0). Anything else
+        would turn into negative costs or numbers the store cannot hold."""
+        usage = data.get("usage") or {}
+        counts = []
+        for name in (input_name, output_name):
+            value = (usage.get(name) or 0) if isinstance(usage, dict) else None
+            try:
+                count = int(value)  # type: ignore[arg-type]
+            except (TypeError, ValueError, OverflowError):
+                count = -1
+            if not 0 <= count <= MAX_TOKEN_COUNT:
+                raise MalformedResponseError(
+                    f"{self.public_base} answered with an impossible usage.{name} ({value!r})"
+                )
+            counts.append(count)
+        return Usage(*counts)
+
     async def post_json(
         self, path: str, payload: dict[str, Any], headers: dict[str, str]
     ) -> dict[str, Any]:
@@ -141,6 +161,16 @@ class HttpProvider:
         if status in (400, 413, 422) and any(w in detail.lower() for w in _CONTEXT_WORDS):
             return ContextLengthError(message, status=status)
         return BadRequestError(message, status=status)
+
+
+def valid_text(text: str) -> str:
+    """Reply text as valid Unicode: a lone surrogate (a bare \\ud800 escape in the JSON)
+    becomes U+FFFD, so the reply can be stored rather than lost."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _error_detail(body: bytes, limit: int = 300) -> str:

@@ -77,10 +77,11 @@ def model_path(name: str) -> Path:
         path = Path(name).expanduser()
     else:
         raise SpecError(
-            f"unknown local model '{name}'; use {', '.join(BUNDLED)} or a path to a .gguf file"
+            f"unknown local model '{name}' (model spec 'local:{name}'); use "
+            f"{', '.join(BUNDLED)} or a path to a .gguf file"
         )
     if not path.is_file():
-        raise SpecError(f"local model file not found: {path}")
+        raise SpecError(f"local model file not found: {path} (model spec 'local:{name}')")
     return path
 
 
@@ -221,6 +222,10 @@ def _messages(request: ChatRequest) -> list[dict[str, str]]:
 
 
 def _free(model: _Loaded, request: ChatRequest) -> Completion:
+    # The whole prompt is evaluated afresh: the tail of a reused prefix would go through
+    # other CPU kernels (one token, not a batch), whose rounding can flip a near-tie
+    # between tokens, so a reply would depend on the call made before it.
+    model.llm.reset()
     grammar = None
     if request.grammar is not None:
         from llama_cpp.llama_grammar import LlamaGrammar
@@ -232,7 +237,7 @@ def _free(model: _Loaded, request: ChatRequest) -> Completion:
         temperature=0.0 if request.temperature is None else request.temperature,
         top_p=1.0 if request.top_p is None else request.top_p,
         max_tokens=request.max_tokens or 256,
-        seed=request.seed,
+        seed=llama_seed(request.seed),
         stop=list(request.stop) or None,
         grammar=grammar,
     )
@@ -243,6 +248,13 @@ def _free(model: _Loaded, request: ChatRequest) -> Completion:
         finish_reason=str(choice.get("finish_reason") or "stop"),
         usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
     )
+
+
+def llama_seed(seed: int | None) -> int | None:
+    """The request's seed as llama.cpp can use it: any whole number (negative or beyond
+    32 bits too) maps to a fixed seed below LLAMA_RANDOM_SEED, so the same request
+    always samples the same way; seeds that fit are kept as they are."""
+    return None if seed is None else seed % LLAMA_RANDOM_SEED
 
 
 def _choose(model: _Loaded, request: ChatRequest) -> Completion:

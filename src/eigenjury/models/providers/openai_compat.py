@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from eigenjury.models.errors import MalformedResponseError
-from eigenjury.models.providers.http import HttpProvider
-from eigenjury.models.types import ChatRequest, Completion, Usage
+from eigenjury.models.providers.http import HttpProvider, valid_text
+from eigenjury.models.types import ChatRequest, Completion
 
 
 class OpenAICompatibleProvider(HttpProvider):
@@ -42,13 +42,10 @@ class OpenAICompatibleProvider(HttpProvider):
         text = message.get("content")
         if not isinstance(text, str):
             raise MalformedResponseError(f"{self.public_base} answered without message content")
-        usage = data.get("usage") or {}
         return Completion(
-            text=text,
+            text=valid_text(text),
             finish_reason=str(first.get("finish_reason") or "unknown"),
-            usage=Usage(
-                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-            ),
+            usage=self.usage(data, "prompt_tokens", "completion_tokens"),
             latency_s=latency,
             choice_logprobs=_choice_logprobs(first, request) if request.logprobs else None,
         )

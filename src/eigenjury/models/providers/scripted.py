@@ -70,7 +70,8 @@ class ScriptedProvider:
         if isinstance(script, str):
             if script not in SCRIPTS:
                 raise SpecError(
-                    f"no scripted model '{script}'; known: {', '.join(sorted(SCRIPTS))}"
+                    f"no scripted model '{script}' (model spec 'scripted:{script}'); known: "
+                    f"{', '.join(sorted(SCRIPTS))}"
                 )
             script = SCRIPTS[script]
         self.script = script
