@@ -26,6 +26,7 @@ from eigenjury.contracts.rules import (
 )
 from eigenjury.contracts.schema import Criterion
 from eigenjury.engine import Engine, Store
+from eigenjury.errors import InputError
 from eigenjury.models.providers.scripted import ScriptedProvider
 
 CONTRACT = """\
@@ -262,6 +263,8 @@ def test_bundle_round_trip_is_identical(tmp_path: Path) -> None:
     assert third.reference_text("doc.txt") == "The main point is kindness."
     assert main(["contracts", "convert", str(tmp_path / "y" / "c.yaml"), str(tmp_path / "d")]) == 0
     assert read_bundle(tmp_path / "d").contract.tasks == first.contract.tasks
+    for same in (tmp_path / "d", tmp_path / "y" / "c.yaml"):  # never over the contract itself
+        assert main(["contracts", "convert", str(same), str(same)]) == 2
 
 
 def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -346,6 +349,26 @@ def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
             [REFERENCE_TASKS[0], {**REFERENCE_TASKS[1], "reference_file": "gone.png"}],
             REFERENCE_ANSWERS,
             "reference file 'gone.png' is missing",
+        ),
+        ({"version": "twelve", "prompts": REFERENCE_TASKS}, None, "unknown bundle version"),
+        (
+            None,
+            [
+                REFERENCE_ANSWERS[0],
+                {
+                    **REFERENCE_ANSWERS[1],
+                    "criteria": [
+                        {
+                            "id": "gist",
+                            "name": "Gist",
+                            "weight": 70,
+                            "grader_type": "llm-judge",
+                            "semanticPrompt": [1, {"a": 2}],
+                        }
+                    ],
+                },
+            ],
+            "task 't2', criterion 'gist': semanticPrompt must be text",
         ),
     ],
 )
@@ -530,3 +553,125 @@ def test_cascade_escalates_only_split_or_unread_criteria(
     [r2], _ = run_grade(source, subs, unanimous, tmp_path / "u", escalate_to=large, engine=engine)
     assert not any(c.escalated_from for c in r2.criteria)  # 0-3 is two flips from changing
     assert large_provider.calls == 3
+
+
+# --- bad input: references, encodings, nesting, aliases, patterns, graders ----------------
+
+
+def _reference_escapes(folder: Path, how: str) -> None:
+    """Make the reference file `doc.txt` of task t2 lead outside refs/ in the way `how`."""
+    secret = folder.parent / "secret.txt"
+    secret.write_text("the private key")
+    refs = folder / "refs"
+    if how == "link":
+        (refs / "doc.txt").unlink()
+        (refs / "doc.txt").symlink_to(secret)
+    elif how == "linked-refs":
+        (refs / "doc.txt").unlink()
+        refs.rmdir()
+        outside = folder.parent / "elsewhere"
+        outside.mkdir()
+        (outside / "doc.txt").write_text("the private key")
+        refs.symlink_to(outside)
+    else:
+        tasks = json.loads((folder / "tasks.json").read_text())
+        tasks[1]["reference_file"] = "../secret.txt" if how == "dotdot" else str(secret)
+        (folder / "tasks.json").write_text(json.dumps(tasks))
+
+
+@pytest.mark.parametrize("how", ["link", "linked-refs", "dotdot", "absolute"])
+def test_a_reference_outside_refs_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    folder = write_reference_bundle(tmp_path / "b")
+    _reference_escapes(folder, how)
+    code, out = _check(folder, capsys)
+    assert code == 2 and "Traceback" not in out, out
+    assert "task 't2'" in out and "refs" in out and str(folder) in out
+    if how in ("link", "linked-refs"):  # read without the checks of load_contract
+        with pytest.raises(InputError, match="outside"):
+            read_bundle(folder).reference_text("doc.txt")
+
+
+def test_bundle_files_are_read_as_text_with_a_bom_and_located_when_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = write_reference_bundle(tmp_path / "b")
+    for name in ("tasks.json", "answers.json"):
+        path = folder / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # a BOM, as Windows tools write
+    assert _check(folder, capsys)[0] == 0
+    (folder / "answers.json").write_bytes(b'[{"task_id": "t1", "note": "caf\xe9"}]')
+    code, out = _check(folder, capsys)
+    assert code == 2 and "answers.json" in out and "UTF-8" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("name", ["tasks.json", "answers.json", "c.yaml"])
+def test_deep_nesting_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    folder = write_reference_bundle(tmp_path / "b")
+    (folder / name).write_text("[" * 100_000)
+    code, out = _check(folder / name if name.endswith(".yaml") else folder, capsys)
+    assert code == 2 and "nested too deeply" in out and name in out and "Traceback" not in out
+
+
+BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{x}: &{x} [{', '.join([f'*{p}'] * 9)}]\n" for p, x in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def test_yaml_aliases_that_explode_or_loop_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = _check(_yaml(tmp_path, BILLION_LAUGHS), capsys)  # 9**9 nodes once expanded
+    assert code == 2 and "aliases" in out and "line 5" in out, out
+    code, out = _check(_yaml(tmp_path, "tasks: &t [*t]\n"), capsys)
+    assert code == 2 and "refers to a node that contains it" in out and "line 1" in out
+    # aliases within reason (shared criterion settings) still work, lines still point right
+    shared = CONTRACT.replace(
+        "{id: value, weight: 60, grader: numeric,", "&num {id: value, weight: 60, grader: numeric,"
+    ).replace("{id: shows-work, weight: 40,", "{<<: *num, id: shows-work, weight: 40,")
+    assert _check(_yaml(tmp_path, shared), capsys)[0] == 0
+    code, out = _check(_yaml(tmp_path, CONTRACT.replace("weight: 30", "weight: -30")), capsys)
+    assert code == 2 and "line 9" in out
+
+
+def test_regex_patterns_are_checked_on_load_and_searched_with_a_time_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out = _check(_yaml(tmp_path, CONTRACT.replace("\\\\d\\\\s*", "(\\\\d")), capsys)
+    assert code == 2 and "not a valid regular expression" in out and "line 16" in out, out
+    from eigenjury.contracts import graders
+
+    monkeypatch.setattr(graders, "REGEX_TIMEOUT_S", 0.05)
+    slow = crit(grader="regex", prompt="(a|aa)+$")  # backtracks through every split of the a's
+    ok, why = graders.regex(slow, "a" * 34 + "b")
+    assert not ok and "timed out" in why
+    assert graders.regex(crit(grader="regex", prompt=r"\p{Lu}\w+"), "in Paris") == (
+        True,
+        "pattern '\\\\p{Lu}\\\\w+': matched 'Paris'",
+    )
+
+
+def test_a_python_grader_that_cannot_be_imported_is_reported_by_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_checks.py").write_text(
+        "def short(submission, task, criterion):\n    return True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for prompt, expected in [
+        ("no_such_module_here:short", "cannot import 'no_such_module_here'"),
+        ("my_checks:long", "module 'my_checks' has no function 'long'"),
+    ]:
+        text = CONTRACT.replace("grader: regex,", "grader: python,").replace(
+            '"\\\\d\\\\s*\\\\+\\\\s*\\\\d"', prompt
+        )
+        code, out = _check(_yaml(tmp_path, text), capsys)
+        assert code == 2 and "Traceback" not in out, out
+        assert f"task 'sum', criterion 'shows-work': {expected}" in out
+    good = CONTRACT.replace("grader: regex,", "grader: python,").replace(
+        '"\\\\d\\\\s*\\\\+\\\\s*\\\\d"', "my_checks:short"
+    )
+    assert _check(_yaml(tmp_path, good), capsys)[0] == 0

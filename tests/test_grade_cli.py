@@ -197,6 +197,7 @@ def test_bad_submissions_are_located(
     )
     err = capsys.readouterr().err
     assert code == 2 and expected in err and "Traceback" not in err
+    assert not (tmp_path / "store.sqlite").exists()  # refused before the store was opened
 
 
 def test_unknown_juror_spec_is_an_input_error(
@@ -298,3 +299,125 @@ def test_juries_compare_command(
     assert record["cascade"]["agreement_with_b"]["value"] == 1.0
     assert (tmp_path / "cmp" / "pool_a" / "judgements.csv").is_file()
     assert "criterion majority agreement" in out
+
+
+# --- bad input --------------------------------------------------------------------------
+
+RULES_ONLY = """\
+name: rules
+tasks:
+  - task_id: as
+    execution: {prompt: "Write some a's."}
+    evaluation:
+      criteria:
+        - {id: backtracks, weight: 50, grader: regex, prompt: "(a|aa)+$"}
+        - {id: short, weight: 40, grader: regex, prompt: "^.{0,80}$"}
+"""
+
+
+def test_a_contract_without_jury_criteria_grades_without_a_jury(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eigenjury.contracts import graders
+
+    monkeypatch.setattr(graders, "REGEX_TIMEOUT_S", 0.05)
+    contract = tmp_path / "rules.yaml"
+    contract.write_text(RULES_ONLY)
+    subs = write_submissions(
+        tmp_path / "s.jsonl",
+        # the first pattern backtracks through every split of the a's before it fails
+        [{"task_id": "as", "submission": "a" * 34 + "b"}],
+    )
+    code = main(grade_args(contract, tmp_path, "--submissions", str(subs)))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    trace = [
+        json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").read_text().splitlines()
+    ]
+    timed_out, short = trace
+    assert timed_out["grade"] == "I" and "timed out" in timed_out["text"]
+    assert short["grade"] == "C"
+    record = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert record["jury"]["jurors"] == [] and record["tasks"][0]["score"] == 40
+
+
+def test_a_missing_jury_names_the_criteria_that_need_one(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subs = write_submissions(tmp_path / "s.jsonl", [{"task_id": "italy", "submission": "Rome"}])
+    code = main(grade_args(contract, tmp_path, "--submissions", str(subs)))
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "task 'france' criterion 'lovely'" in err and "--jury" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_python_grader_that_cannot_be_imported_stops_grading_before_any_call(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    contract.write_text(
+        CONTRACT.replace("grader: exact_match, prompt: Rome", "grader: python, prompt: gone:fn")
+    )
+    code = main(
+        grade_args(
+            contract,
+            tmp_path,
+            "--candidate",
+            "scripted:candidate-paris",
+            "--jury",
+            "scripted:juror-yes",
+        )
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "task 'italy', criterion 'city': cannot import 'gone'" in err
+    assert not (tmp_path / "store.sqlite").exists()  # no candidate or juror was asked
+
+
+def test_bootstrap_rounds_are_bounded(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subs = write_submissions(tmp_path / "s.jsonl", [{"task_id": "italy", "submission": "Rome"}])
+    with pytest.raises(SystemExit) as stop:
+        main(
+            [
+                "juries",
+                "compare",
+                str(contract),
+                "--submissions",
+                str(subs),
+                "--pool-a",
+                "scripted:juror-yes",
+                "--pool-b",
+                "scripted:juror-no",
+                "--rounds",
+                "1000000000",
+            ]
+        )
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "--rounds" in err and "100000" in err
+
+
+def test_names_with_markup_characters_are_printed_as_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eigenjury.models.providers.scripted import register_script
+
+    register_script("[bold]juror", lambda request: "GRADE: C")
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        CONTRACT.replace("task_id: france", 'task_id: "[bold]x"').replace("id: lovely", 'id: "[/]"')
+    )
+    subs = write_submissions(
+        tmp_path / "s.jsonl", [{"task_id": "[bold]x", "submission": "Paris", "candidate": "[/]"}]
+    )
+    args = grade_args(contract, tmp_path, "--submissions", str(subs))
+    code = main([*args, "--jury", "scripted:[bold]juror"])
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 0, captured.err
+    assert "│ [/] " in out and "scripted:[bold]juror" in out
+    contract.write_text(
+        contract.read_text().replace("weight: 50, grader: llm", "weight: 5, grader: llm")
+    )
+    assert main(["contracts", "check", str(contract)]) == 0
+    assert "task '[bold]x': criterion weights sum to 55" in capsys.readouterr().out

@@ -83,6 +83,7 @@ def test_exported_task_layout(tmp_path: Path) -> None:
     assert (task / "environment" / "refs" / "hint.txt").read_text() == "It is on the Seine."
     dockerfile = (task / "environment" / "Dockerfile").read_text()
     assert "aiohttp==" in dockerfile and "COPY refs/ /app/refs/" in dockerfile
+    assert "regex==" in dockerfile  # the regex grader's time limit needs it in the verifier
     assert (task / "tests" / "vendor" / "eigenjury" / "contracts" / "rules.py").is_file()
     assert os.access(task / "tests" / "test.sh", os.X_OK)
 
@@ -116,3 +117,77 @@ def test_a_crashing_verifier_still_leaves_a_reward(tmp_path: Path) -> None:
     task = export(tmp_path, "http://127.0.0.1:9/v1")
     (task / "tests" / "jury.json").write_text("{broken")
     assert run_verifier(task, tmp_path / "root", "Answer: Paris") == {"reward": 0.0, "passed": 0}
+
+
+# --- bad input --------------------------------------------------------------------------
+
+
+def export_rules(
+    tmp_path: Path, task_ids: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """Export a contract whose tasks need no jury; (exit code, what was printed)."""
+    tasks = "".join(
+        f"  - task_id: {json.dumps(t)}\n"
+        "    execution: {prompt: 'Capital of France?'}\n"
+        "    evaluation:\n"
+        "      criteria: [{id: city, weight: 100, grader: exact_match, prompt: Paris}]\n"
+        for t in task_ids
+    )
+    (tmp_path / "contract.yaml").write_text(f"name: rules\ntasks:\n{tasks}")
+    args = ["contracts", "export-harbor", str(tmp_path / "contract.yaml"), str(tmp_path / "out")]
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("a/b", "a-b"), ("Paris", "paris"), (".", "-"), ("x y", "x?y")]
+)
+def test_task_ids_sharing_a_folder_are_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], first: str, second: str
+) -> None:
+    code, out = export_rules(tmp_path, ["ok", first, second], capsys)
+    assert code == 2 and "Traceback" not in out
+    assert f"tasks '{first}' and '{second}'" in out and "rename one" in out
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_contract_without_jury_criteria_exports_and_verifies_without_a_jury(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = export_rules(tmp_path, ["..", "[bold]x"], capsys)
+    assert code == 0, out
+    assert "wrote 2 Harbor task(s)" in out
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["--", "-bold-x"]
+    config = tomllib.loads((tmp_path / "out" / "--" / "task.toml").read_text())
+    assert config["metadata"]["eigenjury_task_id"] == ".." and config["verifier"]["env"] == {}
+    reward = run_verifier(tmp_path / "out" / "--", tmp_path / "root", "Answer: Paris")
+    assert reward == {"reward": 1.0, "passed": 1}
+
+
+def test_a_jury_is_asked_for_only_where_a_criterion_needs_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "hint.txt").write_text("It is on the Seine.")
+    (tmp_path / "contract.yaml").write_text(CONTRACT)
+    code = main(
+        ["contracts", "export-harbor", str(tmp_path / "contract.yaml"), str(tmp_path / "out")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "task 'capital/france' criterion 'polite'" in err and "--jury" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_reference_linked_from_outside_refs_is_not_exported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "secret.txt").write_text("private")
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "hint.txt").symlink_to(tmp_path / "secret.txt")
+    (tmp_path / "contract.yaml").write_text(CONTRACT)
+    args = ["contracts", "export-harbor", str(tmp_path / "contract.yaml"), str(tmp_path / "out")]
+    code = main([*args, "--jury", "openai-compatible:judge@http://127.0.0.1:9/v1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "task 'capital/france'" in err and "outside" in err
+    assert not (tmp_path / "out").exists()

@@ -138,3 +138,20 @@ def test_inspect_eval_command_finds_the_extension(bundle: Path, tmp_path: Path) 
     log = read_eval_log(str(log_file))
     assert log.eval.task == "eigenjury/contract"
     assert scores(log) == {"sum": {"score": 1.0, "passed": 1.0}}
+
+
+def test_the_inspect_extra_brings_the_openai_client_inspect_needs() -> None:
+    """Inspect's openai/ and openai-api/ providers (OpenAI-compatible jurors) import the
+    `openai` package, at least 3.4.0 for inspect-ai 0.3.285, which does not install it."""
+    import tomllib
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    for extra in ("inspect", "dev"):
+        [openai] = [r for r in map(Requirement, extras[extra]) if r.name == "openai"]
+        assert version("openai") in openai.specifier and "3.3.0" not in openai.specifier
+    juror = get_model("openai-api/local/judge", base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert juror.name == "local/judge"

@@ -1,7 +1,7 @@
 """Config files: YAML validated by pydantic, with errors that name the file, line and field.
 
-YAML is parsed once into data and once into nodes, so every field of the document
-knows its line; a validation error then points at the exact place to edit.
+YAML is parsed once into nodes, which give every field of the document its line (a
+validation error then points at the exact place to edit), and the data is built from them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from eigenjury.errors import InputError
 from eigenjury.files import read_text
@@ -20,11 +21,18 @@ FieldPath = tuple[str | int, ...]
 
 
 def load_yaml(path: Path) -> tuple[Any, dict[FieldPath, int]]:
-    """The document, and the line of every mapping key and sequence item in it."""
+    """The document, and the line of every mapping key and sequence item in it.
+
+    Aliases (`*name`) may repeat at most MAX_ALIAS_EXPANSION nodes in all: a few lines
+    of nested aliases (a "billion laughs") would otherwise fill the memory."""
     text = read_text(path)
+    loader = yaml.SafeLoader(text)
     try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
+        if root is None:
+            return None, {}
+        _check_expansion(root, path)
+        data = loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -33,10 +41,68 @@ def load_yaml(path: Path) -> tuple[Any, dict[FieldPath, int]]:
             path=path,
             line=None if mark is None else mark.line + 1,
         ) from None
+    except RecursionError:
+        raise InputError("not valid YAML (nested too deeply)", path=path) from None
+    finally:
+        loader.dispose()
     lines: dict[FieldPath, int] = {}
-    if root is not None:
-        _walk(root, (), lines)
+    _walk(root, (), lines)
     return data, lines
+
+
+MAX_ALIAS_EXPANSION = 10_000
+
+
+def _check_expansion(root: yaml.Node, path: Path) -> None:
+    """Refuse a document whose aliases repeat more than MAX_ALIAS_EXPANSION nodes, or
+    that contains itself, at the line of the first part that alone is too large."""
+    limit = _count_written(root) + MAX_ALIAS_EXPANSION
+    sizes: dict[int, int] = {}
+    inside: set[int] = set()
+
+    def expanded(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        line = node.start_mark.line + 1
+        if key in inside:
+            raise InputError(
+                "an alias (*name) refers to a node that contains it", path=path, line=line
+            )
+        inside.add(key)
+        size = 1 + sum(expanded(child) for child in _children(node))
+        inside.discard(key)
+        if size > limit:
+            raise InputError(
+                f"aliases (*name) repeat more than {MAX_ALIAS_EXPANSION} nodes from here; "
+                "write the repeated parts out or nest fewer aliases",
+                path=path,
+                line=line,
+            )
+        sizes[key] = size
+        return size
+
+    expanded(root)
+
+
+def _count_written(root: yaml.Node) -> int:
+    """The number of distinct nodes (an aliased node counts once)."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            todo.extend(_children(node))
+    return len(seen)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _walk(node: yaml.Node, at: FieldPath, lines: dict[FieldPath, int]) -> None:
@@ -52,18 +118,88 @@ def _walk(node: yaml.Node, at: FieldPath, lines: dict[FieldPath, int]) -> None:
 
 
 def validate(model: type[M], data: Any, *, path: Path, lines: dict[FieldPath, int]) -> M:
-    """`model` from `data`, or an InputError at the first problem's file, line and field."""
+    """`model` from `data`, or an InputError at the first problem's file, line and field,
+    said in the config's own terms (never pydantic's or the schema's class names)."""
     try:
         return model.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
+        errors = exc.errors()
+        loc, tagged = _place(errors[0])
+        # a field that accepts several kinds reports one error per kind: say them together
+        branches = [e for e in errors if _place(e)[0] == loc] if tagged else errors[:1]
+        kinds = list(dict.fromkeys(_plain(e) for e in branches))
+        message = " or ".join([kinds[0], *(k.removeprefix("expected ") for k in kinds[1:])])
+        given = errors[0].get("input")
+        if errors[0]["type"] in _KINDS and isinstance(given, _SCALARS):
+            message += f", got {given!r}"
+        more = len({_place(e)[0] for e in errors}) - 1
+        message += f" (and {more} more problem{'s' * (more > 1)})" if more else ""
         line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
-        more = len(exc.errors()) - 1
-        message = error["msg"] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
         raise InputError(
             message, path=path, line=line, field=".".join(str(p) for p in loc) or None
         ) from None
+
+
+def located(message: str, *loc: str | int) -> PydanticCustomError:
+    """A problem found by a check across fields, reported at the field `loc` names."""
+    return PydanticCustomError("located", "{message}", {"message": message, "loc": loc})
+
+
+_SCALARS = (str, int, float, bool, type(None))
+_WHERE = {  # pydantic error type -> what is wrong with the place itself
+    "missing": "required here",
+    "extra_forbidden": "not a known setting here; check its spelling and indentation",
+}
+_KINDS = {  # pydantic error type -> what the config needed there
+    "model_type": "expected a mapping of settings (key: value lines)",
+    "model_attributes_type": "expected a mapping of settings (key: value lines)",
+    "dict_type": "expected a mapping (key: value lines)",
+    "list_type": "expected a list (lines starting with '- ')",
+    "string_type": "expected text",
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "finite_number": "expected a finite number (not inf or nan)",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "string_too_short": "must not be empty",
+    "greater_than": "must be more than {gt}",
+    "greater_than_equal": "must be at least {ge}",
+    "less_than": "must be less than {lt}",
+    "less_than_equal": "must be at most {le}",
+    "too_short": "needs at least {min_length} item(s)",
+    "too_long": "takes at most {max_length} item(s)",
+    "literal_error": "expected {expected}",
+}
+
+
+def _place(error: ErrorDetails) -> tuple[FieldPath, bool]:
+    """Where the error is, in config keys, and whether pydantic added the name of one
+    of a field's accepted kinds to that place (which is then dropped)."""
+    ctx = error.get("ctx") or {}
+    if "loc" in ctx:
+        return tuple(ctx["loc"]), False
+    full = error["loc"]
+    own_key = len(full) - 1 if error["type"] == "extra_forbidden" else -1  # the user's key
+    loc = tuple(p for i, p in enumerate(full) if i == own_key or not _kind_tag(p))
+    return loc, len(loc) < len(full)
+
+
+def _kind_tag(part: str | int) -> bool:
+    """'str', 'dict[str,any]', 'Generation', ...: a kind pydantic tried, not a key."""
+    return isinstance(part, str) and (
+        "[" in part or part[:1].isupper() or part in ("str", "int", "float", "bool", "none")
+    )
+
+
+def _plain(error: ErrorDetails) -> str:
+    ctx = error.get("ctx") or {}
+    if error["type"] in ("value_error", "assertion_error", "located"):
+        return str(ctx.get("message") or ctx.get("error") or error["msg"])
+    template = _WHERE.get(error["type"]) or _KINDS.get(error["type"])
+    return template.format(**ctx) if template else error["msg"].replace("Input should", "should")
 
 
 def load_config(model: type[M], path: str | Path) -> M:

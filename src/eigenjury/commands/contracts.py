@@ -8,11 +8,19 @@ from pathlib import Path
 from typing import TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 
 from eigenjury.commands.calls import engine_from_args, run_with_engine
 from eigenjury.contracts.bundle import ContractSource, load_contract, write_bundle, write_yaml
 from eigenjury.contracts.compare import compare_pools
-from eigenjury.contracts.grading import Submission, TaskResult, generate_submissions, grade
+from eigenjury.contracts.graders import check_python_graders
+from eigenjury.contracts.grading import (
+    Submission,
+    TaskResult,
+    generate_submissions,
+    grade,
+    require_jury,
+)
 from eigenjury.contracts.jury import Jury
 from eigenjury.contracts.submissions import read_submissions
 from eigenjury.contracts.trace import results_record, write_trace
@@ -27,6 +35,21 @@ from eigenjury.reports.contracts import print_comparison, print_summary, write_r
 T = TypeVar("T")
 
 
+def _load(args: argparse.Namespace) -> ContractSource:
+    """The contract, with its python graders imported (a wrong import path is reported
+    before any model call is paid for)."""
+    source = load_contract(args.contract)
+    check_python_graders(source.contract, source.path)
+    return source
+
+
+def _jury_if_needed(args: argparse.Namespace, source: ContractSource) -> Jury | None:
+    """The --jury jurors; none given is fine where no criterion is graded by a jury."""
+    jury = _jury(args, args.jury) if args.jury else None
+    require_jury(source, jury)
+    return jury
+
+
 def _jury(args: argparse.Namespace, specs: list[str]) -> Jury:
     return Jury.from_specs(
         specs,
@@ -39,7 +62,7 @@ def _jury(args: argparse.Namespace, specs: list[str]) -> Jury:
 
 def _warn(console: Console, warnings: list[str]) -> None:
     for w in warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
 
 
 def _run(
@@ -53,9 +76,10 @@ def _run(
     interrupted (everything finished is in the store)."""
     candidates = [ModelSpec.parse(c) for c in args.candidate or []]
     specs = [*candidates, *(s for jury in juries for s in jury.specs)]
+    # read before the store is opened: bad submissions leave nothing behind
+    given = read_submissions(args.submissions, source.contract) if args.submissions else None
     engine = engine_from_args(args)
     engine.prepare(specs)
-    given = read_submissions(args.submissions, source.contract) if args.submissions else None
 
     async def go() -> tuple[T, list[Submission]]:
         submissions = given or await generate_submissions(
@@ -75,12 +99,14 @@ def _run(
 
 
 def grade_command(args: argparse.Namespace, console: Console) -> int:
-    source = load_contract(args.contract)
+    source = _load(args)
     warnings = source.contract.warnings()
     _warn(console, warnings)
-    jury = _jury(args, args.jury)
+    jury = _jury_if_needed(args, source)
     escalate_to = _jury(args, args.escalate_to) if args.escalate_to else None
-    juries = [jury] if escalate_to is None else [jury, escalate_to]
+    if escalate_to is not None and jury is None:
+        raise InputError("--escalate-to needs a first jury to escalate from (--jury SPEC)")
+    juries = [j for j in (jury, escalate_to) if j is not None]
 
     async def work(engine: Engine, submissions: list[Submission]) -> list[TaskResult]:
         return await grade(
@@ -112,8 +138,8 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
     print_summary(console, record)
     print_accounting(console, record["accounting"])
     console.print(
-        f"wrote {out / 'results.json'}, the trace (trace.jsonl, tasks.csv, criteria.csv, "
-        f"judgements.csv) and {out / 'report.html'}"
+        f"wrote {escape(str(out / 'results.json'))}, the trace (trace.jsonl, tasks.csv, "
+        f"criteria.csv, judgements.csv) and {escape(str(out / 'report.html'))}"
     )
     incomplete = sum(not r.complete for r in results)
     if incomplete:
@@ -126,7 +152,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def compare_command(args: argparse.Namespace, console: Console) -> int:
-    source = load_contract(args.contract)
+    source = _load(args)
     _warn(console, source.contract.warnings())
     pool_a, pool_b = _jury(args, args.pool_a), _jury(args, args.pool_b)
 
@@ -163,7 +189,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
             rec = results_record(results, contract=str(args.contract), jury=jury)
             write_json(folder / "results.json", rec)
             write_trace(folder, results)
-        console.print(f"wrote {args.out / 'comparison.json'} and each pool's trace")
+        console.print(f"wrote {escape(str(args.out / 'comparison.json'))} and each pool's trace")
     if incomplete:
         console.print(
             f"[yellow]warning:[/] {incomplete} graded submission(s) rest on failed calls; "
@@ -174,14 +200,14 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def check_command(args: argparse.Namespace, console: Console) -> int:
-    source = load_contract(args.contract)
+    source = _load(args)
     contract = source.contract
     graders: dict[str, int] = {}
     for task in contract.tasks:
         for c in task.evaluation.criteria:
             graders[c.grader] = graders.get(c.grader, 0) + 1
     listed = ", ".join(f"{n} {g}" for g, n in sorted(graders.items()))
-    console.print(f"{source.path}: {len(contract.tasks)} tasks; criteria: {listed}")
+    console.print(f"{escape(str(source.path))}: {len(contract.tasks)} tasks; criteria: {listed}")
     _warn(console, contract.warnings())
     return 0
 
@@ -189,21 +215,24 @@ def check_command(args: argparse.Namespace, console: Console) -> int:
 def convert_command(args: argparse.Namespace, console: Console) -> int:
     source = load_contract(args.contract)
     out: Path = args.out
+    if out.resolve() == source.path.resolve():
+        raise InputError("this is the contract being converted; write it somewhere else", path=out)
     if out.suffix.lower() in (".yaml", ".yml"):
         write_yaml(source, out)
     elif out.suffix:
         raise InputError("write a contract to a folder (bundle) or a .yaml file", path=out)
     else:
         write_bundle(source, out)
-    console.print(f"wrote {out}")
+    console.print(f"wrote {escape(str(out))}")
     return 0
 
 
 def export_harbor_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.integrations.harbor import export_harbor
 
-    source = load_contract(args.contract)
-    jury = _jury(args, args.jury)
-    folders = export_harbor(source, args.out, jury, timeout_s=args.verifier_timeout)
-    console.print(f"wrote {len(folders)} Harbor task(s) to {args.out}")
+    source = _load(args)
+    folders = export_harbor(
+        source, args.out, _jury_if_needed(args, source), timeout_s=args.verifier_timeout
+    )
+    console.print(f"wrote {len(folders)} Harbor task(s) to {escape(str(args.out))}")
     return 0

@@ -43,7 +43,7 @@ from eigenjury.contracts.schema import (
     Task,
 )
 from eigenjury.errors import InputError
-from eigenjury.files import write_json, write_text
+from eigenjury.files import read_text, write_json, write_text
 
 M = TypeVar("M")
 
@@ -94,7 +94,22 @@ class ContractSource:
     _texts: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
     def reference_path(self, name: str) -> Path:
+        """The file `name` in refs/; an input error when it lies outside refs/ (through
+        `..`, an absolute path or a symbolic link), so no other file of the machine can
+        reach a model or an export."""
+        problem = self.reference_problem(name)
+        if problem:
+            raise InputError(f"reference_file {name!r} {problem}", path=self.path)
         return self.refs_dir / name
+
+    def reference_problem(self, name: str) -> str | None:
+        """Why `name` is not a path inside refs/, or None."""
+        if ".." in Path(name).parts or Path(name).is_absolute():
+            return "must be a path inside refs/ (no '..', not absolute)"
+        refs = self.refs_dir.parent.resolve() / self.refs_dir.name
+        if not (self.refs_dir / name).resolve().is_relative_to(refs):
+            return f"leads outside {self.refs_dir} (a symbolic link); copy the file into refs/"
+        return None
 
     def reference_text(self, name: str) -> str | None:
         """A text reference file's content (read once); None for binary files."""
@@ -247,6 +262,9 @@ def _task_records(data: Any, path: Path) -> dict[str, dict[str, Any]]:
     if isinstance(data, dict):
         if "prompts" not in data:
             raise InputError("expected a 'prompts' list (or a plain list of tasks)", path=path)
+        version = data.get("version", 2)
+        if isinstance(version, bool) or version not in (1, 2):
+            raise InputError(f"unknown bundle version {version!r}; expected 1 or 2", path=path)
         data = data["prompts"]
     if not isinstance(data, list) or not data:
         raise InputError("expected a non-empty list of tasks", path=path)
@@ -263,6 +281,7 @@ def _task_records(data: Any, path: Path) -> dict[str, dict[str, Any]]:
 
 
 _PROMPT_KEYS = ("task_prompt", "prompt", "task")
+_CRITERION_TEXT_KEYS = ("semanticPrompt", "description", "name")  # the prompt: the first given
 
 
 def _by_task_id(records: list[Any], label: str, path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -333,9 +352,10 @@ def _criterion_from_bundle(raw: Any, index: int, where: str, path: Path) -> Crit
             f"{', '.join(g for g in GRADERS if g not in ('exact_match', 'llm_judge'))}",
             path=path,
         )
-    prompt_key = next(
-        (k for k in ("semanticPrompt", "description", "name") if _text(raw.get(k))), None
-    )
+    for key in _CRITERION_TEXT_KEYS:
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            raise InputError(f"{here}: {key} must be text, got {raw[key]!r}", path=path)
+    prompt_key = next((k for k in _CRITERION_TEXT_KEYS if _text(raw.get(k))), None)
     if prompt_key is None:
         raise InputError(f"{here} has no prompt (semanticPrompt, description or name)", path=path)
     extra = {k: v for k, v in raw.items() if k not in _CRITERION_KEYS}
@@ -377,12 +397,12 @@ def _check_references(source: ContractSource) -> None:
         for name in (task.execution.reference_file, task.evaluation.reference_file):
             if not name:
                 continue
-            path = source.reference_path(name)
-            if ".." in Path(name).parts or Path(name).is_absolute():
+            problem = source.reference_problem(name)
+            if problem:
                 raise InputError(
-                    f"task '{task.task_id}': reference_file {name!r} must be a path inside refs/",
-                    path=source.path,
+                    f"task '{task.task_id}': reference_file {name!r} {problem}", path=source.path
                 )
+            path = source.reference_path(name)
             if not path.is_file():
                 raise InputError(
                     f"task '{task.task_id}': reference file {name!r} is missing "
@@ -392,14 +412,15 @@ def _check_references(source: ContractSource) -> None:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("missing: a bundle needs tasks.json and answers.json", path=path) from None
+    if not path.is_file():
+        raise InputError("missing: a bundle needs tasks.json and answers.json", path=path)
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("not valid JSON (nested too deeply)", path=path) from None
 
 
 def _is_number(value: Any) -> bool:

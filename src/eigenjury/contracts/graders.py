@@ -14,14 +14,19 @@ import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import regex as regex_engine
+
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
-    from eigenjury.contracts.schema import Criterion, Task
+    from pathlib import Path
+
+    from eigenjury.contracts.schema import Contract, Criterion, Task
 
 _ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
 _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _EDGE_PUNCTUATION = " \t.,;:!?\"'`*_()[]{}"
+REGEX_TIMEOUT_S = 1.0  # per submission; sane patterns take microseconds
 
 
 def final_answer(submission: str) -> str:
@@ -58,7 +63,17 @@ def exact_match(criterion: Criterion, submission: str) -> tuple[bool, str]:
 
 
 def regex(criterion: Criterion, submission: str) -> tuple[bool, str]:
-    found = re.search(criterion.prompt, submission, re.MULTILINE)
+    """Search with a time limit: a pattern that backtracks catastrophically on some text
+    (`(a+)+$` on "aaa...ab") fails its criterion instead of hanging the run."""
+    try:
+        found = regex_engine.search(
+            criterion.prompt, submission, regex_engine.MULTILINE, timeout=REGEX_TIMEOUT_S
+        )
+    except TimeoutError:
+        return False, (
+            f"pattern {criterion.prompt!r}: timed out after {REGEX_TIMEOUT_S:g} s on this "
+            "submission (catastrophic backtracking?); counted as no match"
+        )
     where = f"matched {found.group(0)[:80]!r}" if found else "no match"
     return found is not None, f"pattern {criterion.prompt!r}: {where}"
 
@@ -87,8 +102,22 @@ def load_function(criterion: Criterion) -> Callable[..., Any]:
         ) from None
     function = getattr(module, name, None)
     if not callable(function):
-        raise InputError(f"criterion '{criterion.id}': {criterion.prompt!r} is not a function")
+        raise InputError(
+            f"criterion '{criterion.id}': module {module_name!r} has no function {name!r}"
+        )
     return function  # type: ignore[no-any-return]
+
+
+def check_python_graders(contract: Contract, path: Path) -> None:
+    """Import every `python` grader of `contract` now, so that a wrong import path is
+    reported by `contracts check`, and stops grading before any model call is paid for."""
+    for task in contract.tasks:
+        for criterion in task.evaluation.criteria:
+            if criterion.grader == "python":
+                try:
+                    load_function(criterion)
+                except InputError as exc:
+                    raise InputError(f"task '{task.task_id}', {exc.message}", path=path) from None
 
 
 def python(criterion: Criterion, submission: str, task: Task) -> tuple[bool, str]:

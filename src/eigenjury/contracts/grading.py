@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from eigenjury.contracts.bundle import ContractSource
-from eigenjury.contracts.graders import grade_without_model
+from eigenjury.contracts.graders import check_python_graders, grade_without_model
 from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, majority, vote
 from eigenjury.contracts.prompts import candidate_request
 from eigenjury.contracts.rules import flip_distance, is_split, task_passes, task_score
 from eigenjury.contracts.schema import Criterion
 from eigenjury.engine import Call, Engine
+from eigenjury.errors import InputError
 from eigenjury.models.spec import ModelSpec
 
 
@@ -150,16 +151,39 @@ async def generate_submissions(
     return out
 
 
+def require_jury(source: ContractSource, jury: Jury | None) -> None:
+    """A jury is needed only when some criterion is graded by one (`llm_judge`); an
+    input error naming those criteria when it is needed and missing."""
+    if jury is not None:
+        return
+    needing = [
+        f"task '{task.task_id}' criterion '{c.id}'"
+        for task in source.contract.tasks
+        for c in task.evaluation.criteria
+        if c.grader == "llm_judge"
+    ]
+    if needing:
+        more = f" and {len(needing) - 5} more" if len(needing) > 5 else ""
+        raise InputError(
+            "no juror given, but these llm_judge criteria are graded by a jury: "
+            f"{', '.join(needing[:5])}{more}; give the jurors (--jury SPEC, repeated)",
+            path=source.path,
+        )
+
+
 async def grade(
     engine: Engine,
     source: ContractSource,
     submissions: Sequence[Submission],
-    jury: Jury,
+    jury: Jury | None,
     *,
     escalate_to: Jury | None = None,
     escalate_margin: int = 1,
 ) -> list[TaskResult]:
-    """Grade every submission; the result order follows `submissions`."""
+    """Grade every submission; the result order follows `submissions`. No jury is needed
+    for a contract whose criteria all have graders without a model."""
+    require_jury(source, jury)
+    check_python_graders(source.contract, source.path)
     contract = source.contract
     ballots: list[Ballot] = []
     ballot_of: dict[int, int] = {}
@@ -169,9 +193,9 @@ async def grade(
         if judged and s.text is not None:
             ballot_of[i] = len(ballots)
             ballots.append(Ballot(task, source.task_reference(task), s.text, judged))
-    first = await vote(engine, jury, ballots) if ballots else []
+    first = await vote(engine, jury, ballots) if jury is not None and ballots else []
     second: list[dict[str, list[Vote]]] = [{} for _ in ballots]
-    if escalate_to is not None and ballots:
+    if jury is not None and escalate_to is not None and ballots:
         escalated = [
             Ballot(
                 b.task,

@@ -15,6 +15,7 @@ import math
 import re
 from typing import Any, Literal
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 GraderKind = Literal["exact_match", "regex", "numeric", "llm_judge", "python"]
@@ -44,8 +45,8 @@ class Criterion(_Frozen):
             raise ValueError("the prompt is blank")
         if self.grader == "regex":
             try:
-                re.compile(self.prompt)
-            except re.error as exc:
+                regex.compile(self.prompt, regex.MULTILINE)  # as the regex grader searches
+            except regex.error as exc:
                 raise ValueError(f"the prompt is not a valid regular expression ({exc})") from None
         elif self.grader == "numeric":
             from eigenjury.contracts.graders import parse_number

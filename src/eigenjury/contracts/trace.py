@@ -100,7 +100,7 @@ def results_record(
     results: Sequence[TaskResult],
     *,
     contract: str,
-    jury: Jury,
+    jury: Jury | None,
     escalate_to: Jury | None = None,
     escalate_margin: int | None = None,
     warnings: Sequence[str] = (),
@@ -118,7 +118,10 @@ def results_record(
     return record
 
 
-def _jury_record(jury: Jury) -> dict[str, Any]:
+def _jury_record(jury: Jury | None) -> dict[str, Any]:
+    """The jury's names and settings (no jurors: every criterion has a grader without a model)."""
+    if jury is None:
+        return {"jurors": []}
     return {
         "jurors": list(jury.names),
         "temperature": jury.temperature,

@@ -23,6 +23,7 @@ import asyncio
 import json
 import shutil
 import sys
+import unicodedata
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -30,10 +31,11 @@ from typing import Any
 
 import eigenjury
 from eigenjury.contracts.bundle import ContractSource, copy_references, load_contract, write_yaml
-from eigenjury.contracts.grading import Submission, grade
+from eigenjury.contracts.grading import Submission, grade, require_jury
 from eigenjury.contracts.jury import Jury
 from eigenjury.contracts.schema import Contract, Task
 from eigenjury.contracts.trace import judgement_rows, task_record
+from eigenjury.errors import InputError
 from eigenjury.files import write_json, write_text
 from eigenjury.models.spec import ModelSpec
 
@@ -59,13 +61,16 @@ When you are done, write your final answer to `{answer}`{refs}.
 
 
 def export_harbor(
-    source: ContractSource, out: Path, jury: Jury, *, timeout_s: float = 600.0
+    source: ContractSource, out: Path, jury: Jury | None, *, timeout_s: float = 600.0
 ) -> list[Path]:
-    """Write one Harbor task directory per task; returns the directories."""
+    """Write one Harbor task directory per task; returns the directories. No jury is
+    needed when every criterion has a grader without a model."""
+    require_jury(source, jury)
+    names = folder_names(source)
     folders = []
     requirements = _runtime_requirements()
     for task in source.contract.tasks:
-        folder = out / _safe(task.task_id)
+        folder = out / names[task.task_id]
         tests = folder / "tests"
         one = ContractSource(
             Contract(tasks=(task,), name=source.contract.name), source.path, source.refs_dir
@@ -100,11 +105,45 @@ def _no_reference(task: Task) -> Any:
     return task.evaluation.model_copy(update={"reference_file": ""})
 
 
+_MAX_NAME_BYTES = 255  # the longest file name most file systems take
+
+
+def folder_names(source: ContractSource) -> dict[str, str]:
+    """Task id -> its folder name. Ids that would share a folder (`a/b` and `a-b`, or
+    names differing only in case or Unicode form, one folder on macOS and Windows) are refused
+    before anything is written: renaming one silently would lose the link to the id."""
+    names: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    for task in source.contract.tasks:
+        name = _safe(task.task_id)
+        if len(name.encode()) > _MAX_NAME_BYTES:
+            raise InputError(
+                f"task '{task.task_id}' is too long for a folder name (at most "
+                f"{_MAX_NAME_BYTES} bytes); shorten its task_id",
+                path=source.path,
+            )
+        other = taken.setdefault(unicodedata.normalize("NFC", name).casefold(), task.task_id)
+        if other != task.task_id:
+            raise InputError(
+                f"tasks '{other}' and '{task.task_id}' would both be written to the folder "
+                f"'{name}' (characters other than letters, digits, '-', '_' and '.' become "
+                "'-', and case may not count); rename one of them",
+                path=source.path,
+            )
+        names[task.task_id] = name
+    return names
+
+
 def _safe(task_id: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in task_id)
+    """A folder name for `task_id`; leading dots become '-' ('.', '..', hidden folders)."""
+    name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in task_id)
+    visible = name.lstrip(".")
+    return "-" * (len(name) - len(visible)) + visible
 
 
-def _jury_record(jury: Jury) -> dict[str, Any]:
+def _jury_record(jury: Jury | None) -> dict[str, Any]:
+    if jury is None:
+        return {"jurors": []}
     return {
         "jurors": [_spec_value(spec) for spec in jury.specs],
         "temperature": jury.temperature,
@@ -122,7 +161,9 @@ def _spec_value(spec: ModelSpec) -> str | dict[str, Any]:
     return {"spec": str(spec), "api_key_env": spec.api_key_env}
 
 
-def _key_variables(jury: Jury) -> list[str]:
+def _key_variables(jury: Jury | None) -> list[str]:
+    if jury is None:
+        return []
     return sorted({spec.key_variable for spec in jury.specs if spec.key_variable})
 
 
@@ -130,7 +171,7 @@ def _toml_string(text: str) -> str:
     return json.dumps(text)  # a JSON string is a valid TOML basic string
 
 
-def _task_toml(task: Task, jury: Jury, timeout_s: float) -> str:
+def _task_toml(task: Task, jury: Jury | None, timeout_s: float) -> str:
     env = task.execution.environment
     lines = [
         'version = "1.0"',
@@ -192,9 +233,12 @@ def _vendor(target: Path) -> None:
     )
 
 
-def _read_jury(path: Path) -> Jury:
+def _read_jury(path: Path) -> Jury | None:
+    """The exported jury; None when the task needs none."""
     data = json.loads(path.read_text(encoding="utf-8"))
     specs = [ModelSpec.from_value(v) for v in data["jurors"]]
+    if not specs:
+        return None
     return Jury.from_specs(
         specs,
         temperature=data["temperature"],

@@ -38,7 +38,7 @@ from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from eigenjury.contracts.bundle import ContractSource, load_contract
-from eigenjury.contracts.graders import grade_without_model
+from eigenjury.contracts.graders import check_python_graders, grade_without_model
 from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
 from eigenjury.contracts.jury import Vote, juror_names, majority, votes_from_replies
 from eigenjury.contracts.prompts import juror_request, repair_request, task_text
@@ -135,6 +135,7 @@ def contract_scorer(
     """Grade the completion against the sample's task; no jury given: the model under
     evaluation is the only juror."""
     source = load_contract(bundle)
+    check_python_graders(source.contract, source.path)  # before any sample is answered
     settings = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens}
 
     async def score(state: TaskState, target: Target) -> Score:

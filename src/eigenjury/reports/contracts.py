@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from eigenjury.contracts.grading import CriterionResult, TaskResult
@@ -119,7 +120,8 @@ def render(record: dict[str, Any], results: Sequence[TaskResult]) -> str:
         f"<title>Grading: {e(record['contract'])}</title><style>{CSS}{_MORE_CSS}</style>"
         "</head><body>",
         f"<h1>Grading: {e(record['contract'])}</h1>",
-        f"<p class=muted>Jury: {e(', '.join(jurors))} · strict majority (a tie fails) · "
+        f"<p class=muted>Jury: {e(', '.join(jurors) or 'none (no criterion needs one)')} · "
+        "strict majority (a tie fails) · "
         f"eigenjury {e(record['eigenjury'])}</p>",
     ]
     if "escalate_to" in record:
@@ -172,7 +174,7 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
         grid.add_column(name, justify="left" if name == "candidate" else "right")
     for s in record["summary"]:
         grid.add_row(
-            s["candidate"],
+            escape(s["candidate"]),
             str(s["tasks"]),
             estimate_text(s["mean_score"], ".1f"),
             estimate_text(s["pass_rate"], ".2f"),
