@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     verdicts_target, rounds, repeat = (
-        (100_000, 20, 1) if args.quick else (1_000_000, args.rounds, args.repeat)
+        (100_000, 40, 1) if args.quick else (1_000_000, args.rounds, args.repeat)
     )
     population = make_population(20, 2, seed=args.seed)
     verdicts = simulate_verdicts(

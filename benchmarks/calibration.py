@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
     args = parser.parse_args()
     sweep = task_map(args.backend)
-    datasets, rounds = (3, 20) if args.quick else (args.datasets, args.rounds)
+    datasets, rounds = (3, 40) if args.quick else (args.datasets, args.rounds)
     rows = []
     for n_models, n_scenarios in SETTINGS:
         done = sweep(one_dataset, [(n_models, n_scenarios, k, rounds) for k in range(datasets)])

@@ -478,3 +478,44 @@ def test_nan_and_infinite_arguments_are_refused(capsys: pytest.CaptureFixture[st
         main(["bound", "certify", "--tau", "nan", "--delta", "0.01", "--sensitivity", "0.1",
               "--dim", "10"])  # fmt: skip
     assert stop.value.code == 2 and "'nan' is not a number" in capsys.readouterr().err
+
+
+def test_measure_with_no_readable_judgment_fails_and_keeps_the_old_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every reply unparsed: exit 1 with a message pointing at the stored replies, and a
+    profile from an earlier run is not replaced by an empty one."""
+    data = tmp_path / "mute.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"i{i}", "prompt": "Q?", "response": f"mumble [quality {i}]"}) + "\n"
+            for i in range(2, 8)
+        )
+    )
+    out = tmp_path / "profile.json"
+    out.write_text("an earlier profile")
+    store = tmp_path / "s.sqlite"
+    argv = ["bound", "measure", str(data), "--judge", "scripted:bounds-biased", "--out",
+            str(out), "--store", str(store), "--no-progress"]  # fmt: skip
+    code, text, err = run_cli(argv, capsys)
+    flat = " ".join(err.split())
+    assert code == 1, flat
+    assert "no judgment could be read (unparsed 6 among the originals" in flat
+    assert f"eigenjury export replies.jsonl --store {store}" in flat
+    assert out.read_text() == "an earlier profile"
+    assert "Traceback" not in err + text
+
+
+def test_measure_warns_when_some_judgments_are_unparsed(
+    profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the fixture's dataset has one item the judge cannot score ("mumble")
+    folder = profile_path.parent
+    argv = ["bound", "measure", str(folder / "d.jsonl"), "--judge", "scripted:bounds-biased"]
+    argv += ["--generators", "formatting,verbosity,identity", "--m", "30", "--no-progress"]
+    argv += ["--out", str(profile_path), "--store", str(folder / "s.sqlite")]
+    code, text, _ = run_cli(argv, capsys)
+    flat = " ".join(text.split())
+    assert code == 0
+    assert "warning: some judgments could not be read and are left out (unparsed" in flat
+    assert "eigenjury export" in flat and "wrote the profile" in flat

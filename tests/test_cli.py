@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,15 @@ import pytest
 from eigenjury.cli import main
 
 HEADER = "scenario,judge,first,second,verdict\n"
+
+
+def _strict_json(path: Path) -> Any:
+    """The file as JSON, refusing NaN and Infinity (which no JSON reader must accept)."""
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{path} holds {constant}, which is not JSON")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -41,6 +51,8 @@ def test_simulate_then_fit_writes_the_documented_record(
         str(simulated / "verdicts.csv"),
         "--bootstrap",
         "20",
+        "--ci",
+        "0.9",
         "--truth",
         str(simulated / "truth.json"),
         "--cv",
@@ -50,7 +62,7 @@ def test_simulate_then_fit_writes_the_documented_record(
     )
     assert code == 0, err
     assert "Peer ranking" in out and "Kendall tau" in out
-    record = json.loads(result.read_text())
+    record = _strict_json(result)
     assert [m["rank"] for m in record["models"]] == list(range(1, 7))
     for m in record["models"]:
         assert set(m) >= {"name", "elo", "elo_ci", "trust", "rank", "rank_ci"}
@@ -253,3 +265,127 @@ def test_the_parser_offers_every_verdict_format() -> None:
     from eigenjury.verdict_files import FORMATS
 
     assert set(VERDICT_FORMATS) == set(FORMATS.values())
+
+
+def _all_pairs(names: list[str], scenarios: int, verdict: str) -> str:
+    """Every judge compares every ordered pair in every scenario, always with `verdict`."""
+    rows = [
+        f"s{s},{j},{a},{b},{verdict}\n"
+        for s in range(scenarios)
+        for j in names
+        for a in names
+        for b in names
+        if a != b
+    ]
+    return HEADER + "".join(rows)
+
+
+def test_markup_in_names_paths_and_messages_is_printed_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "[/]"  # a folder "[" holding a folder "]"
+    folder.mkdir(parents=True)
+    rows = [
+        f"s{s},{j},{a},{b},{(s + i) % 3}\n"
+        for s in range(40)
+        for i, (j, a, b) in enumerate(
+            [("[/]", "[bold]x", "c"), ("[bold]x", "c", "[/]"), ("c", "[/]", "[bold]x")]
+        )
+    ]
+    path = _write(folder, "v.csv", HEADER + "".join(rows))
+    code, out, err = _run(
+        capsys, "fit", str(path), "--bootstrap", "0", "--out", str(folder / "r.json")
+    )
+    assert code == 0, err
+    names = [line.split("│")[3].strip() for line in out.splitlines() if line.count("│") > 7]
+    assert set(names) == {"[/]", "[bold]x", "c"}
+    assert f"wrote {folder / 'r.json'}" in out
+    _write(folder, "v.csv", HEADER + "s1,[/],[bold]x,c,7\n")
+    code, out, err = _run(capsys, "fit", str(path))
+    assert code == 2 and f"{path}, line 2" in err and "Traceback" not in err + out
+    # an install hint keeps its extra: pyarrow missing
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    code, _, err = _run(capsys, "fit", str(_write(tmp_path, "v.parquet", "")))
+    assert code == 2 and "pip install 'eigenjury[parquet]'" in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "simulate --seed -1",
+        "fit v.csv --seed -1",
+        "bound measure d.jsonl --judge scripted:x --out p --seed -1",
+        "bound apply s.csv --profile p --out o --tau 1 --delta 0.1 --seed -3",
+    ],
+)
+def test_negative_seeds_are_refused(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(command.split())
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert "--seed" in err and "seeds are whole numbers from 0 up" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("fit v.csv --cv 1", "use 0 (none) or at least 2"),
+        ("fit v.csv --anchor-value inf", "'inf' is not a finite number"),
+        ("fit v.csv --l2 inf", "'inf' is not a finite number"),
+        ("simulate --tie inf", "'inf' is not a finite number"),
+        ("simulate --position-bias nan", "'nan' is not a number"),
+        ("simulate --greenbeard-bonus=-inf", "'-inf' is not a finite number"),
+        ("simulate --judge-noise Infinity", "'Infinity' is not a finite number"),
+        (
+            "bound certify --tau 1 --delta 0.1 --sensitivity inf --dim 3",
+            "'inf' is not a finite number",
+        ),
+    ],
+)
+def test_options_outside_their_domain_are_refused(
+    command: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(command.split())
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("rounds", "ci", "need"), [("1", "0.95", 40), ("19", "0.95", 40), ("50", "0.99", 200)]
+)
+def test_too_few_bootstrap_rounds_for_the_coverage_are_refused(
+    rounds: str, ci: str, need: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "v.csv", _all_pairs(["a", "b", "c"], 5, "1"))
+    code, out, err = _run(capsys, "fit", str(path), "--bootstrap", rounds, "--ci", ci)
+    assert code == 2 and "Peer ranking" not in out
+    flat = " ".join(err.split())
+    assert "--bootstrap" in flat and f"at least {need}" in flat and "0 for no intervals" in flat
+
+
+@pytest.mark.parametrize("verdict", ["0", "1"])
+def test_models_the_verdicts_cannot_tell_apart_share_their_rank(
+    verdict: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """All ties, or judges that always answer 'first' (uninformative in both orders):
+    equal Elo, so every model is rank 1 with the interval 1-3, never 1-1, 2-2, 3-3."""
+    path = _write(tmp_path, "v.csv", _all_pairs(["a", "b", "c"], 40, verdict))
+    result = tmp_path / "r.json"
+    code, out, err = _run(
+        capsys, "fit", str(path), "--bootstrap", "40", "--jobs", "1", "--out", str(result)
+    )
+    assert code == 0, err
+    record = _strict_json(result)
+    assert [(m["rank"], m["rank_ci"]) for m in record["models"]] == [(1, [1, 3])] * 3
+    assert out.count(" 1-3 ") == 3
+
+
+def test_a_small_population_gets_a_fitting_default_group_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "sim"
+    code, _, err = _run(capsys, "simulate", "--models", "3", "--scenarios", "5", "--out", str(out))
+    assert code == 0, err
+    assert json.loads((out / "truth.json").read_text())["design"]["group_size"] == 3
+    code, _, err = _run(capsys, "simulate", "--models", "3", "--group-size", "4", "--out", str(out))
+    assert code == 2 and "--group-size 4 exceeds --models 3" in err

@@ -29,8 +29,8 @@ def test_ranking_recovers_truth_with_intervals(population: Population, table: Ve
 
 
 def test_bootstrap_does_not_depend_on_the_number_of_processes(table: VerdictTable) -> None:
-    serial = PeerRanking(bootstrap=12, n_jobs=1, seed=7).fit(table)
-    parallel = PeerRanking(bootstrap=12, n_jobs=2, seed=7).fit(table)
+    serial = PeerRanking(bootstrap=12, ci=0.8, n_jobs=1, seed=7).fit(table)
+    parallel = PeerRanking(bootstrap=12, ci=0.8, n_jobs=2, seed=7).fit(table)
     np.testing.assert_allclose(serial.bootstrap_["elo"], parallel.bootstrap_["elo"], atol=1e-9)
 
 
@@ -51,8 +51,8 @@ def test_bootstrap_resamples_scenarios_not_rows(table: VerdictTable) -> None:
         table.scenarios,
         table.weight[twice],
     )
-    once = PeerRanking(bootstrap=30, n_jobs=1, seed=3).fit(table)
-    both = PeerRanking(bootstrap=30, n_jobs=1, seed=3).fit(doubled)
+    once = PeerRanking(bootstrap=30, ci=0.9, n_jobs=1, seed=3).fit(table)
+    both = PeerRanking(bootstrap=30, ci=0.9, n_jobs=1, seed=3).fit(doubled)
     np.testing.assert_allclose(both.elo_ci_, once.elo_ci_, atol=1e-4)
 
 
@@ -112,7 +112,9 @@ def test_self_preference_is_removed_by_exclude_self() -> None:
 
 def test_anchor_by_name_and_unknown_anchor(table: VerdictTable) -> None:
     name = table.models[2]
-    ranking = PeerRanking(bootstrap=5, anchor=name, anchor_value=1000.0, n_jobs=1).fit(table)
+    ranking = PeerRanking(bootstrap=5, ci=0.6, anchor=name, anchor_value=1000.0, n_jobs=1).fit(
+        table
+    )
     assert ranking.elo_[2] == pytest.approx(1000.0)
     np.testing.assert_allclose(ranking.elo_ci_[2], [1000.0, 1000.0])
     with pytest.raises(DataError, match="anchor model 'nobody'"):
@@ -126,3 +128,29 @@ def test_greenbeard_clique_raises_its_members() -> None:
     elo = PeerRanking(bootstrap=0).fit(table).elo_
     gain = elo - clique.elo()
     assert gain[clique.greenbeard].min() > gain[~clique.greenbeard].max()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"bootstrap": 1}, "needs at least 40"),
+        ({"bootstrap": 39}, "needs at least 40"),
+        ({"bootstrap": 100, "ci": 0.99}, "needs at least 200"),
+        ({"bootstrap": 0, "cv": 1}, "cv=1"),
+    ],
+)
+def test_settings_that_cannot_give_what_they_promise_are_refused(
+    options: dict[str, float], message: str, table: VerdictTable
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        PeerRanking(**options).fit(table)  # type: ignore[arg-type]
+
+
+def test_recovery_of_a_constant_ranking_has_no_nan() -> None:
+    """Kendall tau is undefined when a side is constant: None in the record, never NaN
+    (which would make the written JSON invalid)."""
+    from eigenjury.stats.simulate import recovery
+
+    flat = np.full(3, 1 / 3)
+    result = recovery(np.array([0.5, 0.3, 0.2]), flat, np.zeros(3), np.zeros(3))
+    assert result["kendall_tau"] is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ def config(tmp_path: Path, **overrides: Any) -> Path:
         "scenarios": {"source": "everyday", "limit": 40},
         "sampling": {"design": "random-groups", "group_size": 4},
         "judging": {"reflections": True},
-        "fit": {"bootstrap": 30},
+        "fit": {"bootstrap": 30, "ci": 0.9},
         "engine": {"concurrency": 16},
         "output": str(tmp_path / "run"),
     }
@@ -406,3 +407,112 @@ def test_local_evaluees_pick_among_the_questions_own_options() -> None:
     )
     assert collector._evaluee("tiny", "q1").choices == ("A", "B", "C")
     assert collector._evaluee("api", "q1").choices is None
+
+
+def test_config_paths_are_relative_to_the_config_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run started from another folder finds its store again and pays nothing twice;
+    `--out` on the command line stays relative to where the command runs."""
+    (tmp_path / "project").mkdir()
+    path = config(
+        tmp_path / "project",
+        sampling={"design": "all"},
+        scenarios={"limit": 2},
+        judging={"reflections": False},
+        fit={"bootstrap": 0},
+        engine={"store": "cache/store.sqlite"},
+        output="runs/first",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    first = rank(path, progress=False)
+    assert first.out == tmp_path / "project" / "runs" / "first"
+    assert (first.out / "results.json").is_file()
+    assert (tmp_path / "project" / "cache" / "store.sqlite").is_file()
+    assert list(elsewhere.iterdir()) == []
+    assert main(["rank", str(path), "--out", "here", "--no-progress"]) == 0
+    assert (elsewhere / "here" / "results.json").is_file()
+    again = json.loads((elsewhere / "here" / "results.json").read_text())
+    total = again["run"]["accounting"]["total"]
+    assert total["cached"] == total["calls"] > 0
+
+
+def test_three_members_with_markup_names_rank_with_the_default_group_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default group of 4 shrinks to a population of 3; names that look like rich
+    markup are printed as written (in the leaderboard and the accounting)."""
+    names = {"[/]": 1.0, "[bold]x": 0.0, "c": -1.0}
+    path = config(
+        tmp_path,
+        population=[
+            {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
+            for n, q in names.items()
+        ],
+        scenarios={"limit": 4},
+        judging={"reflections": False},
+        fit={"bootstrap": 0},
+    )
+    data = yaml.safe_load(path.read_text())
+    del data["sampling"]["group_size"]  # random groups of the default size
+    path.write_text(yaml.safe_dump(data))
+    code = main(["rank", str(path), "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    record = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert record["run"]["design"]["group_size"] == 3
+    for name in names:
+        assert f"│ {name} " in out  # leaderboard, judges and accounting tables
+    assert out.count("[bold]x") >= 3
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"sampling": {"group_size": 6}}, ["field 'sampling.group_size'", "5 members"]),
+        ({"fit": {"bootstrap": 10}}, ["field 'fit.bootstrap'", "90% interval", "at least 20"]),
+        ({"fit": {"seed": -1}}, ["field 'fit.seed'", "at least 0", "got -1"]),
+        ({"sampling": {"seed": -2}}, ["field 'sampling.seed'", "at least 0"]),
+        ({"scenarios": {"seed": -3}}, ["field 'scenarios.seed'", "at least 0"]),
+        ({"judging": {"judge": {"seed": -4}}}, ["field 'judging.judge.seed'", "at least 0"]),
+        ({"fit": {"ci": float("nan")}}, ["field 'fit.ci'", "finite number"]),
+        ({"engine": {"timeout_s": float("inf")}}, ["field 'engine.timeout_s'", "finite number"]),
+        ({"greenbeard": {"members": ["nobody"]}}, ["field 'greenbeard.members'", "nobody"]),
+        ({"sampling": 5}, ["field 'sampling'", "expected a mapping of settings", "got 5"]),
+        ({"fit": {"dim": "two"}}, ["field 'fit.dim'", "expected a whole number, got 'two'"]),
+        ({"fit": {"dims": 2}}, ["field 'fit.dims'", "not a known setting"]),
+        (
+            {"population": [{"name": n, "model": 5} for n in "abc"]},
+            ["field 'population.0.model'", "expected text or a mapping"],
+        ),
+    ],
+)
+def test_config_errors_are_located_and_in_plain_words(
+    change: dict[str, Any],
+    expected: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = config(tmp_path, **change)
+    assert main(["rank", str(path), "--no-progress"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    for fragment in [*expected, "config.yaml"]:
+        assert fragment in err, f"{fragment!r} not in {err!r}"
+    for internal in ("Input should", "instance of", "Config", "Sampling", "Value error"):
+        assert internal not in err
+    line, key = re.search(r"line (\d+), field '(?:[\w.]+\.)?(\w+)'", err).groups()  # type: ignore[union-attr]
+    assert f"{key}:" in path.read_text().splitlines()[int(line) - 1]  # the line to edit
+    assert not (tmp_path / "run").exists()  # stopped before anything was spent
+
+
+def test_a_config_that_is_not_a_mapping_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("- just\n- a list\n")
+    assert main(["rank", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "config.yaml, line 1: expected a mapping of settings" in err
+    assert "RankConfig" not in err and "dictionary" not in err

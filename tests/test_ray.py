@@ -154,8 +154,8 @@ def test_rank_gives_the_same_leaderboard_with_both_backends(tmp_path: Path) -> N
 
 def test_bootstrap_rounds_as_ray_tasks_equal_local_rounds() -> None:
     table = simulate_verdicts(make_population(5, 2, seed=1), n_scenarios=200, seed=2)
-    here = PeerRanking(2, bootstrap=12, seed=3, n_jobs=1).fit(table)
-    there = PeerRanking(2, bootstrap=12, seed=3, map_rounds=map_rounds).fit(table)
+    here = PeerRanking(2, bootstrap=12, ci=0.8, seed=3, n_jobs=1).fit(table)
+    there = PeerRanking(2, bootstrap=12, ci=0.8, seed=3, map_rounds=map_rounds).fit(table)
     np.testing.assert_array_equal(here.elo_ci_, there.elo_ci_)
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from eigenjury import __version__
 from eigenjury.errors import InputError
@@ -35,7 +37,11 @@ def _bounded(
     open_low: bool = False,
     open_high: bool = False,
 ) -> Callable[[str], Any]:
-    """An argparse type that names the accepted range when a value falls outside it."""
+    """An argparse type that names the accepted range when a value falls outside it.
+
+    NaN and infinities are refused whatever the range: no setting means them, and they
+    would reach the results as NaN (and invalid JSON).
+    """
 
     def parse(text: str) -> Any:
         try:
@@ -44,6 +50,8 @@ def _bounded(
             raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
         if value != value:  # NaN: every comparison below would be false
             raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
         too_low = low is not None and (value <= low if open_low else value < low)
         too_high = high is not None and (value >= high if open_high else value > high)
         if too_low or too_high:
@@ -56,6 +64,27 @@ def _bounded(
         return value
 
     return parse
+
+
+def _seed(text: str) -> int:
+    """A random seed: a whole number from 0 up (numpy's generators refuse negative ones)."""
+    try:
+        value: int = _bounded(int, 0)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a seed; seeds are whole numbers from 0 up"
+        ) from None
+    return value
+
+
+def _folds(text: str) -> int:
+    """Cross-validation folds: 0 (none) or at least 2 (one fold leaves nothing to hold out)."""
+    value: int = _bounded(int, 0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError(
+            "1 fold leaves no scenarios to hold out; use 0 (none) or at least 2"
+        )
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,15 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--group-size",
         type=_bounded(int, 2),
-        default=4,
-        help="evaluees per scenario (all ordered pairs are judged)",
+        help="evaluees per scenario, all ordered pairs judged (default: 4, or --models if fewer)",
     )
     sim.add_argument("--judges-per-scenario", type=_bounded(int, 1), default=1)
     sim.add_argument(
         "--tie", type=_bounded(float, 0.0), default=0.5, help="typical tie propensity lambda"
     )
     sim.add_argument(
-        "--position-bias", type=float, default=0.3, help="typical first-slot log-odds advantage"
+        "--position-bias",
+        type=_bounded(float),
+        default=0.3,
+        help="typical first-slot log-odds advantage",
     )
     sim.add_argument(
         "--judge-noise",
@@ -113,8 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="size of a clique whose members favour each other",
     )
-    sim.add_argument("--greenbeard-bonus", type=float, default=2.0)
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--greenbeard-bonus", type=_bounded(float), default=2.0)
+    sim.add_argument("--seed", type=_seed, default=0)
     sim.set_defaults(handler="peer:simulate")
 
     fit = commands.add_parser(
@@ -129,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--bootstrap",
         type=_bounded(int, 0),
         default=200,
-        help="scenario-bootstrap rounds for intervals (0: none; default 200)",
+        help="scenario-bootstrap rounds for intervals (0: none; default 200; at least "
+        "2 / (1 - ci), e.g. 40 for 95%%, so that each tail holds a draw)",
     )
     fit.add_argument(
         "--ci",
@@ -137,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.95,
         help="interval coverage (default 0.95)",
     )
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--seed", type=_seed, default=0)
     fit.add_argument(
         "--exclude-self",
         action="store_true",
@@ -168,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="uniform",
         help="'uniform' (uniform trust = 1500), 'mean', or a model name",
     )
-    fit.add_argument("--anchor-value", type=float, default=1500.0)
+    fit.add_argument("--anchor-value", type=_bounded(float), default=1500.0)
     fit.add_argument("--criterion", help="fit only the rows of this criterion")
     fit.add_argument(
         "--jobs",
@@ -178,10 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument(
         "--cv",
-        type=_bounded(int, 0),
+        type=_folds,
         default=0,
-        help="also report held-out log-likelihood over this many scenario folds "
-        "(compare across --dim to choose it)",
+        help="also report held-out log-likelihood over this many scenario folds, 0 (none) "
+        "or at least 2 (compare across --dim to choose it)",
     )
     fit.add_argument(
         "--truth",
@@ -263,7 +295,12 @@ def add_contract_commands(commands: Any) -> None:
         "(rerun to resume).",
     )
     grade.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
-    _add_jury_options(grade, "--jury", "juror model spec (repeat for each juror)")
+    _add_jury_options(
+        grade,
+        "--jury",
+        "juror model spec (repeat for each juror); needed when some criterion is llm_judge",
+        required=False,
+    )
     grade.add_argument(
         "--escalate-to",
         action="append",
@@ -297,11 +334,16 @@ def add_contract_commands(commands: Any) -> None:
         "--pool-b", action="append", required=True, metavar="SPEC", help="juror of pool B (repeat)"
     )
     compare.add_argument("--cascade-margin", type=_bounded(int, 1), default=1)
-    compare.add_argument("--rounds", type=_bounded(int, 1), default=1000, help="bootstrap rounds")
+    compare.add_argument(
+        "--rounds",
+        type=_bounded(int, 1, 100_000),  # each round resamples every submission in memory
+        default=1000,
+        help="bootstrap rounds (at most 100000)",
+    )
     compare.add_argument(
         "--ci", type=_bounded(float, 0.0, 1.0, open_low=True, open_high=True), default=0.95
     )
-    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--seed", type=_seed, default=0)
     compare.add_argument("--out", type=Path, help="write comparison.json and both pools' traces")
     compare.set_defaults(handler="contracts:compare_command")
 
@@ -329,16 +371,25 @@ def add_contract_commands(commands: Any) -> None:
     harbor.add_argument("contract")
     harbor.add_argument("out", type=Path)
     harbor.add_argument(
-        "--jury", action="append", default=[], metavar="SPEC", help="juror model spec (repeat)"
+        "--jury",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="juror model spec (repeat); needed when some criterion is llm_judge",
     )
     harbor.add_argument("--verifier-timeout", type=_bounded(float, 1.0), default=600.0)
     _add_juror_settings(harbor)
     harbor.set_defaults(handler="contracts:export_harbor_command")
 
 
-def _add_jury_options(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:
-    """Jurors, where submissions come from, and the engine."""
-    parser.add_argument(flag, action="append", required=True, metavar="SPEC", help=help_text)
+def _add_jury_options(
+    parser: argparse.ArgumentParser, flag: str, help_text: str, *, required: bool = True
+) -> None:
+    """Jurors, where submissions come from, and the engine. Jurors not `required`: the
+    handler asks for them only when some criterion is graded by a jury."""
+    parser.add_argument(
+        flag, action="append", default=[], required=required, metavar="SPEC", help=help_text
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--candidate", action="append", metavar="SPEC", help="model that answers the tasks (repeat)"
@@ -353,7 +404,7 @@ def _add_jury_options(parser: argparse.ArgumentParser, flag: str, help_text: str
 def _add_juror_settings(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("jurors")
     group.add_argument("--juror-temperature", type=_bounded(float, 0.0, 2.0), default=0.0)
-    group.add_argument("--juror-seed", type=int, default=0)
+    group.add_argument("--juror-seed", type=_seed, default=0)
     group.add_argument("--juror-max-tokens", type=_bounded(int, 1), default=1024)
     group.add_argument(
         "--batch-criteria",
@@ -465,7 +516,7 @@ def add_bound_commands(commands: Any) -> None:
     measure.add_argument(
         "--m", type=_bounded(int, 1), default=50, help="items sampled (default 50)"
     )
-    measure.add_argument("--seed", type=int, default=0)
+    measure.add_argument("--seed", type=_seed, default=0)
     measure.add_argument(
         "--confidence",
         type=_bounded(float, 0.0, 1.0, open_low=True, open_high=True),
@@ -514,7 +565,7 @@ def add_bound_commands(commands: Any) -> None:
         type=_bounded(float, 0.0),
         help="noise level, up to sigma_max (default sigma_max / 2)",
     )
-    apply.add_argument("--seed", type=int, default=0)
+    apply.add_argument("--seed", type=_seed, default=0)
     apply.add_argument(
         "--generators", help="the profile's generators to bound against (default: all)"
     )
@@ -626,12 +677,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         commands = importlib.import_module(f"eigenjury.commands.{module}")
         handler: Callable[[argparse.Namespace, Console], int] = getattr(commands, name)
         return handler(args, console)
-    except InputError as exc:
-        errors.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+    except InputError as exc:  # user text (names, paths, install hints) is never markup
+        errors.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return EXIT_USAGE
     except OSError as exc:  # unwritable output, a directory where a file is expected, ...
         where = f"{exc.filename}: " if exc.filename else ""
-        errors.print(f"[bold red]error:[/] {where}{exc.strerror or exc}", highlight=False)
+        errors.print(
+            f"[bold red]error:[/] {escape(f'{where}{exc.strerror or exc}')}", highlight=False
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         errors.print("interrupted; everything finished so far is kept")

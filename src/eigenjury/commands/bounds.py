@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from eigenjury.bounds.judges import JudgeProtocol
@@ -20,7 +21,7 @@ from eigenjury.bounds.release import ReleaseSettings, release, release_record
 from eigenjury.bounds.scores import SCALES, Scale, ScoreSet, read_scores
 from eigenjury.commands.calls import engine_from_args, run_with_engine
 from eigenjury.errors import InputError
-from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
+from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED, EXIT_USAGE
 from eigenjury.files import write_json, write_text
 from eigenjury.models.spec import ModelSpec
 from eigenjury.reports.accounting import print_accounting
@@ -85,9 +86,11 @@ def measure(args: argparse.Namespace, console: Console) -> int:
     )
     if profile is None:
         return EXIT_INTERRUPTED
-    write_json(args.out, profile.model_dump())
+    usable = any(record.m for record in profile.generators.values())
+    if usable:  # an unusable profile must not replace a good one from an earlier run
+        write_json(args.out, profile.model_dump())
     table = Table(
-        title=f"Sensitivity of {profile.judge} ({profile.protocol} judge, m = {profile.m})",
+        title=f"Sensitivity of {escape(profile.judge)} ({profile.protocol} judge, m = {profile.m})",
         title_justify="left",
     )
     for name in ("generator", "pairs", "Delta", "upper bound", "beyond jitter", "failures"):
@@ -102,15 +105,41 @@ def measure(args: argparse.Namespace, console: Console) -> int:
             ", ".join(f"{k} {v}" for k, v in sorted(record.failures.items())) or "0",
         )
     console.print(table)
-    if profile.original_failures:
-        console.print(
-            "[yellow]warning:[/] originals left out: "
-            + ", ".join(f"{k} {v}" for k, v in sorted(profile.original_failures.items()))
-        )
     if profile.accounting:
         print_accounting(console, profile.accounting)
-    console.print(f"wrote the profile to {args.out}")
+    failed = _failures(profile)
+    replies = (
+        f"the judge's replies are kept in the store {args.store} (read them with "
+        f"`eigenjury export replies.jsonl --store {args.store}`)"
+    )
+    if not usable:
+        message = (
+            f"no judgment could be read ({failed}), so nothing was measured and {args.out} "
+            f"was not written; {replies}; rerun once the judge answers in the expected format"
+        )
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] {escape(message)}", highlight=False
+        )
+        return EXIT_SOME_FAILED
+    if failed:
+        warning = f"some judgments could not be read and are left out ({failed}); {replies}"
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+    console.print(f"wrote the profile to {escape(str(args.out))}")
     return 0
+
+
+def _failures(profile: Profile) -> str:
+    """What could not be judged: "unparsed 3 among the originals; error 2 among the
+    neighbours" ("" when nothing failed)."""
+    neighbours: dict[str, int] = {}
+    for record in profile.generators.values():
+        for kind, n in record.failures.items():
+            neighbours[kind] = neighbours.get(kind, 0) + n
+    return "; ".join(
+        ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" among the {what}"
+        for what, counts in (("originals", profile.original_failures), ("neighbours", neighbours))
+        if counts
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -170,8 +199,8 @@ def apply(args: argparse.Namespace, console: Console) -> int:
         f"{_fmt(utility['spearman'])}, Kendall {_fmt(utility['kendall'])}"
     )
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    console.print(f"wrote debiased.csv and certificate.json to {args.out}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+    console.print(f"wrote debiased.csv and certificate.json to {escape(str(args.out))}")
     return 0
 
 
@@ -221,7 +250,7 @@ def certify(args: argparse.Namespace, console: Console) -> int:
     print(json.dumps(cert.to_dict(), indent=2))
     if not cert.feasible:
         Console(stderr=True, soft_wrap=True).print(
-            f"[bold red]error:[/] {cert.explain()}", highlight=False
+            f"[bold red]error:[/] {escape(cert.explain())}", highlight=False
         )
         return EXIT_USAGE
     return 0

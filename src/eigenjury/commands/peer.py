@@ -9,22 +9,27 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from eigenjury.engine.backends import connect
 from eigenjury.errors import InputError
 from eigenjury.files import write_json
 from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
+from eigenjury.stats.bootstrap import rounds_problem
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.elo import to_elo
 from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
 from eigenjury.stats.verdicts import DataError
 from eigenjury.verdict_files import read_verdicts, write_verdicts
 
+DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
+
 
 def simulate(args: argparse.Namespace, console: Console) -> int:
-    if args.group_size > args.models:
-        raise InputError(f"--group-size {args.group_size} exceeds --models {args.models}")
+    group_size = args.group_size or min(DEFAULT_GROUP_SIZE, args.models)
+    if group_size > args.models:
+        raise InputError(f"--group-size {group_size} exceeds --models {args.models}")
     if args.greenbeard > args.models:
         raise InputError(f"--greenbeard {args.greenbeard} exceeds --models {args.models}")
     population = make_population(
@@ -40,7 +45,7 @@ def simulate(args: argparse.Namespace, console: Console) -> int:
     table = simulate_verdicts(
         population,
         n_scenarios=args.scenarios,
-        group_size=args.group_size,
+        group_size=group_size,
         judges_per_scenario=args.judges_per_scenario,
         scenario_noise=args.scenario_noise,
         seed=args.seed + 1,
@@ -54,7 +59,7 @@ def simulate(args: argparse.Namespace, console: Console) -> int:
         "population": population.to_dict(),
         "design": {
             "scenarios": args.scenarios,
-            "group_size": args.group_size,
+            "group_size": group_size,
             "judges_per_scenario": args.judges_per_scenario,
             "scenario_noise": args.scenario_noise,
             "seed": args.seed,
@@ -77,12 +82,16 @@ def simulate(args: argparse.Namespace, console: Console) -> int:
         )
     console.print(shown)
     console.print(
-        f"wrote {len(table)} verdicts to {verdicts_path} and the truth to {args.out / 'truth.json'}"
+        f"wrote {len(table)} verdicts to {escape(str(verdicts_path))} and the truth to "
+        f"{escape(str(args.out / 'truth.json'))}"
     )
     return 0
 
 
 def fit(args: argparse.Namespace, console: Console) -> int:
+    problem = rounds_problem(args.bootstrap, args.ci)
+    if problem:
+        raise InputError(problem, field="--bootstrap")
     table = read_verdicts(args.verdicts, criterion=args.criterion)
     truth = read_truth(args.truth, table.models) if args.truth else None
     tuning = {k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None}
@@ -121,8 +130,10 @@ def fit(args: argparse.Namespace, console: Console) -> int:
     print_leaderboard(console, record)
     if truth is not None:
         rec = record["truth_recovery"]
+        tau = rec["kendall_tau"]
+        shown = "undefined (a ranking is constant)" if tau is None else f"{tau:.3f}"
         line = (
-            f"against the truth: Kendall tau {rec['kendall_tau']:.3f}, "
+            f"against the truth: Kendall tau {shown}, "
             f"largest Elo error {rec['max_abs_elo_error']:.1f}"
         )
         if "elo_ci_coverage" in rec:
@@ -130,7 +141,7 @@ def fit(args: argparse.Namespace, console: Console) -> int:
         console.print(line)
     if args.out:
         write_json(args.out, record)
-        console.print(f"wrote {args.out}")
+        console.print(f"wrote {escape(str(args.out))}")
     return 0
 
 
@@ -181,7 +192,7 @@ def _report(run: Any, console: Console) -> int:
     console.print(
         f"{summary['verdicts']} verdicts from {summary['comparisons']} comparisons"
         + (
-            f"; not usable: {', '.join(f'{k} {v}' for k, v in failures.items())}"
+            f"; not usable: {escape(', '.join(f'{k} {v}' for k, v in failures.items()))}"
             if failures
             else ""
         )
@@ -191,14 +202,14 @@ def _report(run: Any, console: Console) -> int:
     if consistency:
         console.print(
             "order consistency (same model wins both orders): "
-            + ", ".join(f"{j} {v['consistent']:.0%}" for j, v in consistency.items())
+            + escape(", ".join(f"{j} {v['consistent']:.0%}" for j, v in consistency.items()))
         )
     if "objective" in record:
         obj = record["objective"]
         console.print(
             f"objective check on {obj['questions']} questions: Kendall tau between Elo and true "
             f"accuracy {obj['kendall_tau_elo_vs_accuracy']}; accuracy "
-            + ", ".join(f"{n} {a:.0%}" for n, a in obj["accuracy"].items())
+            + escape(", ".join(f"{n} {a:.0%}" for n, a in obj["accuracy"].items()))
         )
     if "greenbeard" in record:
         g = record["greenbeard"]
@@ -212,5 +223,5 @@ def _report(run: Any, console: Console) -> int:
                 f"others {others}"
             )
     print_accounting(console, summary["accounting"])
-    console.print(f"report: {run.out / 'report.html'}")
+    console.print(f"report: {escape(str(run.out / 'report.html'))}")
     return 0

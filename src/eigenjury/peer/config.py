@@ -1,20 +1,29 @@
 """The run config of `eigenjury rank`: who is ranked, against what, on what, and how.
 
 Validated field by field; an error names the file, line and field. Relative paths
-are resolved against the config file's folder.
+(output, engine.store, engine.prices, and constitution, scenario and question files)
+are resolved against the config file's folder, so a run finds its store and outputs
+again from whatever folder it is started; `rank --out` is relative to where you are.
+Numbers must be finite and seeds whole numbers from 0 up.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from eigenjury.config import located
+from eigenjury.engine.limits import MIN_PER_MINUTE
 from eigenjury.models.spec import ModelSpec, SpecError
+from eigenjury.stats.bootstrap import rounds_problem
+
+DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
+Seed = Annotated[int, Field(ge=0)]  # numpy's generators refuse negative seeds
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Generation(_Strict):
@@ -23,7 +32,7 @@ class Generation(_Strict):
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(None, ge=1)
     top_p: float | None = Field(None, gt=0.0, le=1.0)
-    seed: int | None = 0
+    seed: Seed | None = 0
 
 
 class Member(_Strict):
@@ -50,20 +59,24 @@ class Member(_Strict):
 class Scenarios(_Strict):
     source: str = "everyday"
     limit: int | None = Field(None, ge=1)
-    seed: int = 0
+    seed: Seed = 0
 
 
 class Sampling(_Strict):
     """How comparisons are chosen; see `eigenjury.peer.designs`."""
 
     design: Literal["all", "random-groups", "balanced", "adaptive"] = "random-groups"
-    group_size: int = Field(4, ge=2)
+    group_size: int = Field(
+        DEFAULT_GROUP_SIZE,
+        ge=2,
+        description="evaluees per group (default 4, or the population size if smaller)",
+    )
     judges_per_group: int = Field(1, ge=1)
     comparisons: int | None = Field(
         None, ge=1, description="adaptive: total judge calls to spend (default: as random-groups)"
     )
     rounds: int = Field(5, ge=1, description="adaptive: refits between batches")
-    seed: int = 0
+    seed: Seed = 0
 
 
 class Judging(_Strict):
@@ -81,14 +94,14 @@ class Fit(_Strict):
     bootstrap: int = Field(200, ge=0)
     ci: float = Field(0.95, gt=0.0, lt=1.0)
     exclude_self: bool = False
-    seed: int = 0
+    seed: Seed = 0
 
 
 class EngineSettings(_Strict):
     store: str | None = None
     concurrency: int = Field(8, ge=1)
-    rpm: float | None = Field(None, gt=0)
-    tpm: float | None = Field(None, gt=0)
+    rpm: float | None = Field(None, ge=MIN_PER_MINUTE)
+    tpm: float | None = Field(None, ge=MIN_PER_MINUTE)
     timeout_s: float = Field(120.0, gt=0)
     max_attempts: int = Field(6, ge=1)
     budget_usd: float | None = Field(None, ge=0)
@@ -110,7 +123,7 @@ class Objective(_Strict):
 
     questions: str = "general"
     limit: int | None = Field(None, ge=1)
-    seed: int = 0
+    seed: Seed = 0
 
 
 class RankConfig(_Strict):
@@ -145,11 +158,22 @@ class RankConfig(_Strict):
         if self.greenbeard is not None:
             unknown = [n for n in self.greenbeard.members if n not in names]
             if unknown:
-                raise ValueError(f"greenbeard members not in the population: {', '.join(unknown)}")
+                raise located(
+                    f"not in the population: {', '.join(unknown)}", "greenbeard", "members"
+                )
+        members = len(self.population)
+        if "group_size" not in self.sampling.model_fields_set:  # the default fits any population
+            group_size = min(DEFAULT_GROUP_SIZE, members)
+            self.sampling = self.sampling.model_copy(update={"group_size": group_size})
         grouped = self.sampling.design in ("random-groups", "balanced")
-        if grouped and self.sampling.group_size > len(self.population):
-            raise ValueError(
-                f"sampling.group_size {self.sampling.group_size} exceeds the population "
-                f"({len(self.population)} members)"
+        if grouped and self.sampling.group_size > members:
+            raise located(
+                f"{self.sampling.group_size} exceeds the population ({members} members); "
+                f"use at most {members}",
+                "sampling",
+                "group_size",
             )
+        problem = rounds_problem(self.fit.bootstrap, self.fit.ci)
+        if problem:
+            raise located(problem, "fit", "bootstrap")
         return self

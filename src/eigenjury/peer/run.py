@@ -4,7 +4,7 @@ Everything a run needs is checked before anything is spent: the config, the
 constitution and scenarios, every member's model (keys present, endpoint reachable,
 local model installed). Collection goes through the engine and its store (inside
 the output folder unless the config names one), so an interrupted or grown run
-resumes from what is already there.
+resumes from what is already there. Paths in the config are relative to its folder.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def make_engine(
     config: RankConfig, out: Path, base: Path, *, progress: bool, backend: Backend | None = None
 ) -> Engine:
     e = config.engine
-    store = Path(e.store) if e.store else out / "store.sqlite"
+    store = base / e.store if e.store else out / "store.sqlite"
     prices = PriceTable.from_file(base / e.prices) if e.prices else PriceTable()
     return Engine(
         Store(store),
@@ -283,7 +283,9 @@ def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
         if exc.path is None:
             exc.path = str(path)
         raise
-    return Inputs(config, path, Path(out or config.output), constitution, scenarios, questions)
+    # the config's output is relative to the config (`--out` to the working directory)
+    out_dir = Path(out) if out is not None else base / config.output
+    return Inputs(config, path, out_dir, constitution, scenarios, questions)
 
 
 def rank(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -34,12 +35,12 @@ def print_accounting(console: Console, record: dict[str, Any]) -> None:
         if row["cost_usd"] is not None and not row["cost_complete"]:
             cost += " + unpriced"
         latency = row["latency_s"]
-        table.add_row(
-            row["model"],
-            row["role"],
+        table.add_row(  # model names are the user's: never markup
+            escape(row["model"]),
+            escape(row["role"]),
             str(row["calls"]),
             str(row["cached"]),
-            errors,
+            escape(errors),
             f"{row['input_tokens']:,}",
             f"{row['output_tokens']:,}",
             cost,

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from eigenjury.files import write_text
 from eigenjury.reports.accounting import accounting_rows
 from eigenjury.reports.leaderboard import with_ci
 
@@ -349,6 +350,4 @@ def _transcript_samples(transcripts: list[dict[str, Any]], n: int) -> str:
 
 
 def write_report(path: Path, record: dict[str, Any], transcripts: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render(record, transcripts), encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, render(record, transcripts))

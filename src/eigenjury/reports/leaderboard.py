@@ -1,4 +1,8 @@
-"""The peer-ranking leaderboard: a JSON record and a terminal table."""
+"""The peer-ranking leaderboard: a JSON record and a terminal table.
+
+Names come from users (verdict files, configs): they are escaped wherever rich would
+read them as markup.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from eigenjury import __version__
@@ -23,7 +28,7 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> dict[s
     elo_ci = ranking.elo_ci_ if boot else None
     trust_ci = ranking.trust_ci_ if boot else None
     rank_ci = ranking.rank_ci_ if boot else None
-    order = np.argsort(ranking.rank_)
+    order = np.argsort(-ranking.elo_, kind="stable")  # tied ranks keep the input order
     names = ranking.models_
     evaluee_n = ranking.counts_.evaluee_totals()
     judge_n = ranking.counts_.judge_totals()
@@ -134,7 +139,7 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
         table.add_row(
             str(m["rank"]),
             rank_ci,
-            m["name"],
+            escape(m["name"]),
             f"{m['elo']:.0f}",
             elo_ci,
             f"{m['trust']:.4f}",
@@ -154,7 +159,7 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
             else with_ci(j["position_bias"], j["position_bias_ci"], "+.2f")
         )
         judges.add_row(
-            j["name"],
+            escape(j["name"]),
             with_ci(j["tie_propensity"], j["tie_propensity_ci"], ".2f"),
             bias,
             f"{j['verdicts']:g}",
@@ -178,7 +183,7 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
             f"{heldout['mean']:.4f} ± {heldout['stderr']:.4f}"
         )
     for w in record["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(f"[yellow]warning:[/] {escape(w)}")
 
 
 def with_ci(value: float | None, ci: list[float] | None, fmt: str) -> str:

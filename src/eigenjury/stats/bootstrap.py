@@ -12,6 +12,7 @@ copy-on-write. (Each fit limits itself to one BLAS thread; see `_threads`.)
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -65,6 +66,27 @@ def cluster_bootstrap(
             parts = pool.map(_run_chunk, [[seeds[i] for i in c] for c in chunks])
             results = [r for part in parts for r in part]
     return {key: np.stack([r[key] for r in results]) for key in results[0]}
+
+
+def min_rounds(ci: float) -> int:
+    """The fewest rounds whose equal-tailed `ci` interval has a draw beyond each end.
+
+    With fewer, both ends are the extreme draws (or interpolations towards them): the
+    interval is far narrower than its nominal coverage, down to zero width for one round.
+    """
+    return math.ceil(2.0 / (1.0 - ci) - 1e-9)
+
+
+def rounds_problem(rounds: int, ci: float) -> str | None:
+    """Why `rounds` bootstrap rounds cannot give a `ci` interval (0 means none), or None."""
+    need = min_rounds(ci)
+    if 0 < rounds < need:
+        return (
+            f"{rounds} bootstrap round{'s' * (rounds > 1)} cannot give a {100 * ci:g}% interval: "
+            f"it needs at least {need} (2 / (1 - ci)) so that each tail holds a draw; "
+            f"use {need} or more, or 0 for no intervals"
+        )
+    return None
 
 
 def percentile_interval(samples: FloatArray, ci: float = 0.95) -> tuple[FloatArray, FloatArray]:

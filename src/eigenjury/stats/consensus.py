@@ -7,7 +7,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from eigenjury.stats.bootstrap import RoundMap, cluster_bootstrap, percentile_interval
+from eigenjury.stats.bootstrap import (
+    RoundMap,
+    cluster_bootstrap,
+    percentile_interval,
+    rounds_problem,
+)
 from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
 from eigenjury.stats.eigentrust import eigentrust, trust_matrix
 from eigenjury.stats.elo import rank_intervals, ranks, to_elo
@@ -87,12 +92,13 @@ class PeerRanking:
     damping, pretrust : EigenTrust damping toward a pre-trust vector (default uniform).
     anchor : "uniform" (uniform trust = anchor_value, the EigenBench convention),
         "mean" (ratings average anchor_value) or a model name fixed at anchor_value.
-    bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only).
+    bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only; else at
+        least :func:`~eigenjury.stats.bootstrap.min_rounds` of `ci`, 40 for 95%).
     ci : interval coverage. seed : seeds the restarts and the bootstrap.
     n_jobs : processes for the bootstrap (None: every available core).
     map_rounds : run the bootstrap rounds elsewhere instead (e.g. Ray tasks).
-    cv : folds of whole scenarios for a held-out log-likelihood (0: none); compare it
-        across `dim` to choose the latent dimension.
+    cv : folds of whole scenarios for a held-out log-likelihood (0: none, else at least
+        2); compare it across `dim` to choose the latent dimension.
     min_verdicts : below this many verdicts a model is reported as thinly covered.
 
     Fitted attributes: ``models_``, ``btd_``, ``trust_matrix_``, ``trust_``, ``elo_``,
@@ -141,6 +147,11 @@ class PeerRanking:
         self.min_verdicts = min_verdicts
 
     def fit(self, table: VerdictTable) -> PeerRanking:
+        problem = rounds_problem(self.bootstrap, self.ci)
+        if problem:
+            raise ValueError(problem)
+        if self.cv == 1:
+            raise ValueError("cv=1 leaves no scenarios to hold out; use 0 (none) or at least 2")
         if self.exclude_self:
             table = table.without_self_judgments()
         start = time.perf_counter()

@@ -8,6 +8,10 @@ from eigenjury.stats.verdicts import FloatArray, IntArray
 
 ELO_BASE = 1500.0
 ELO_SCALE = 400.0
+# Elo values closer than this are equal. Fits of models the verdicts cannot tell apart
+# still differ by up to ~1e-4 points (the optimiser's tolerance); that noise must not
+# order them. 0.01 is also the precision of the written record.
+ELO_TOLERANCE = 0.01
 
 
 def to_elo(
@@ -32,20 +36,20 @@ def to_elo(
     return np.asarray(value + ELO_SCALE * (log_t - ref))
 
 
-def ranks(values: FloatArray) -> IntArray:
-    """Rank 1 for the largest value (ties broken by position, stably)."""
-    order = np.argsort(-values, kind="stable")
-    out = np.empty(len(values), dtype=np.int64)
-    out[order] = np.arange(1, len(values) + 1)
-    return out
+def ranks(values: FloatArray, tolerance: float = ELO_TOLERANCE) -> IntArray:
+    """Rank 1 for the largest value; values within `tolerance` share the better rank
+    (1, 1, 3: one more than the number of values clearly above)."""
+    above = values[None, :] > values[:, None] + tolerance
+    return np.asarray(1 + above.sum(axis=1), dtype=np.int64)
 
 
-def rank_intervals(low: FloatArray, high: FloatArray) -> IntArray:
+def rank_intervals(low: FloatArray, high: FloatArray, tolerance: float = ELO_TOLERANCE) -> IntArray:
     """[best, worst] rank per model from interval overlap.
 
-    A model is surely behind every model whose interval lies wholly above its own,
-    and surely ahead of every model whose interval lies wholly below it.
+    A model is surely behind every model whose interval lies wholly above its own
+    (by more than `tolerance`), and surely ahead of every model whose interval lies
+    wholly below it; intervals that touch within `tolerance` overlap.
     """
-    above = (low[None, :] > high[:, None]).sum(axis=1)
-    below = (high[None, :] < low[:, None]).sum(axis=1)
+    above = (low[None, :] > high[:, None] + tolerance).sum(axis=1)
+    below = (high[None, :] < low[:, None] - tolerance).sum(axis=1)
     return np.stack([1 + above, len(low) - below], axis=1)

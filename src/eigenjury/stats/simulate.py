@@ -9,6 +9,7 @@ clique whose members favour each other's responses over everyone else's.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,12 +177,14 @@ def recovery(
     true_elo: FloatArray,
     elo: FloatArray,
     elo_ci: FloatArray | None = None,
-) -> dict[str, float]:
-    """How well a fit recovered a known truth: Kendall tau of trust, Elo error, coverage."""
+) -> dict[str, float | None]:
+    """How well a fit recovered a known truth: Kendall tau of trust (None where a side
+    is constant and tau is undefined), Elo error, coverage."""
     from scipy.stats import kendalltau  # scipy.stats costs ~1 s to import; only needed here
 
-    out = {
-        "kendall_tau": float(kendalltau(true_trust, trust).statistic),
+    tau = float(kendalltau(true_trust, trust).statistic)
+    out: dict[str, float | None] = {
+        "kendall_tau": tau if math.isfinite(tau) else None,
         "max_abs_elo_error": float(np.max(np.abs(elo - true_elo))),
     }
     if elo_ci is not None:
