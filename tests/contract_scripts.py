@@ -5,6 +5,7 @@
 - `juror-yes` / `juror-no`: always C / always I, after an echoed example of the other.
 - `juror-mute`: never gives a verdict line, not even when asked to repair.
 - `juror-late`: no verdict at first; answers the repair request with GRADE: C.
+- `juror-seeded`: C for an even seed, I for an odd one (as a server that honours it).
 - `juror-prose`: grades like `juror-keyword`, but as models often write: the verdict ends
   a sentence after an echoed format ("... so GRADE: C."), never on a line of its own.
 - `candidate-paris`: answers every task with "Answer: Paris".
@@ -74,5 +75,6 @@ register_script(
 )
 register_script("juror-no", lambda r: "GRADE: C\nNo, actually.\nGRADE: I")
 register_script("juror-mute", lambda r: "I cannot decide.")
+register_script("juror-seeded", lambda r: f"GRADE: {'C' if (r.seed or 0) % 2 == 0 else 'I'}")
 register_script("juror-late", lambda r: "GRADE: C" if _is_repair(r) else "Thinking it over.")
 register_script("candidate-paris", lambda r: "The capital is lovely.\nAnswer: Paris")

@@ -489,6 +489,16 @@ def test_verdicts_ending_a_sentence_are_votes_without_repair(
     assert prose.calls == 3 * 2 * (1 if batch else 2)  # jurors x submissions x calls each
 
 
+def test_copies_of_one_model_on_a_jury_are_asked_with_their_own_seeds(
+    contract_path: Path, tmp_path: Path
+) -> None:
+    source = load_contract(contract_path)
+    subs = [Submission("france", "x", "Answer: Paris")]
+    jury = Jury.from_specs(["scripted:juror-seeded"] * 3, seed=4)
+    [r], _ = run_grade(source, subs, jury, tmp_path)
+    assert [v.grade for v in r.criteria[1].votes] == ["C", "I", "C"]  # seeds 4, 5, 6
+
+
 def test_failed_calls_are_error_votes_and_make_the_result_incomplete(
     contract_path: Path, tmp_path: Path
 ) -> None:

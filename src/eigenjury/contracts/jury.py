@@ -39,7 +39,9 @@ def juror_names(bases: Sequence[str]) -> list[tuple[str, int]]:
 class Juror:
     name: str
     spec: ModelSpec
-    sample: int = 0  # the same model twice on a jury: distinct calls, not one cached answer
+    # The same model twice on a jury: distinct calls, not one cached answer, and distinct
+    # seeds, or a server that honours the seed would give every copy the same reply.
+    sample: int = 0
 
     @property
     def constrained(self) -> bool:
@@ -175,7 +177,7 @@ async def vote(
                 group,
                 constrained=juror.constrained,
                 temperature=jury.temperature,
-                seed=jury.seed,
+                seed=jury.seed + juror.sample,  # a repeated model draws anew, not one reply
                 max_tokens=jury.max_tokens,
             ),
         )

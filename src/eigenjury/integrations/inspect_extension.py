@@ -117,10 +117,11 @@ async def _juror_votes(
     return votes_from_replies(name, group, first, retry=retry, retried=True)
 
 
-def _jurors(jury: Sequence[str | Model]) -> list[tuple[str, Model]]:
+def _jurors(jury: Sequence[str | Model]) -> list[tuple[str, int, Model]]:
+    """(name, sample, model) per juror; a repeated model's copies are told apart."""
     models = [entry if isinstance(entry, Model) else get_model(entry) for entry in jury]
     bases = [e if isinstance(e, str) else m.name for e, m in zip(jury, models, strict=True)]
-    return [(name, m) for (name, _), m in zip(juror_names(bases), models, strict=True)]
+    return [(name, n, m) for (name, n), m in zip(juror_names(bases), models, strict=True)]
 
 
 @scorer(metrics={"score": [mean(), stderr()], "passed": [accuracy(), stderr()]})
@@ -146,9 +147,12 @@ def contract_scorer(
         judged = tuple(c for c in contract_task.evaluation.criteria if c.grader == "llm_judge")
         groups = [judged] if batch_criteria and judged else [(c,) for c in judged]
         asked = [
-            _juror_votes(name, model, source, task_id, text, group, settings)
+            # each copy of a repeated model gets its own seed, as in `eigenjury grade`
+            _juror_votes(
+                name, model, source, task_id, text, group, {**settings, "seed": seed + sample}
+            )
             for group in groups
-            for name, model in jurors
+            for name, sample, model in jurors
         ]
         votes: dict[str, list[Vote]] = {c.id: [] for c in judged}
         for found in await asyncio.gather(*asked):
