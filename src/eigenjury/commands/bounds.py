@@ -75,7 +75,7 @@ def measure(args: argparse.Namespace, console: Console) -> int:
         paraphrase=Paraphraser(max_tokens=args.max_tokens),
     )
     specs = [judge, *([settings.paraphraser] if settings.paraphraser else [])]
-    engine = engine_from_args(args)
+    engine = engine_from_args(args, specs)
     engine.prepare(specs)
 
     profile = run_with_engine(

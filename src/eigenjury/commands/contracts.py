@@ -78,7 +78,7 @@ def _run(
     specs = [*candidates, *(s for jury in juries for s in jury.specs)]
     # read before the store is opened: bad submissions leave nothing behind
     given = read_submissions(args.submissions, source.contract) if args.submissions else None
-    engine = engine_from_args(args)
+    engine = engine_from_args(args, specs)
     engine.prepare(specs)
 
     async def go() -> tuple[T, list[Submission]]:

@@ -20,6 +20,7 @@ from eigenjury.config import load_config
 from eigenjury.engine import Backend, Budget, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.backends import connect
+from eigenjury.engine.engine import check_specs
 from eigenjury.errors import InputError
 from eigenjury.files import write_json, write_text
 from eigenjury.models.prices import PriceTable
@@ -82,20 +83,43 @@ def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Compa
 
 
 def make_engine(
-    config: RankConfig, out: Path, base: Path, *, progress: bool, backend: Backend | None = None
+    config: RankConfig,
+    config_path: Path,
+    out: Path,
+    *,
+    progress: bool,
+    backend: Backend | None = None,
 ) -> Engine:
-    e = config.engine
+    """The config's engine. Every member's model is checked first (keys, installed
+    local models, prices under a cost cap), so a refused run leaves no store behind."""
+    e, base = config.engine, config_path.parent
     store = base / e.store if e.store else out / "store.sqlite"
     prices = PriceTable.from_file(base / e.prices) if e.prices else PriceTable()
+    budget = Budget(max_cost_usd=e.budget_usd, max_tokens=e.budget_tokens)
+    for spec, name in first_members(config).items():
+        try:
+            check_specs([spec], prices, budget)
+        except InputError as exc:
+            raise InputError(
+                f"member '{name}': {exc.message}", path=config_path, field="population"
+            ) from None
     return Engine(
         Store(store),
         limits=EndpointLimits(concurrency=e.concurrency, rpm=e.rpm, tpm=e.tpm),
         retry=RetryPolicy(max_attempts=e.max_attempts, timeout_s=e.timeout_s),
-        budget=Budget(max_cost_usd=e.budget_usd, max_tokens=e.budget_tokens),
+        budget=budget,
         prices=prices,
         progress=progress,
         backend=backend,
     )
+
+
+def first_members(config: RankConfig) -> dict[ModelSpec, str]:
+    """Each model of the population, with the first member that uses it."""
+    first_with: dict[ModelSpec, str] = {}
+    for member in config.population:
+        first_with.setdefault(member.spec, member.name)
+    return first_with
 
 
 def personas(config: RankConfig, *, greenbeard: bool) -> dict[tuple[str, str], str | None]:
@@ -294,12 +318,17 @@ def rank(
     inputs = prepare(config_path, out)
     config, path, out_dir = inputs.config, inputs.path, inputs.out
     constitution, scenarios = inputs.constitution, inputs.scenarios
-    out_dir.mkdir(parents=True, exist_ok=True)
     try:
         backend, map_rounds = connect(config.engine.backend, config.engine.ray_address)
     except InputError as exc:
         raise InputError(exc.message, path=path, field="engine.backend") from None
-    engine = make_engine(config, out_dir, path.parent, progress=progress, backend=backend)
+    try:
+        engine = make_engine(config, path, out_dir, progress=progress, backend=backend)
+    except BaseException:
+        if backend is not None:
+            backend.close()
+        raise
+    out_dir.mkdir(parents=True, exist_ok=True)
 
     choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
 
@@ -307,10 +336,8 @@ def rank(
         Collector, list[Outcome], list[Comparison], Collector | None, list[Outcome] | None
     ]:
         async with engine:
-            first_with: dict[ModelSpec, str] = {}  # each model checked once, for its first member
-            for member in config.population:
-                first_with.setdefault(member.spec, member.name)
-            for spec, name in first_with.items():  # every model usable before anything is spent
+            # every endpoint answers before anything is spent (each model once)
+            for spec, name in first_members(config).items():
                 try:
                     engine.prepare([spec])
                     await engine.check_endpoints([spec])
