@@ -191,3 +191,27 @@ def test_a_reference_linked_from_outside_refs_is_not_exported(
     err = capsys.readouterr().err
     assert code == 2 and "task 'capital/france'" in err and "outside" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_python_grader_travels_with_the_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The verifier runs where the user's modules are not installed: the grader's module
+    is copied into the task, and grades there as it does here."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "harbor_checks_here.py").write_text(
+        "def says_paris(submission, task, criterion):\n    return 'Paris' in submission\n"
+    )
+    monkeypatch.syspath_prepend(str(lib))
+    (tmp_path / "contract.yaml").write_text(
+        "name: py\ntasks:\n  - task_id: t\n    execution: {prompt: 'Capital of France?'}\n"
+        "    evaluation:\n      criteria:\n"
+        "        - {id: city, weight: 100, grader: python,\n"
+        "           prompt: 'harbor_checks_here:says_paris'}\n"
+    )
+    args = ["contracts", "export-harbor", str(tmp_path / "contract.yaml"), str(tmp_path / "out")]
+    assert main(args) == 0, capsys.readouterr().err
+    assert (tmp_path / "out" / "t" / "tests" / "vendor" / "harbor_checks_here.py").is_file()
+    reward = run_verifier(tmp_path / "out" / "t", tmp_path / "root", "It is Paris.")
+    assert reward == {"reward": 1.0, "passed": 1}

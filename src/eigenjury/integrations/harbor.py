@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import shutil
 import sys
@@ -31,6 +32,7 @@ from typing import Any
 
 import eigenjury
 from eigenjury.contracts.bundle import ContractSource, copy_references, load_contract, write_yaml
+from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, grade, require_jury
 from eigenjury.contracts.jury import Jury
 from eigenjury.contracts.schema import Contract, Task
@@ -66,6 +68,7 @@ def export_harbor(
     """Write one Harbor task directory per task; returns the directories. No jury is
     needed when every criterion has a grader without a model."""
     require_jury(source, jury)
+    check_python_graders(source.contract, source.path)
     names = folder_names(source)
     folders = []
     requirements = _runtime_requirements()
@@ -80,6 +83,7 @@ def export_harbor(
         write_text(tests / "test.sh", _TEST_SH)
         (tests / "test.sh").chmod(0o755)
         _vendor(tests / "vendor" / "eigenjury")
+        _vendor_graders(task, tests / "vendor")
         write_text(folder / "task.toml", _task_toml(task, jury, timeout_s))
         refs = task.execution.reference_file
         where = f" (the reference file is /app/refs/{refs})" if refs else ""
@@ -231,6 +235,32 @@ def _vendor(target: Path) -> None:
     shutil.copytree(
         package, target, ignore=shutil.ignore_patterns("__pycache__", "data", "*.pyc", "testing")
     )
+
+
+def _vendor_graders(task: Task, vendor: Path) -> None:
+    """Copy the module (or top-level package) of each `python` grader beside eigenjury,
+    so the verifier imports the same code as `eigenjury grade` (it runs in the task's
+    container, where the user's modules are not installed)."""
+    for criterion in task.evaluation.criteria:
+        if criterion.grader != "python":
+            continue
+        top = criterion.prompt.partition(":")[0].strip().split(".")[0]
+        found = importlib.util.find_spec(top)  # importable: check_python_graders ran first
+        if found is None or found.origin is None or not found.origin.endswith(".py"):
+            raise InputError(
+                f"task '{task.task_id}', criterion '{criterion.id}': the python grader's "
+                f"module {top!r} is not Python source that can be copied into the Harbor task",
+            )
+        origin = Path(found.origin)
+        if found.submodule_search_locations:  # a package: copy its folder
+            shutil.copytree(
+                origin.parent,
+                vendor / top,
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+            )
+        else:
+            shutil.copy2(origin, vendor / f"{top}.py")
 
 
 def _read_jury(path: Path) -> Jury | None:
