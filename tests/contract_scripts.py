@@ -35,37 +35,38 @@ def _meets(criterion: str, submission: str) -> bool:
     return criterion.split()[-1].strip(".").lower() in submission.lower()
 
 
-def juror_keyword(request: ChatRequest) -> str:
-    if _is_repair(request):
-        return "GRADE: I"
+def _keyword_grades(request: ChatRequest) -> tuple[str | None, list[tuple[str, str]]]:
+    """What `juror-keyword` decides: the grade of a single criterion (else None), and
+    (id, grade) for each listed criterion of a batched request."""
     user = _user(request)
     found = SUBMISSION.search(user)
     submission = found.group(1) if found else ""
     single = CRITERION.search(user)
     if single:
-        grade = "C" if _meets(single.group(1), submission) else "I"
-        return f"Looking at it, for example GRADE: X would be wrong.\nGRADE: {grade}"
-    lines = [
-        f"GRADE[{ident}]: {'C' if _meets(text, submission) else 'I'}"
-        for ident, text in LISTED.findall(user)
+        return ("C" if _meets(single.group(1), submission) else "I"), []
+    listed = [
+        (ident, "C" if _meets(text, submission) else "I") for ident, text in LISTED.findall(user)
     ]
+    return None, listed
+
+
+def juror_keyword(request: ChatRequest) -> str:
+    if _is_repair(request):
+        return "GRADE: I"
+    grade, listed = _keyword_grades(request)
+    if grade is not None:
+        return f"Looking at it, for example GRADE: X would be wrong.\nGRADE: {grade}"
+    lines = [f"GRADE[{ident}]: {g}" for ident, g in listed]
     return "Each criterion on its own.\n" + "\n".join(lines)
 
 
 def juror_prose(request: ChatRequest) -> str:
     if _is_repair(request):
         return "GRADE: I"
-    user = _user(request)
-    found = SUBMISSION.search(user)
-    submission = found.group(1) if found else ""
-    single = CRITERION.search(user)
-    if single:
-        verdict = "C" if _meets(single.group(1), submission) else "I"
-        return f"I must end with GRADE: C or GRADE: I. Having read it, **GRADE: {verdict}**."
-    return " ".join(
-        f"As for {ident}, GRADE[{ident}]: {'C' if _meets(text, submission) else 'I'}."
-        for ident, text in LISTED.findall(user)
-    )
+    grade, listed = _keyword_grades(request)
+    if grade is not None:
+        return f"I must end with GRADE: C or GRADE: I. Having read it, **GRADE: {grade}**."
+    return " ".join(f"As for {ident}, GRADE[{ident}]: {g}." for ident, g in listed)
 
 
 register_script("juror-keyword", juror_keyword)
