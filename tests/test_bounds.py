@@ -506,6 +506,50 @@ def test_measure_with_no_readable_judgment_fails_and_keeps_the_old_profile(
     assert "Traceback" not in err + text
 
 
+def test_apply_refuses_an_out_folder_that_would_overwrite_its_input(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An earlier debiased.csv (item, score, model: a valid score file) debiased again
+    into its own folder would be overwritten while it is read; and --out may not be a
+    file. Both refused before anything is written."""
+    (tmp_path / "released").mkdir()
+    rows = [(f"t{i}", 1 + i % 10, f"m{i % 3}") for i in range(30)]
+    scores = write_scores(tmp_path / "released" / "debiased.csv", rows)
+    before = scores.read_text()
+    for out in (tmp_path / "released", scores):
+        argv = ["bound", "apply", str(scores), "--profile", str(profile_path), "--scale",
+                "likert10", "--tau", "0.5", "--delta", "0.05", "--out", str(out)]  # fmt: skip
+        code, text, err = run_cli(argv, capsys)
+        assert code == 2, err
+        assert str(scores) in err and "Traceback" not in err + text
+        assert scores.read_text() == before
+        assert not (tmp_path / "released" / "certificate.json").exists()
+
+
+def test_measure_stopped_by_its_budget_exits_1_and_a_rerun_finishes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calls the budget kept back leave their items out of the profile: exit 1 with a
+    rerun hint (as batch and grade), and the rerun sends only what is missing."""
+    data = write_dataset(tmp_path / "d.jsonl", n=10)
+    out, store = tmp_path / "profile.json", tmp_path / "s.sqlite"
+    argv = ["bound", "measure", str(data), "--judge", "scripted:bounds-biased", "--m", "10",
+            "--generators", "identity", "--out", str(out), "--store", str(store),
+            "--no-progress"]  # fmt: skip
+    code, text, err = run_cli([*argv, "--budget-tokens", "800"], capsys)
+    flat = " ".join((text + err).split())
+    assert code == 1, flat
+    assert "call(s) were not made or failed (a budget stop" in flat
+    assert "rerun the same command: it sends only what is missing" in flat
+    assert json.loads(out.read_text())["original_failures"]["error"] > 0
+    code, text, err = run_cli(argv, capsys)
+    assert code == 0 and "not made" not in text + err
+    profile = json.loads(out.read_text())
+    assert "error" not in profile["original_failures"]  # (one item is unparsed by design)
+    assert "error" not in profile["generators"]["identity"]["failures"]
+    assert 0 < profile["accounting"]["total"]["cached"] < 20
+
+
 def test_measure_warns_when_some_judgments_are_unparsed(
     profile_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -517,5 +561,6 @@ def test_measure_warns_when_some_judgments_are_unparsed(
     code, text, _ = run_cli(argv, capsys)
     flat = " ".join(text.split())
     assert code == 0
-    assert "warning: some judgments could not be read and are left out (unparsed" in flat
+    assert "warning: some judgments are missing and left out (unparsed" in flat
+    assert "rerun" not in flat  # unparsed replies are cached: a rerun changes nothing
     assert "eigenjury export" in flat and "wrote the profile" in flat

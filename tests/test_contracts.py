@@ -402,6 +402,16 @@ def test_missing_bundle_files_and_bad_yaml(
     assert code == 2 and "no such contract" in out
 
 
+def test_weights_far_beyond_100_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A weight near the float limit would overflow the mean scores (a numpy warning
+    in grade's output); it is a typo, refused on the contract's line."""
+    code, out = _check(_yaml(tmp_path, CONTRACT.replace("weight: 30", "weight: 1.0e308")), capsys)
+    assert code == 2 and "line 9" in out and "criteria.1.weight" in out
+    assert "at most 1000000" in out
+
+
 def test_weights_not_summing_to_100_warn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

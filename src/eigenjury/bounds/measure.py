@@ -32,11 +32,15 @@ from eigenjury.bounds.neighbours import (
 )
 from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.errors import InputError
-from eigenjury.files import read_jsonl, validation_problem
+from eigenjury.files import read_jsonl, read_text, validation_problem
 from eigenjury.models.spec import ModelSpec
 from eigenjury.stats.abb import estimate_sensitivity
 
 PROFILE_KIND = "eigenjury-bound-profile"
+# Failures that are calls not made or failed (a budget stop, the model erring): a rerun
+# sends them again. Unparsed replies and rejected paraphrases are cached as they are.
+CALL_ERROR, PARAPHRASE_ERROR = "error", "paraphrase error"
+CALL_FAILURES = (CALL_ERROR, PARAPHRASE_ERROR)
 
 
 class _DatasetLine(BaseModel):
@@ -93,17 +97,22 @@ def _item(line: _DatasetLine, path: Path, number: int) -> JudgedItem:
     return JudgedItem(str(line.id), line.prompt, (pair[0], pair[1]), (line.model_a, line.model_b))
 
 
+# A profile is read back by `bound apply`: unknown fields and NaN or infinite numbers
+# (which no measurement writes) are refused, with the field named.
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
 class Pair(BaseModel):
     """One item's normalised score, original and neighbour."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
     item: str
     original: float = Field(ge=0.0, le=1.0)
     perturbed: float = Field(ge=0.0, le=1.0)
 
 
 class GeneratorProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
     estimate: float | None
     upper_bound: float | None
     confidence: float
@@ -118,7 +127,7 @@ class Profile(BaseModel):
     """What `eigenjury bound measure` writes; per-item pairs let `apply` recompute the
     upper bound at the confidence its own delta calls for."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
     kind: str = PROFILE_KIND
     judge: str
     protocol: str
@@ -137,10 +146,9 @@ class Profile(BaseModel):
 
     @classmethod
     def read(cls, path: Path) -> Profile:
-        if not path.is_file():
-            raise InputError("no such profile", path=path)
+        text = read_text(path)
         try:
-            profile = cls.model_validate_json(path.read_bytes())
+            profile = cls.model_validate_json(text)
         except ValidationError as exc:
             raise InputError(
                 f"not a profile from `eigenjury bound measure`: {validation_problem(exc)}",
@@ -149,6 +157,12 @@ class Profile(BaseModel):
         if profile.kind != PROFILE_KIND:
             raise InputError(f"kind is {profile.kind!r}, not {PROFILE_KIND!r}", path=path)
         return profile
+
+    @property
+    def failed_calls(self) -> int:
+        """Calls not made or failed, among the originals and every generator's."""
+        counts = [self.original_failures, *(g.failures for g in self.generators.values())]
+        return sum(c.get(kind, 0) for c in counts for kind in CALL_FAILURES)
 
 
 @dataclass(frozen=True)
@@ -256,7 +270,7 @@ def _score(
 ) -> tuple[float | None, str | None]:
     """The normalised score, or the failure: "error" (the call) or "unparsed"."""
     if result.completion is None:
-        return None, "error"
+        return None, CALL_ERROR
     raw = protocol.parse(result.completion.text, item)
     if raw is None:
         return None, "unparsed"
@@ -288,7 +302,7 @@ async def _paraphrased(
     made: dict[int, JudgedItem] = {}
     for i, (item, w, result) in enumerate(zip(sampled, which, results, strict=True)):
         if result.completion is None:
-            failures["paraphrase error"] += 1
+            failures[PARAPHRASE_ERROR] += 1
             continue
         text = settings.paraphrase.accept(item.responses[w], result.completion.text)
         if text is None:

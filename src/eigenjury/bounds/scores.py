@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from eigenjury.errors import InputError
-from eigenjury.files import NOT_TEXT, read_csv, read_json_lines
+from eigenjury.files import lines, load_json, not_text, read_csv, read_json_lines, read_text
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
 from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
 from eigenjury.verdict_files import read_verdicts
@@ -151,26 +151,20 @@ def _no_scale(path: Path, scale: Scale | None, what: str) -> None:
 
 
 def _columns(path: Path, suffix: str) -> set[str]:
-    """The column names of a CSV header or of the first JSONL object (empty if none)."""
+    """The column names of a CSV header or of the first JSONL object (empty if none);
+    bad bytes and bad JSON are located errors here, as in the readers."""
+    if suffix != ".csv":
+        for number, text in lines(path):
+            record = load_json(text, path, number)
+            return set(record) if isinstance(record, dict) else set()
+        return set()
     try:
-        return _first_columns(path, suffix)
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            return {h.strip() for h in next(csv.reader(f), [])}
     except UnicodeDecodeError:
-        raise InputError(NOT_TEXT, path=path) from None
-
-
-def _first_columns(path: Path, suffix: str) -> set[str]:
-    with path.open(encoding="utf-8-sig", newline="") as f:
-        if suffix == ".csv":
-            header = next(csv.reader(f), [])
-            return {h.strip() for h in header}
-        for text in f:
-            if text.strip():
-                try:
-                    record = json.loads(text)
-                except json.JSONDecodeError:
-                    return set()  # the score reader reports it, with the line
-                return set(record) if isinstance(record, dict) else set()
-    return set()
+        raise not_text(path) from None
+    except csv.Error:
+        return set()  # the CSV reader reports it, with the line
 
 
 def _from_verdicts(path: Path) -> ScoreSet:
@@ -224,7 +218,7 @@ def _read_score_file(path: Path, suffix: str, scale: Scale) -> ScoreSet:
         for name in SCORE_COLUMNS:
             if name not in record or _blank(record[name]):
                 raise InputError(f"missing value for '{name}'", path=path, line=line, column=name)
-        item = str(record["item"]).strip()
+        item = _name(record, "item", path, line)
         if item in first_seen:
             raise InputError(
                 f"item '{item}' already appeared on line {first_seen[item]}; item ids must "
@@ -245,9 +239,9 @@ def _read_score_file(path: Path, suffix: str, scale: Scale) -> ScoreSet:
             )
         items.append(item)
         raw.append(value)
-        models.append(None if _blank(record.get("model")) else str(record["model"]).strip())
+        models.append(None if _blank(record.get("model")) else _name(record, "model", path, line))
         criteria.append(
-            None if _blank(record.get("criterion")) else str(record["criterion"]).strip()
+            None if _blank(record.get("criterion")) else _name(record, "criterion", path, line)
         )
     if not items:
         raise InputError("the file has no scores; expected rows with item and score", path=path)
@@ -278,6 +272,27 @@ def _score_set(
     )
 
 
+def _name(record: Mapping[str, Any], name: str, path: Path, line: int) -> str:
+    """An id or name of a score file row as text, or a located error (a list or an
+    object where a name belongs is a mistake, not a name)."""
+    text = _as_text(record[name])
+    if text is None:
+        raise InputError(
+            f"'{name}' must be text, not {json.dumps(record[name])[:40]}",
+            path=path,
+            line=line,
+            column=name,
+        )
+    return text
+
+
+def _as_text(value: Any) -> str | None:
+    """A string, or a whole number written bare, as text; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    return str(value).strip()
+
+
 def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
@@ -301,10 +316,7 @@ def _read_results(path: Path, level: str) -> ScoreSet:
     """A contracts results.json: task scores (percent) or criterion pass values."""
     if level not in LEVELS:
         raise InputError(f"--level must be one of {', '.join(LEVELS)}", path=path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    data = load_json(read_text(path), path)
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise InputError(
             "expected a contracts results object with a 'tasks' list", path=path, field="tasks"
@@ -362,7 +374,7 @@ def _read_results(path: Path, level: str) -> ScoreSet:
 def _text_field(record: Any, name: str, path: Path, where: str) -> str:
     if not isinstance(record, Mapping):
         raise InputError("expected an object", path=path, field=where)
-    value = record.get(name)
-    if not isinstance(value, str | int) or isinstance(value, bool) or not str(value).strip():
+    value = _as_text(record.get(name))
+    if not value:
         raise InputError(f"missing or empty '{name}'", path=path, field=f"{where}.{name}")
-    return str(value)
+    return value

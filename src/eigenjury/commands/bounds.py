@@ -19,7 +19,7 @@ from eigenjury.bounds.measure import measure as measure_judge
 from eigenjury.bounds.neighbours import GENERATOR_NAMES, LOCAL_GENERATORS, PARAPHRASE, Paraphraser
 from eigenjury.bounds.release import ReleaseSettings, release, release_record
 from eigenjury.bounds.scores import SCALES, Scale, ScoreSet, read_scores
-from eigenjury.commands.calls import engine_from_args, run_with_engine
+from eigenjury.commands.calls import check_output, engine_from_args, run_with_engine
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED, EXIT_USAGE
 from eigenjury.files import write_json, write_text
@@ -46,6 +46,7 @@ def _centre(value: str) -> Centre:
 
 
 def measure(args: argparse.Namespace, console: Console) -> int:
+    check_output(args.out, {"dataset": args.dataset, "store": args.store})
     items = read_dataset(args.dataset)
     generators = _generators(args.generators)
     pairwise = items[0].pairwise
@@ -55,7 +56,7 @@ def measure(args: argparse.Namespace, console: Console) -> int:
                 f"the {name} neighbour needs pairwise items (response_a and response_b)",
                 path=args.dataset,
             )
-    if PARAPHRASE in generators and args.paraphraser is None:
+    if PARAPHRASE in generators and not (args.paraphraser or "").strip():
         raise InputError("the paraphrase neighbour needs --paraphraser MODEL")
     judge = ModelSpec.parse(args.judge)
     paraphraser = ModelSpec.parse(args.paraphraser) if args.paraphraser else None
@@ -112,19 +113,29 @@ def measure(args: argparse.Namespace, console: Console) -> int:
         f"the judge's replies are kept in the store {args.store} (read them with "
         f"`eigenjury export replies.jsonl --store {args.store}`)"
     )
+    rerun = (
+        f"{profile.failed_calls} call(s) were not made or failed (a budget stop, or the "
+        "model erring); rerun the same command: it sends only what is missing"
+    )
     if not usable:
+        then = (
+            rerun if profile.failed_calls else "rerun once the judge answers in the expected format"
+        )
         message = (
             f"no judgment could be read ({failed}), so nothing was measured and {args.out} "
-            f"was not written; {replies}; rerun once the judge answers in the expected format"
+            f"was not written; {replies}; {then}"
         )
         Console(stderr=True, soft_wrap=True).print(
             f"[bold red]error:[/] {escape(message)}", highlight=False
         )
         return EXIT_SOME_FAILED
     if failed:
-        warning = f"some judgments could not be read and are left out ({failed}); {replies}"
+        warning = f"some judgments are missing and left out ({failed}); {replies}"
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     console.print(f"wrote the profile to {escape(str(args.out))}")
+    if profile.failed_calls:
+        console.print(f"[yellow]warning:[/] {escape(rerun)}")
+        return EXIT_SOME_FAILED
     return 0
 
 
@@ -155,7 +166,19 @@ def _scale(args: argparse.Namespace) -> Scale | None:
     return None if args.scale is None else SCALES[args.scale]
 
 
+# The smallest share of delta the bound on Delta may get: its confidence is
+# 1 - (share x delta), and below this it cannot be told apart from 1 in floating point.
+MIN_CONFIDENCE_MISS = 1e-12
+
+
 def apply(args: argparse.Namespace, console: Console) -> int:
+    miss = args.confidence_share * args.delta
+    if miss < MIN_CONFIDENCE_MISS:
+        raise InputError(
+            f"--confidence-share x --delta is {miss:.3g}; it must be at least "
+            f"{MIN_CONFIDENCE_MISS:g} (the bound on Delta holds with confidence 1 minus it)"
+        )
+    _check_out_folder(args)
     profile = Profile.read(args.profile)
     scores = read_scores(args.scores, scale=_scale(args), level=args.level)
     settings = ReleaseSettings(
@@ -204,6 +227,18 @@ def apply(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _check_out_folder(args: argparse.Namespace) -> None:
+    """Refuse, before reading anything, an --out that is a file or whose outputs would
+    overwrite an input (such as an earlier debiased.csv given as the score file)."""
+    if args.out.exists() and not args.out.is_dir():
+        raise InputError(
+            "this is a file; give --out a folder to write debiased.csv and certificate.json in",
+            path=args.out,
+        )
+    for name in ("debiased.csv", "certificate.json"):
+        check_output(args.out / name, {"score file": args.scores, "profile": args.profile})
+
+
 def _write_scores(path: Path, scores: ScoreSet, debiased: FloatArray) -> None:
     """Per item: the raw and normalised score, and the released one in both units."""
     models = scores.item_models()
@@ -230,6 +265,10 @@ def _write_scores(path: Path, scores: ScoreSet, debiased: FloatArray) -> None:
 
 
 def certify(args: argparse.Namespace, console: Console) -> int:
+    if args.k > args.dim:
+        raise InputError(
+            f"--k {args.k} exceeds --dim {args.dim}: a neighbour perturbs at most d items"
+        )
     try:
         cert = certify_bound(
             args.tau,

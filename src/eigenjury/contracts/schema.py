@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 GraderKind = Literal["exact_match", "regex", "numeric", "llm_judge", "python"]
 GRADERS: tuple[GraderKind, ...] = ("exact_match", "regex", "numeric", "llm_judge", "python")
+# Weights are meant to sum to 100: far larger ones are a typo, and scores (sums of
+# weights) near the float limit overflow when averaged.
+MAX_WEIGHT = 1e6
 DEFAULT_PASS_THRESHOLD = 100.0  # one default everywhere (the reference tool mixed 70 and 100)
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -31,7 +34,7 @@ class _Frozen(BaseModel):
 class Criterion(_Frozen):
     id: str = Field(min_length=1)
     name: str = ""
-    weight: float = Field(ge=0.0, allow_inf_nan=False)
+    weight: float = Field(ge=0.0, le=MAX_WEIGHT, allow_inf_nan=False)
     grader: GraderKind
     prompt: str = Field(min_length=1)
     match: Literal["equals", "contains"] = "equals"  # exact_match only
