@@ -9,6 +9,7 @@ from scipy.stats import kendalltau
 
 from eigenjury.stats import (
     BTDParams,
+    DataError,
     LowRankBTD,
     Population,
     VerdictCounts,
@@ -189,3 +190,13 @@ def test_canonical_gauge_keeps_the_likelihood_and_minimises_the_penalty(
     again = canonical_gauge(canon)
     np.testing.assert_allclose(again.lenses, canon.lenses, atol=1e-12)
     assert np.all(canon.lenses.sum(axis=0) >= 0)
+
+
+@pytest.mark.parametrize("dim", [9, 2**70])
+def test_a_dimension_above_the_number_of_models_is_a_data_error(
+    table: VerdictTable, dim: int
+) -> None:
+    """Scores of m models have rank at most m: more is refused before anything is
+    allocated (2**70 columns would be)."""
+    with pytest.raises(DataError, match=f"dim\\) of {dim} exceeds the 8 models"):
+        LowRankBTD(dim).fit(VerdictCounts.from_table(table))

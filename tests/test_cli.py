@@ -389,3 +389,55 @@ def test_a_small_population_gets_a_fitting_default_group_size(
     assert json.loads((out / "truth.json").read_text())["design"]["group_size"] == 3
     code, _, err = _run(capsys, "simulate", "--models", "3", "--group-size", "4", "--out", str(out))
     assert code == 2 and "--group-size 4 exceeds --models 3" in err
+
+
+def test_fit_refuses_an_out_that_is_an_input_through_a_link(
+    simulated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdicts = tmp_path / "verdicts.csv"
+    verdicts.write_bytes((simulated / "verdicts.csv").read_bytes())
+    link = tmp_path / "link.json"
+    link.symlink_to(verdicts)
+    before = verdicts.read_bytes()
+    code, out, err = _run(capsys, "fit", str(verdicts), "--bootstrap", "0", "--out", str(link))
+    assert code == 2 and "link.json" in err and "verdict file" in err
+    assert verdicts.read_bytes() == before and "Traceback" not in out + err
+
+
+def test_a_truth_file_that_does_not_fit_its_population_is_refused(
+    simulated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truth = json.loads((simulated / "truth.json").read_text())
+    truth["population"]["lenses"] = truth["population"]["lenses"][:2]  # 2 rows for 6 models
+    path = tmp_path / "truth.json"
+    path.write_text(json.dumps(truth))
+    argv = ["fit", str(simulated / "verdicts.csv"), "--bootstrap", "0", "--truth", str(path)]
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and "truth.json" in err and "lenses" in err
+    assert "Traceback" not in out + err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["fit", "--dim", "7"], "dim) of 7 exceeds the 6 models"),
+        (["simulate", "--models", "3", "--dim", "4"], "--dim 4 exceeds --models 3"),
+        (["simulate", "--scenarios", "500000"], "more than the 5,000,000"),
+        (["simulate", "--models", "1000", "--scenarios", "30000", "--group-size", "2"],
+         "--scenarios 30000 x --models 1000"),
+    ],
+)  # fmt: skip
+def test_sizes_past_what_the_data_or_memory_can_take_are_refused(
+    argv: list[str],
+    expected: str,
+    simulated: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if argv[0] == "fit":
+        argv = ["fit", str(simulated / "verdicts.csv"), "--bootstrap", "0", *argv[1:]]
+    else:
+        argv = [*argv, "--out", str(tmp_path / "sim")]
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and expected in " ".join(err.split()), err
+    assert not (tmp_path / "sim").exists() and "Traceback" not in out + err

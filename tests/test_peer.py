@@ -385,6 +385,9 @@ def test_bad_question_and_constitution_files_are_located(tmp_path: Path) -> None
         load_constitution("c.yaml", tmp_path)
     with pytest.raises(InputError, match="a title and a list of criteria"):
         load_constitution({"title": "x", "criteria": 5}, tmp_path)
+    (tmp_path / "c.yaml").write_text("title: x\ncriteria:\n- fine\n- [not, text]\n")
+    with pytest.raises(InputError, match=r"c.yaml, line 4, field 'criteria.1': expected text"):
+        load_constitution("c.yaml", tmp_path)
 
 
 def test_local_evaluees_pick_among_the_questions_own_options() -> None:
@@ -483,6 +486,8 @@ def test_three_members_with_markup_names_rank_with_the_default_group_size(
         ({"sampling": 5}, ["field 'sampling'", "expected a mapping of settings", "got 5"]),
         ({"fit": {"dim": "two"}}, ["field 'fit.dim'", "expected a whole number, got 'two'"]),
         ({"fit": {"dims": 2}}, ["field 'fit.dims'", "not a known setting"]),
+        ({"fit": {"dim": 6}}, ["field 'fit.dim'", "5 members", "use at most 5"]),
+        ({"engine": {"budget_tokens": 0}}, ["field 'engine.budget_tokens'", "more than 0"]),
         (
             {"population": [{"name": n, "model": 5} for n in "abc"]},
             ["field 'population.0.model'", "expected text or a mapping"],

@@ -108,9 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="output directory (default: eigenjury-sim)",
     )
     sim.add_argument("--format", choices=VERDICT_FORMATS, default="csv")
-    sim.add_argument("--models", type=_bounded(int, 2), default=8)
-    sim.add_argument("--dim", type=_bounded(int, 1), default=2)
-    sim.add_argument("--scenarios", type=_bounded(int, 1), default=1000)
+    sim.add_argument(
+        "--models",
+        type=_bounded(int, 2, 1000),  # the true scores are a models x models matrix
+        default=8,
+        help="models in the population (2 to 1000; default 8)",
+    )
+    sim.add_argument(
+        "--dim", type=_bounded(int, 1), default=2, help="latent dimension, at most --models"
+    )
+    sim.add_argument(
+        "--scenarios",
+        type=_bounded(int, 1),
+        default=1000,
+        help="scenarios (default 1000); a simulation writes at most 5,000,000 verdicts",
+    )
     sim.add_argument(
         "--group-size",
         type=_bounded(int, 2),
@@ -155,7 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         "first, second, verdict; optional criterion) and print the leaderboard.",
     )
     fit.add_argument("verdicts", type=Path, help="verdict file")
-    fit.add_argument("--dim", type=_bounded(int, 1), default=2, help="latent dimension d")
+    fit.add_argument(
+        "--dim",
+        type=_bounded(int, 1),
+        default=2,
+        help="latent dimension d, at most the number of models (default 2)",
+    )
     fit.add_argument(
         "--bootstrap",
         type=_bounded(int, 0),

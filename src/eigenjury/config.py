@@ -26,7 +26,15 @@ def load_yaml(path: Path) -> tuple[Any, dict[FieldPath, int]]:
     Aliases (`*name`) may repeat at most MAX_ALIAS_EXPANSION nodes in all: a few lines
     of nested aliases (a "billion laughs") would otherwise fill the memory."""
     text = read_text(path)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # refuses control characters at once
+    except yaml.reader.ReaderError as exc:
+        raise InputError(
+            f"not valid YAML (character #x{exc.character:04x} is not allowed in YAML text; "
+            "remove it)",
+            path=path,
+            line=text.count("\n", 0, exc.position) + 1,
+        ) from None
     try:
         root = loader.get_single_node()
         if root is None:

@@ -45,6 +45,15 @@ def _remove(tmp: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def blocking_file(folder: Path) -> Path | None:
+    """The file at `folder` or above it that keeps the folder from being made, if any
+    (found without making anything)."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            return None if place.is_dir() else place
+    return None
+
+
 def write_text(path: Path, text: str) -> None:
     """Write atomically: a reader never sees a half-written file."""
     with atomic_writer(path) as tmp:
@@ -205,6 +214,19 @@ def load_json(text: str, path: Path, line: int | None = None) -> Any:
         raise InputError(f"not valid JSON ({exc.msg} at {at})", path=path, line=line) from None
     except RecursionError:
         raise InputError(TOO_DEEP, path=path, line=line) from None
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON (or YAML) value is, in a user's words: 'a list', 'an object', ..."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if value is None:
+        return "null"
+    return "a number" if isinstance(value, int | float) else "text"
 
 
 def json_object(text: str, path: Path, line: int, *, needs: str = "") -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from eigenjury.commands.calls import check_output
 from eigenjury.engine.backends import connect
 from eigenjury.errors import InputError
-from eigenjury.files import write_json
+from eigenjury.files import load_json, read_text, write_json
 from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
 from eigenjury.stats.bootstrap import rounds_problem
 from eigenjury.stats.consensus import PeerRanking
@@ -24,6 +24,10 @@ from eigenjury.stats.verdicts import DataError
 from eigenjury.verdict_files import read_verdicts, write_verdicts
 
 DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
+# What a simulation may hold in memory: about 200 bytes a verdict while it is drawn (1 GB
+# at the cap), and one random number per scenario and model to draw the groups.
+MAX_SIMULATED_VERDICTS = 5_000_000
+MAX_SIMULATED_DRAWS = 20_000_000
 
 
 def simulate(args: argparse.Namespace, console: Console) -> int:
@@ -32,6 +36,25 @@ def simulate(args: argparse.Namespace, console: Console) -> int:
         raise InputError(f"--group-size {group_size} exceeds --models {args.models}")
     if args.greenbeard > args.models:
         raise InputError(f"--greenbeard {args.greenbeard} exceeds --models {args.models}")
+    if args.dim > args.models:  # scores of m models have rank at most m
+        raise InputError(
+            f"--dim {args.dim} exceeds --models {args.models}; the latent dimension is at "
+            "most the number of models"
+        )
+    pairs = group_size * (group_size - 1)
+    verdicts = args.scenarios * args.judges_per_scenario * pairs
+    if verdicts > MAX_SIMULATED_VERDICTS:
+        raise InputError(
+            f"--scenarios {args.scenarios} x --judges-per-scenario {args.judges_per_scenario} "
+            f"x {pairs} ordered pairs a group make {verdicts:,} verdicts, more than the "
+            f"{MAX_SIMULATED_VERDICTS:,} a simulation may write; use fewer"
+        )
+    if args.scenarios * args.models > MAX_SIMULATED_DRAWS:
+        raise InputError(
+            f"--scenarios {args.scenarios} x --models {args.models} is more than "
+            f"{MAX_SIMULATED_DRAWS:,} (the groups are drawn from one random number per "
+            "scenario and model); use fewer scenarios or models"
+        )
     population = make_population(
         args.models,
         args.dim,
@@ -83,7 +106,8 @@ def simulate(args: argparse.Namespace, console: Console) -> int:
     console.print(shown)
     console.print(
         f"wrote {len(table)} verdicts to {escape(str(verdicts_path))} and the truth to "
-        f"{escape(str(args.out / 'truth.json'))}"
+        f"{escape(str(args.out / 'truth.json'))}",
+        highlight=False,
     )
     return 0
 
@@ -92,6 +116,9 @@ def fit(args: argparse.Namespace, console: Console) -> int:
     problem = rounds_problem(args.bootstrap, args.ci)
     if problem:
         raise InputError(problem, field="--bootstrap")
+    if args.out:
+        inputs = {"verdict file": args.verdicts, "truth file": args.truth}
+        check_output(args.out, {what: path for what, path in inputs.items() if path})
     table = read_verdicts(args.verdicts, criterion=args.criterion)
     truth = read_truth(args.truth, table.models) if args.truth else None
     tuning = {k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None}
@@ -138,20 +165,20 @@ def fit(args: argparse.Namespace, console: Console) -> int:
         )
         if "elo_ci_coverage" in rec:
             line += f", {rec['elo_ci_coverage']:.0%} of true Elo inside their intervals"
-        console.print(line)
+        console.print(line, highlight=False)
     if args.out:
         write_json(args.out, record)
-        console.print(f"wrote {escape(str(args.out))}")
+        console.print(f"wrote {escape(str(args.out))}", highlight=False)
     return 0
 
 
 def read_truth(path: Path, models: tuple[str, ...]) -> Population:
+    data = load_json(read_text(path), path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or "population" not in data:
+            raise ValueError("no population in it")
         population = Population.from_dict(data["population"])
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except ValueError as exc:
         raise InputError(
             f"not a truth file written by `eigenjury simulate` ({exc})", path=path
         ) from None
@@ -196,20 +223,23 @@ def _report(run: Any, console: Console) -> int:
             if failures
             else ""
         )
-        + (f"; {summary['repaired']} repaired" if summary["repaired"] else "")
+        + (f"; {summary['repaired']} repaired" if summary["repaired"] else ""),
+        highlight=False,
     )
     consistency = summary["order_consistency"]
     if consistency:
         console.print(
             "order consistency (same model wins both orders): "
-            + escape(", ".join(f"{j} {v['consistent']:.0%}" for j, v in consistency.items()))
+            + escape(", ".join(f"{j} {v['consistent']:.0%}" for j, v in consistency.items())),
+            highlight=False,
         )
     if "objective" in record:
         obj = record["objective"]
         console.print(
             f"objective check on {obj['questions']} questions: Kendall tau between Elo and true "
             f"accuracy {obj['kendall_tau_elo_vs_accuracy']}; accuracy "
-            + escape(", ".join(f"{n} {a:.0%}" for n, a in obj["accuracy"].items()))
+            + escape(", ".join(f"{n} {a:.0%}" for n, a in obj["accuracy"].items())),
+            highlight=False,
         )
     if "greenbeard" in record:
         g = record["greenbeard"]
@@ -220,8 +250,9 @@ def _report(run: Any, console: Console) -> int:
             )
             console.print(
                 f"greenbeard Elo shift ({label.replace('_', ' ')}): clique {clique}, "
-                f"others {others}"
+                f"others {others}",
+                highlight=False,
             )
     print_accounting(console, summary["accounting"])
-    console.print(f"report: {escape(str(run.out / 'report.html'))}")
+    console.print(f"report: {escape(str(run.out / 'report.html'))}", highlight=False)
     return 0

@@ -105,7 +105,7 @@ class EngineSettings(_Strict):
     timeout_s: float = Field(120.0, gt=0)
     max_attempts: int = Field(6, ge=1)
     budget_usd: float | None = Field(None, ge=0)
-    budget_tokens: int | None = Field(None, ge=0)
+    budget_tokens: int | None = Field(None, gt=0)  # 0 would stop the run before any call
     prices: str | None = None
     backend: Literal["local", "ray"] = "local"  # ray: calls and bootstrap on a Ray cluster
     ray_address: str | None = None  # a cluster to join; none starts a local one
@@ -172,6 +172,13 @@ class RankConfig(_Strict):
                 f"use at most {members}",
                 "sampling",
                 "group_size",
+            )
+        if self.fit.dim > members:  # scores of m members have rank at most m
+            raise located(
+                f"{self.fit.dim} exceeds the population ({members} members); the latent "
+                f"dimension is at most the number of members: use at most {members}",
+                "fit",
+                "dim",
             )
         problem = rounds_problem(self.fit.bootstrap, self.fit.ci)
         if problem:

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from eigenjury.config import load_yaml
+from eigenjury.config import FieldPath, load_yaml
 from eigenjury.errors import InputError
-from eigenjury.files import read_csv, read_json_lines
+from eigenjury.files import json_kind, read_csv, read_json_lines
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ def _bundled_text(kind: str, name: str, suffix: str) -> str | None:
 def load_constitution(value: str | dict[str, Any], base: Path) -> Constitution:
     """A bundled name, a YAML file, or an inline mapping with title and criteria."""
     path: Path | None = None
+    lines: dict[FieldPath, int] = {}
     if isinstance(value, str):
         text = _bundled_text("constitutions", value, ".yaml")
         if text is None:
@@ -78,25 +79,36 @@ def load_constitution(value: str | dict[str, Any], base: Path) -> Constitution:
                     f"({', '.join(bundled_names('constitutions', '.yaml'))}) nor a file",
                     field="constitution",
                 )
-            value = load_yaml(path)[0]
+            value, lines = load_yaml(path)
         else:
             value = yaml.safe_load(text)
     elif "file" in value:
         path = base / str(value["file"])
         if not path.is_file():
             raise InputError("no such constitution file", path=path, field="constitution")
-        value = load_yaml(path)[0]
-    where = {"path": path} if path is not None else {"field": "constitution"}
+        value, lines = load_yaml(path)
+    where: dict[str, Any] = {"path": path} if path is not None else {"field": "constitution"}
     if (
         not isinstance(value, dict)
         or not value.get("title")
         or not isinstance(value.get("criteria"), list)
     ):
         raise InputError("a constitution needs a title and a list of criteria", **where)
-    criteria = tuple(str(c).strip() for c in value["criteria"] if str(c).strip())
+    texts: list[tuple[FieldPath, Any]] = [(("title",), value["title"])]
+    texts += [(("criteria", i), c) for i, c in enumerate(value["criteria"])]
+    for at, item in texts:
+        if not isinstance(item, str):
+            field = ".".join(str(p) for p in at)
+            raise InputError(
+                f"expected text, got {json_kind(item)}",
+                path=path,
+                line=lines.get(at),
+                field=field if path is not None else f"constitution.{field}",
+            )
+    criteria = tuple(c.strip() for c in value["criteria"] if c.strip())
     if len(criteria) < 1:
         raise InputError("a constitution needs at least one criterion", **where)
-    return Constitution(str(value["title"]).strip(), criteria)
+    return Constitution(value["title"].strip(), criteria)
 
 
 Rows = list[tuple[int, dict[str, Any]]]
@@ -132,6 +144,19 @@ def _pick(items: list[Any], limit: int | None, seed: int) -> list[Any]:
     return [i for i in items if i.id in chosen]
 
 
+def _text(value: Any, where: str, line: int, field: str, *, number: bool = False) -> str:
+    """A field's value as stripped text ("" when absent; a number too where `number`).
+    Anything else is an InputError at the file, line and field: str() would turn a list
+    into text nobody wrote."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if number and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise InputError(f"expected text, got {json_kind(value)}", path=where, line=line, field=field)
+
+
 def load_scenarios(
     source: str, base: Path, *, limit: int | None = None, seed: int = 0
 ) -> list[Scenario]:
@@ -139,13 +164,15 @@ def load_scenarios(
     scenarios = []
     seen: set[str] = set()
     for number, row in rows:
-        ident, text = str(row.get("id") or "").strip(), str(row.get("text") or "").strip()
+        ident = _text(row.get("id"), where, number, "id", number=True)
+        text = _text(row.get("text"), where, number, "text")
+        theme = _text(row.get("theme"), where, number, "theme")
         if not ident or not text:
             raise InputError("a scenario needs an id and a text", path=where, line=number)
         if ident in seen:
             raise InputError(f"scenario id '{ident}' appears twice", path=where, line=number)
         seen.add(ident)
-        scenarios.append(Scenario(ident, text, row.get("theme") or None))
+        scenarios.append(Scenario(ident, text, theme or None))
     if not scenarios:
         raise InputError("the scenario set is empty", path=where)
     return _pick(scenarios, limit, seed)
@@ -158,30 +185,25 @@ def load_questions(
     questions = []
     seen: set[str] = set()
     for number, row in rows:
+        ident = _text(row.get("id"), where, number, "id", number=True)
+        question = _text(row.get("question"), where, number, "question")
+        answer = _text(row.get("answer"), where, number, "answer", number=True)
+        topic = _text(row.get("topic"), where, number, "topic")
         options = row.get("options")
-        answer = str(row.get("answer") or "").strip()
-        if (
-            not row.get("id")
-            or not row.get("question")
-            or not isinstance(options, dict)
-            or answer not in options
-        ):
+        if not ident or not question or not isinstance(options, dict) or answer not in options:
             raise InputError(
                 "a question needs an id, a question, options (an object: letter -> text) and "
                 "an answer among them",
                 path=where,
                 line=number,
             )
-        if str(row["id"]) in seen:
-            raise InputError(f"question id '{row['id']}' appears twice", path=where, line=number)
-        seen.add(str(row["id"]))
-        questions.append(
-            Question(
-                str(row["id"]),
-                str(row["question"]),
-                {str(k): str(v) for k, v in options.items()},
-                answer,
-                row.get("topic"),
-            )
-        )
+        if ident in seen:
+            raise InputError(f"question id '{ident}' appears twice", path=where, line=number)
+        seen.add(ident)
+        choices = {
+            str(k): _text(v, where, number, f"options.{k}", number=True) for k, v in options.items()
+        }
+        questions.append(Question(ident, question, choices, answer, topic or None))
+    if not questions:
+        raise InputError("the question set is empty", path=where)
     return _pick(questions, limit, seed)

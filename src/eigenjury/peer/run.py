@@ -22,7 +22,7 @@ from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.backends import connect
 from eigenjury.engine.engine import check_specs
 from eigenjury.errors import InputError
-from eigenjury.files import write_json, write_text
+from eigenjury.files import blocking_file, write_json, write_text
 from eigenjury.models.prices import PriceTable
 from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
@@ -286,6 +286,17 @@ class Inputs:
     questions: list[Question] | None  # objective mode: the questions and their keys
 
 
+def check_output_folder(out: Path) -> None:
+    """Refuse, before the store opens, an output folder that cannot be made there."""
+    blocked = blocking_file(out)
+    if blocked is not None:
+        raise InputError(
+            f"the output folder cannot be made: {blocked} is a file; give --out (or the "
+            "config's output) another folder",
+            path=out,
+        )
+
+
 def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
     path = Path(config_path)
     config = load_config(RankConfig, path)
@@ -309,6 +320,7 @@ def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
         raise
     # the config's output is relative to the config (`--out` to the working directory)
     out_dir = Path(out) if out is not None else base / config.output
+    check_output_folder(out_dir)
     return Inputs(config, path, out_dir, constitution, scenarios, questions)
 
 
@@ -328,7 +340,6 @@ def rank(
         if backend is not None:
             backend.close()
         raise
-    out_dir.mkdir(parents=True, exist_ok=True)
 
     choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
 
@@ -362,7 +373,8 @@ def rank(
                 control = await plain.collect(comparisons)
             return collector, outcomes, comparisons, plain, control
 
-    try:
+    try:  # the store is closed whatever fails, so its files are whole for a rerun
+        out_dir.mkdir(parents=True, exist_ok=True)
         collector, outcomes, comparisons, plain, control = asyncio.run(collect_all())
     finally:
         engine.store.close()

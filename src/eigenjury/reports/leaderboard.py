@@ -1,7 +1,8 @@
 """The peer-ranking leaderboard: a JSON record and a terminal table.
 
 Names come from users (verdict files, configs): they are escaped wherever rich would
-read them as markup.
+read them as markup, and printed without rich's highlighting (its patterns take minutes
+over a name of a few hundred thousand characters).
 """
 
 from __future__ import annotations
@@ -174,16 +175,20 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
         f"scenarios; d={fit['dim']}; log-lik/verdict {fit['loglik_per_verdict']:.4f}; "
         f"{fit['iterations']} iterations, {status}; "
         f"{fit['fit_seconds']:.2f}s fit"
-        + (f", {boot} scenario-bootstrap rounds in {fit['bootstrap_seconds']:.2f}s" if boot else "")
+        + (
+            f", {boot} scenario-bootstrap rounds in {fit['bootstrap_seconds']:.2f}s" if boot else ""
+        ),
+        highlight=False,
     )
     heldout = fit["heldout_loglik_per_verdict"]
     if heldout:
         console.print(
             f"held-out log-lik/verdict ({heldout['folds']} scenario folds): "
-            f"{heldout['mean']:.4f} ± {heldout['stderr']:.4f}"
+            f"{heldout['mean']:.4f} ± {heldout['stderr']:.4f}",
+            highlight=False,
         )
     for w in record["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
 
 
 def with_ci(value: float | None, ci: list[float] | None, fmt: str) -> str:

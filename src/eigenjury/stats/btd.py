@@ -28,7 +28,15 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 from eigenjury.stats._threads import one_blas_thread
-from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, VerdictCounts, tally
+from eigenjury.stats.verdicts import (
+    FIRST,
+    SECOND,
+    TIE,
+    DataError,
+    FloatArray,
+    VerdictCounts,
+    tally,
+)
 
 # Bounds on log lambda and gamma: far beyond any real judge, they only stop a judge
 # that never ties (or always picks one slot) from driving a parameter to infinity.
@@ -156,7 +164,8 @@ class LowRankBTD:
 
     Parameters
     ----------
-    dim : latent dimension d of lenses and dispositions.
+    dim : latent dimension d of lenses and dispositions, at most the number of models
+        (a DataError otherwise: scores of m models have rank at most m).
     l2 : L2 penalty on lenses and dispositions, per verdict (see module docstring).
     position_bias : fit a per-judge first-slot advantage gamma_i.
     restarts : seeded starts; the problem is non-convex, the best objective wins.
@@ -200,6 +209,11 @@ class LowRankBTD:
         if counts.total <= 0:
             raise ValueError("no verdicts to fit")
         m = counts.n_models
+        if self.dim > m:  # scores u_i . v_j of m models have rank at most m
+            raise DataError(
+                f"a latent dimension (dim) of {self.dim} exceeds the {m} models in the data, "
+                f"which never need more than {m}; use dim {m} or less"
+            )
         with one_blas_thread():
             if init is not None:
                 best = self._solve(counts, init, self.tol)

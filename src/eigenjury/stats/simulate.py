@@ -58,18 +58,57 @@ class Population:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Population:
-        models = tuple(data["models"])
-        members = set(data.get("greenbeard", []))
+    def from_dict(cls, data: Any) -> Population:
+        """The population `to_dict` wrote; a ValueError saying what is wrong with `data`
+        otherwise (a missing key, a shape that does not fit, a number that is not finite)."""
+        if not isinstance(data, dict):
+            raise ValueError("the population is not a mapping")
+        needed = ("models", "lenses", "dispositions", "tie_propensity", "position_bias")
+        missing = [key for key in needed if key not in data]
+        if missing:
+            raise ValueError(f"the population lacks {', '.join(missing)}")
+        models = data["models"]
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise ValueError("models must be a list of names")
+        if len(set(models)) != len(models) or len(models) < 2:
+            raise ValueError("models must name at least 2 models, each once")
+        m = len(models)
+        shapes = {"lenses": 2, "dispositions": 2, "tie_propensity": 1, "position_bias": 1}
+        arrays = {key: _finite_array(data[key], key, ndim) for key, ndim in shapes.items()}
+        if arrays["lenses"].shape != arrays["dispositions"].shape or len(arrays["lenses"]) != m:
+            raise ValueError("lenses and dispositions must each have one row per model, alike")
+        if len(arrays["tie_propensity"]) != m or len(arrays["position_bias"]) != m:
+            raise ValueError("tie_propensity and position_bias must have one number per model")
+        if (arrays["tie_propensity"] < 0).any():
+            raise ValueError("tie_propensity must not be negative")
+        members = data.get("greenbeard", [])
+        if not isinstance(members, list) or not set(members) <= set(models):
+            raise ValueError("greenbeard must list some of the models")
+        bonus = data.get("greenbeard_bonus", 0.0)
+        if not isinstance(bonus, int | float) or not math.isfinite(bonus):
+            raise ValueError("greenbeard_bonus must be a finite number")
         return cls(
-            models,
-            np.asarray(data["lenses"], dtype=np.float64),
-            np.asarray(data["dispositions"], dtype=np.float64),
-            np.asarray(data["tie_propensity"], dtype=np.float64),
-            np.asarray(data["position_bias"], dtype=np.float64),
-            np.array([m in members for m in models]),
-            float(data.get("greenbeard_bonus", 0.0)),
+            tuple(models),
+            arrays["lenses"],
+            arrays["dispositions"],
+            arrays["tie_propensity"],
+            arrays["position_bias"],
+            np.array([name in members for name in models]),
+            float(bonus),
         )
+
+
+def _finite_array(value: Any, key: str, ndim: int) -> FloatArray:
+    """`value` as a float array of `ndim` dimensions, or a ValueError naming `key`."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key} must hold numbers only") from None
+    if array.ndim != ndim or array.size == 0:
+        raise ValueError(f"{key} must be a {'table' if ndim == 2 else 'list'} of numbers")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{key} must hold finite numbers (not NaN or Infinity)")
+    return array
 
 
 def make_population(
@@ -150,9 +189,9 @@ def simulate_verdicts(
         s1 = s1 + population.greenbeard_bonus * (favour & clique[first])
         s2 = s2 + population.greenbeard_bonus * (favour & clique[second])
     half = 0.5 * population.position_bias[judge]
-    logits = np.stack(
-        [np.log(population.tie_propensity[judge]) + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1
-    )
+    with np.errstate(divide="ignore"):  # a tie propensity of 0: log 0 = -inf, never a tie
+        log_tie = np.log(population.tie_propensity[judge])
+    logits = np.stack([log_tie + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1)
     logits -= logits.max(axis=1, keepdims=True)
     prob = np.exp(logits)
     cum = np.cumsum(prob / prob.sum(axis=1, keepdims=True), axis=1)
