@@ -216,6 +216,17 @@ def load_json(text: str, path: Path, line: int | None = None) -> Any:
         raise InputError(TOO_DEEP, path=path, line=line) from None
 
 
+def text_value(value: Any, *, numbers: bool = True) -> str | None:
+    """A JSON (or YAML) value as stripped text: a string, or a number written bare where
+    `numbers`; None for a list, an object, true/false or null, which str() would turn
+    into text nobody wrote."""
+    if isinstance(value, str):
+        return value.strip()
+    if numbers and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def json_kind(value: Any) -> str:
     """What a JSON (or YAML) value is, in a user's words: 'a list', 'an object', ..."""
     if isinstance(value, bool):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from eigenjury.errors import InputError
-from eigenjury.files import json_kind, pyarrow, read_csv, read_json_lines
+from eigenjury.files import json_kind, pyarrow, read_csv, read_json_lines, text_value
 from eigenjury.stats.verdicts import VerdictTable
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
@@ -136,9 +136,9 @@ def _check_record(path: Path, where: Location, record: Mapping[str, Any], criter
                 **loc,
             )
     for name in (*REQUIRED[:4], *(("criterion",) if criterion else ())):
-        value = record[name]
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise InputError(f"expected a name (text), got {json_kind(value)}", column=name, **loc)
+        if text_value(record[name]) is None:
+            kind = json_kind(record[name])
+            raise InputError(f"expected a name (text), got {kind}", column=name, **loc)
     if str(record["first"]).strip() == str(record["second"]).strip():
         raise InputError(
             f"first and second are both '{record['first']}'; a verdict compares two different "

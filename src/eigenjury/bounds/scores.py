@@ -31,7 +31,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from eigenjury.errors import InputError
-from eigenjury.files import lines, load_json, not_text, read_csv, read_json_lines, read_text
+from eigenjury.files import (
+    lines,
+    load_json,
+    not_text,
+    read_csv,
+    read_json_lines,
+    read_text,
+    text_value,
+)
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
 from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
 from eigenjury.verdict_files import read_verdicts
@@ -275,7 +283,7 @@ def _score_set(
 def _name(record: Mapping[str, Any], name: str, path: Path, line: int) -> str:
     """An id or name of a score file row as text, or a located error (a list or an
     object where a name belongs is a mistake, not a name)."""
-    text = _as_text(record[name])
+    text = text_value(record[name])
     if text is None:
         raise InputError(
             f"'{name}' must be text, not {json.dumps(record[name])[:40]}",
@@ -284,13 +292,6 @@ def _name(record: Mapping[str, Any], name: str, path: Path, line: int) -> str:
             column=name,
         )
     return text
-
-
-def _as_text(value: Any) -> str | None:
-    """A string, or a whole number written bare, as text; None for anything else."""
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        return None
-    return str(value).strip()
 
 
 def _blank(value: Any) -> bool:
@@ -374,7 +375,7 @@ def _read_results(path: Path, level: str) -> ScoreSet:
 def _text_field(record: Any, name: str, path: Path, where: str) -> str:
     if not isinstance(record, Mapping):
         raise InputError("expected an object", path=path, field=where)
-    value = _as_text(record.get(name))
+    value = text_value(record.get(name))
     if not value:
         raise InputError(f"missing or empty '{name}'", path=path, field=f"{where}.{name}")
     return value

@@ -18,7 +18,7 @@ import yaml
 
 from eigenjury.config import FieldPath, load_yaml
 from eigenjury.errors import InputError
-from eigenjury.files import json_kind, read_csv, read_json_lines
+from eigenjury.files import json_kind, read_csv, read_json_lines, text_value
 
 
 @dataclass(frozen=True)
@@ -150,11 +150,12 @@ def _text(value: Any, where: str, line: int, field: str, *, number: bool = False
     into text nobody wrote."""
     if value is None:
         return ""
-    if isinstance(value, str):
-        return value.strip()
-    if number and isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    raise InputError(f"expected text, got {json_kind(value)}", path=where, line=line, field=field)
+    text = text_value(value, numbers=number)
+    if text is None:
+        raise InputError(
+            f"expected text, got {json_kind(value)}", path=where, line=line, field=field
+        )
+    return text
 
 
 def load_scenarios(
