@@ -17,6 +17,7 @@ from eigenjury.engine.backends import connect
 from eigenjury.engine.engine import check_specs
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
+from eigenjury.files import blocking_file
 from eigenjury.models import ModelSpec, PriceTable
 from eigenjury.reports.accounting import print_accounting
 
@@ -85,8 +86,8 @@ def check_output(out: Path, inputs: dict[str, Path]) -> None:
     overwrite one of the command's inputs (named by what they are in `inputs`)."""
     if out.is_dir():
         raise InputError("this is a folder; give --out the path of a file to write", path=out)
-    above = next(p for p in out.absolute().parents if p.exists())
-    if not above.is_dir():
+    above = blocking_file(out.absolute().parent)
+    if above is not None:
         raise InputError(
             f"{above} is a file, so nothing can be written under it; give --out another path",
             path=out,
