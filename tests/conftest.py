@@ -25,3 +25,12 @@ def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("EIGENJURY_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
         yield
+
+
+@pytest.fixture(autouse=True)
+def working_directory(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test runs in a folder of its own: commands keep their shared store in the
+    working directory (.eigenjury/store.sqlite), which must never be the checkout."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))

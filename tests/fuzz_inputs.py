@@ -422,7 +422,7 @@ COMMANDS: dict[str, Command] = {
     for c in (
         Command("simulate", _simulate, ("sim",), "folder"),
         Command("fit", _fit, ("fit.json",), "file"),
-        Command("rank", _rank, ("run",), "folder"),
+        Command("rank", _rank, ("run", STORE), "folder"),
         Command("demo", None, (), "folder"),
         Command("batch", _batch, ("results.jsonl", STORE), "file"),
         Command("export", _export, ("all.jsonl",), "file"),

@@ -462,7 +462,8 @@ def test_paraphrase_neighbours_through_the_engine_are_checked_then_judged(
 def test_the_commands_name_every_generator_scale_and_method() -> None:
     from eigenjury.bounds.neighbours import GENERATOR_NAMES
     from eigenjury.bounds.scores import SCALES
-    from eigenjury.cli import BOUND_GENERATORS, BOUND_SCALES, build_parser
+    from eigenjury.cli import build_parser
+    from eigenjury.commands.bounds import BOUND_GENERATORS, BOUND_SCALES
     from eigenjury.stats.abb import BOUND_METHODS
 
     assert set(BOUND_GENERATORS.split(",")) == set(GENERATOR_NAMES)

@@ -261,7 +261,7 @@ def test_help_states_the_estimator_defaults(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_the_parser_offers_every_verdict_format() -> None:
-    from eigenjury.cli import VERDICT_FORMATS
+    from eigenjury.commands.peer import VERDICT_FORMATS
     from eigenjury.verdict_files import FORMATS
 
     assert set(VERDICT_FORMATS) == set(FORMATS.values())

@@ -15,6 +15,7 @@ from scipy.stats import kendalltau
 import peer_scripts  # noqa: F401  (registers the scripted population)
 from eigenjury.cli import main
 from eigenjury.engine import Store
+from eigenjury.engine.runner import DEFAULT_STORE
 from eigenjury.errors import InputError
 from eigenjury.peer.collect import Outcome
 from eigenjury.peer.consistency import order_consistency
@@ -112,7 +113,7 @@ def test_interrupted_collection_resumes(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="rerun to resume"):
         rank(path, progress=False)
-    with Store(tmp_path / "run" / "store.sqlite") as store:
+    with Store(DEFAULT_STORE) as store:  # the shared store of the working directory
         kept = store.counts()["ok"]
     data = yaml.safe_load(path.read_text())
     del data["engine"]["budget_tokens"]

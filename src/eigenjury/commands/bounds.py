@@ -3,34 +3,222 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from eigenjury.bounds.judges import JudgeProtocol
-from eigenjury.bounds.measure import MeasureSettings, Profile, read_dataset
-from eigenjury.bounds.measure import measure as measure_judge
-from eigenjury.bounds.neighbours import GENERATOR_NAMES, LOCAL_GENERATORS, PARAPHRASE, Paraphraser
-from eigenjury.bounds.release import ReleaseSettings, release, release_record
-from eigenjury.bounds.scores import SCALES, Scale, ScoreSet, read_scores
-from eigenjury.commands.calls import check_output, engine_from_args, run_with_engine
+from eigenjury.commands.options import (
+    add_engine_options,
+    bounded,
+    check_output,
+    engine_settings,
+    seed,
+)
 from eigenjury.errors import InputError
-from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED, EXIT_USAGE
-from eigenjury.files import write_json, write_text
-from eigenjury.models.spec import ModelSpec
-from eigenjury.reports.accounting import print_accounting
-from eigenjury.stats.abb import BATCH_MEAN, Centre
-from eigenjury.stats.abb import certify as certify_bound
-from eigenjury.stats.verdicts import FloatArray
+from eigenjury.exit_codes import EXIT_SOME_FAILED, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from eigenjury.bounds.measure import Profile
+    from eigenjury.bounds.scores import Scale, ScoreSet
+    from eigenjury.stats.abb import Centre
+    from eigenjury.stats.verdicts import FloatArray
+
+BOUND_GENERATORS = "formatting,markdown,verbosity,position,paraphrase,identity"
+BOUND_SCALES = ("unit", "likert5", "likert10", "pairwise5", "verdict", "percent")
 
 
-def _generators(text: str, *, allowed: tuple[str, ...] = GENERATOR_NAMES) -> tuple[str, ...]:
+def _centre_option(text: str) -> str:
+    """'batch-mean' or a number in [0, 1] (kept as text; the handler converts it)."""
+    if text != "batch-mean":
+        bounded(float, 0.0, 1.0)(text)
+    return text
+
+
+def _bound_options(parser: argparse.ArgumentParser) -> None:
+    """How tau and delta are spent: shared by `bound apply` and `bound certify`."""
+    parser.add_argument(
+        "--tau",
+        type=bounded(float, 0.0, open_low=True),
+        required=True,
+        help="the bound on ||M(D) - M(D')||_2, in [0, 1] score units",
+    )
+    parser.add_argument(
+        "--delta",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        required=True,
+        help="the allowed probability of exceeding tau",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=bounded(float, 0.0, 1.0, open_low=True),
+        help="fixed shrinkage (default: the largest feasible one)",
+    )
+    parser.add_argument(
+        "--centre",
+        type=_centre_option,
+        default="0.5",
+        help="shrinkage centre in [0, 1] fixed before seeing the data (default 0.5, the scale "
+        "midpoint), or 'batch-mean' (its shift is added to the sensitivity)",
+    )
+    parser.add_argument(
+        "--k",
+        type=bounded(int, 1),
+        default=1,
+        help="items a neighbour perturbs (default 1)",
+    )
+    parser.add_argument(
+        "--delta-split",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.5,
+        help="share of the Markov step in what delta leaves after the sensitivity bound "
+        "(the rest: the noise tail; default 0.5)",
+    )
+    parser.add_argument(
+        "--noise-share",
+        type=bounded(float, 0.0, 1.0, open_high=True),
+        default=0.5,
+        help="share of tau kept for noise when choosing alpha (default 0.5)",
+    )
+    parser.add_argument(
+        "--min-alpha",
+        type=bounded(float, 0.0, 1.0, open_low=True),
+        default=0.1,
+        help="smallest shrinkage accepted: released scores keep at least this share of "
+        "their spread (default 0.1)",
+    )
+    parser.add_argument(
+        "--range-bound",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also bound a k-item change by sqrt(k) and use it where it leaves more room "
+        "(default on)",
+    )
+
+
+def register(commands: Any) -> None:
+    bound = commands.add_parser(
+        "bound",
+        help="bias-bounded evaluation: measure a judge's sensitivity, certify, debias",
+        description="Bias-bounded evaluation (A-BB): measure how far meaning-preserving "
+        "perturbations move a judge, then release scores with a certified (tau, delta) "
+        "bound on how far such perturbations can move them. See docs/bounds.md.",
+    )
+    steps = bound.add_subparsers(dest="step", required=True, metavar="STEP")
+
+    measure = steps.add_parser(
+        "measure",
+        help="measure a judge's sensitivity to neighbours on a dataset (writes a profile)",
+        description="Sample m items of a JSONL dataset (id, prompt, and response or "
+        "response_a + response_b), judge them, perturb each with every generator, re-judge "
+        "only the perturbed items, and write the RMS sensitivity per generator with an "
+        "upper confidence bound. Identity neighbours (another seed) measure the judge's "
+        "intrinsic jitter.",
+    )
+    measure.add_argument("dataset", type=Path, help="JSONL dataset")
+    measure.add_argument("--judge", required=True, help="judge model spec")
+    measure.add_argument(
+        "--generators",
+        default="formatting,markdown,verbosity,identity",
+        help=f"comma-separated, from {BOUND_GENERATORS} (default "
+        "formatting,markdown,verbosity,identity)",
+    )
+    measure.add_argument("--paraphraser", help="model spec for the paraphrase neighbour")
+    measure.add_argument("--m", type=bounded(int, 1), default=50, help="items sampled (default 50)")
+    measure.add_argument("--seed", type=seed, default=0)
+    measure.add_argument(
+        "--confidence",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.95,
+        help="level of the reported upper bound (apply recomputes it for its delta)",
+    )
+    measure.add_argument(
+        "--method",
+        choices=("kl", "hoeffding", "bootstrap"),
+        default="kl",
+        help="upper confidence bound on Delta (default kl: Chernoff-Hoeffding, valid at any m)",
+    )
+    measure.add_argument(
+        "--temperature",
+        type=bounded(float, 0.0, 2.0),
+        default=0.0,
+        help="judge temperature (default 0)",
+    )
+    measure.add_argument("--max-tokens", type=bounded(int, 1))
+    measure.add_argument("--out", type=Path, required=True, help="profile JSON to write")
+    add_engine_options(measure)
+    measure.set_defaults(handler=measure_command)
+
+    apply = steps.add_parser(
+        "apply",
+        help="debias a score file under a certified (tau, delta) bound",
+        description="Shrink and noise a score file (CSV/JSONL with item, score, optional "
+        "model and criterion; a peer verdict file; or a contracts results.json) so that "
+        "perturbations measured in PROFILE move the released score vector by more than "
+        "tau with probability at most delta. Writes debiased.csv and certificate.json.",
+    )
+    apply.add_argument("scores", type=Path, help="score file")
+    apply.add_argument("--profile", type=Path, required=True, help="from `bound measure`")
+    apply.add_argument("--out", type=Path, required=True, help="output folder")
+    scale = apply.add_mutually_exclusive_group()
+    scale.add_argument("--scale", choices=BOUND_SCALES, help="raw range of a score file")
+    scale.add_argument("--range", type=bounded(float), nargs=2, metavar=("LOW", "HIGH"))
+    apply.add_argument(
+        "--level",
+        choices=("task", "criterion"),
+        default="task",
+        help="contracts results: task scores or criterion pass values",
+    )
+    apply.add_argument(
+        "--sigma",
+        type=bounded(float, 0.0),
+        help="noise level, up to sigma_max (default sigma_max / 2)",
+    )
+    apply.add_argument("--seed", type=seed, default=0)
+    apply.add_argument(
+        "--generators", help="the profile's generators to bound against (default: all)"
+    )
+    apply.add_argument(
+        "--confidence-share",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.2,
+        help="share of delta for the upper confidence bound on Delta (default 0.2)",
+    )
+    apply.add_argument("--method", choices=("kl", "hoeffding", "bootstrap"))
+    _bound_options(apply)
+    apply.set_defaults(handler=apply_command)
+
+    certify = steps.add_parser(
+        "certify",
+        help="print the certificate for a sensitivity and a dimension (JSON)",
+        description="Compute feasibility, alpha, sigma_max and the threshold for a known "
+        "sensitivity Delta (in [0, 1] units) and d items. Exit status 2 when infeasible, "
+        "with the smallest feasible tau.",
+    )
+    certify.add_argument(
+        "--sensitivity",
+        type=bounded(float, 0.0),
+        required=True,
+        help="RMS sensitivity Delta (or its upper bound) in [0, 1] units",
+    )
+    certify.add_argument("--dim", type=bounded(int, 1), required=True, help="items d")
+    certify.add_argument(
+        "--delta-sensitivity",
+        type=bounded(float, 0.0),
+        default=0.0,
+        help="the part of delta already spent on an upper bound given as --sensitivity",
+    )
+    _bound_options(certify)
+    certify.set_defaults(handler=certify_command)
+
+
+def _generators(text: str, *, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    from eigenjury.bounds.neighbours import GENERATOR_NAMES
+
+    allowed = GENERATOR_NAMES if allowed is None else allowed
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     unknown = [n for n in names if n not in allowed]
     if unknown or not names:
@@ -42,11 +230,25 @@ def _generators(text: str, *, allowed: tuple[str, ...] = GENERATOR_NAMES) -> tup
 
 
 def _centre(value: str) -> Centre:
+    from eigenjury.stats.abb import BATCH_MEAN
+
     return BATCH_MEAN if value == BATCH_MEAN else float(value)
 
 
-def measure(args: argparse.Namespace, console: Console) -> int:
-    check_output(args.out, {"dataset": args.dataset, "store": args.store})
+def measure_command(args: argparse.Namespace, console: Console) -> int:
+    from rich.table import Table
+
+    from eigenjury.bounds.judges import JudgeProtocol
+    from eigenjury.bounds.measure import MeasureSettings, measure, read_dataset
+    from eigenjury.bounds.neighbours import LOCAL_GENERATORS, PARAPHRASE, Paraphraser
+    from eigenjury.commands.options import store_path
+    from eigenjury.engine.runner import run_engine
+    from eigenjury.files import write_json
+    from eigenjury.models.spec import ModelSpec
+    from eigenjury.reports.accounting import print_accounting
+
+    store = store_path(args)
+    check_output(args.out, {"dataset": args.dataset, "store": store})
     items = read_dataset(args.dataset)
     generators = _generators(args.generators)
     pairwise = items[0].pairwise
@@ -76,17 +278,12 @@ def measure(args: argparse.Namespace, console: Console) -> int:
         paraphrase=Paraphraser(max_tokens=args.max_tokens),
     )
     specs = [judge, *([settings.paraphraser] if settings.paraphraser else [])]
-    engine = engine_from_args(args, specs)
-    engine.prepare(specs)
-
-    profile = run_with_engine(
-        engine,
+    profile = run_engine(
+        engine_settings(args),
         specs,
-        lambda: measure_judge(engine, items, settings, dataset=str(args.dataset)),
-        console,
-    )
-    if profile is None:
-        return EXIT_INTERRUPTED
+        lambda engine: measure(engine, items, settings, dataset=str(args.dataset)),
+        progress=args.progress,
+    ).value
     usable = any(record.m for record in profile.generators.values())
     if usable:  # an unusable profile must not replace a good one from an earlier run
         write_json(args.out, profile.model_dump())
@@ -110,8 +307,8 @@ def measure(args: argparse.Namespace, console: Console) -> int:
         print_accounting(console, profile.accounting)
     failed = _failures(profile)
     replies = (
-        f"the judge's replies are kept in the store {args.store} (read them with "
-        f"`eigenjury export replies.jsonl --store {args.store}`)"
+        f"the judge's replies are kept in the store {store} (read them with "
+        f"`eigenjury export replies.jsonl --store {store}`)"
     )
     rerun = (
         f"{profile.failed_calls} call(s) were not made or failed (a budget stop, or the "
@@ -158,6 +355,8 @@ def _fmt(value: float | None) -> str:
 
 
 def _scale(args: argparse.Namespace) -> Scale | None:
+    from eigenjury.bounds.scores import SCALES, Scale
+
     if args.range is not None:
         low, high = args.range
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
@@ -171,7 +370,12 @@ def _scale(args: argparse.Namespace) -> Scale | None:
 MIN_CONFIDENCE_MISS = 1e-12
 
 
-def apply(args: argparse.Namespace, console: Console) -> int:
+def apply_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.bounds.measure import Profile
+    from eigenjury.bounds.release import ReleaseSettings, release, release_record
+    from eigenjury.bounds.scores import read_scores
+    from eigenjury.files import write_json
+
     miss = args.confidence_share * args.delta
     if miss < MIN_CONFIDENCE_MISS:
         raise InputError(
@@ -240,6 +444,11 @@ def _check_out_folder(args: argparse.Namespace) -> None:
 
 
 def _write_scores(path: Path, scores: ScoreSet, debiased: FloatArray) -> None:
+    import csv
+    import io
+
+    from eigenjury.files import write_text
+
     """Per item: the raw and normalised score, and the released one in both units."""
     models = scores.item_models()
     normalised = scores.normalised
@@ -264,13 +473,15 @@ def _write_scores(path: Path, scores: ScoreSet, debiased: FloatArray) -> None:
     write_text(path, buffer.getvalue())
 
 
-def certify(args: argparse.Namespace, console: Console) -> int:
+def certify_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.stats.abb import certify
+
     if args.k > args.dim:
         raise InputError(
             f"--k {args.k} exceeds --dim {args.dim}: a neighbour perturbs at most d items"
         )
     try:
-        cert = certify_bound(
+        cert = certify(
             args.tau,
             args.delta,
             args.sensitivity,

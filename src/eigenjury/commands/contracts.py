@@ -5,37 +5,160 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
 
-from eigenjury.commands.calls import engine_from_args, run_with_engine
-from eigenjury.contracts.bundle import ContractSource, load_contract, write_bundle, write_yaml
-from eigenjury.contracts.compare import compare_pools
-from eigenjury.contracts.graders import check_python_graders
-from eigenjury.contracts.grading import (
-    Submission,
-    TaskResult,
-    generate_submissions,
-    grade,
-    require_jury,
-)
-from eigenjury.contracts.jury import Jury
-from eigenjury.contracts.submissions import read_submissions
-from eigenjury.contracts.trace import results_record, write_trace
-from eigenjury.engine import Engine
+from eigenjury.commands.options import add_engine_options, bounded, engine_settings, seed
 from eigenjury.errors import InputError
-from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_SOME_FAILED
-from eigenjury.files import write_json
-from eigenjury.models.spec import ModelSpec
-from eigenjury.reports.accounting import print_accounting
-from eigenjury.reports.contracts import print_comparison, print_summary, write_report
+
+if TYPE_CHECKING:
+    from eigenjury.contracts.bundle import ContractSource
+    from eigenjury.contracts.grading import Submission
+    from eigenjury.contracts.jury import Jury
+    from eigenjury.engine import Engine
+
+
+def register(commands: Any) -> None:
+    """`grade`, `juries compare` and `contracts ...`: expert criteria graded by juries."""
+    grade = commands.add_parser(
+        "grade",
+        help="grade submissions against a contract with a jury of LLM judges",
+        description="Grade each task's submission against its criteria: graders without a "
+        "model (exact_match, regex, numeric, python) directly, llm_judge criteria by a jury "
+        "(strict majority: a tie fails, an unreadable vote is not C). Submissions come from "
+        "candidate models (--candidate) or a JSONL file (--submissions: task_id, submission, "
+        "optional candidate). Writes results.json, trace.jsonl, tasks.csv, criteria.csv, "
+        "judgements.csv and report.html. Exit status 1 when some results rest on failed calls "
+        "(rerun to resume).",
+    )
+    grade.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
+    _add_jury_options(
+        grade,
+        "--jury",
+        "juror model spec (repeat for each juror); needed when some criterion is llm_judge",
+        required=False,
+    )
+    grade.add_argument(
+        "--escalate-to",
+        action="append",
+        metavar="SPEC",
+        help="cascade: a larger jury (repeat for each juror) that regrades criteria the first "
+        "jury split on or could not read",
+    )
+    grade.add_argument(
+        "--escalate-margin",
+        type=bounded(int, 1),
+        default=1,
+        help="escalate when this many flipped votes would change the outcome (default 1)",
+    )
+    grade.add_argument("--out", type=Path, default=Path("eigenjury-grades"))
+    grade.set_defaults(handler=grade_command)
+
+    juries = commands.add_parser("juries", help="compare juries on the same submissions")
+    juries_commands = juries.add_subparsers(dest="juries_command", required=True, metavar="COMMAND")
+    compare = juries_commands.add_parser(
+        "compare",
+        help="how far a cheap jury diverges from an expensive one, and what a cascade saves",
+        description="Grade the same submissions with two pools of jurors and report "
+        "criterion-level majority agreement, each pool's split rate, the Pearson correlation "
+        "and identity of task scores, cost, juror time and output tokens per criterion, and "
+        "the cascade (pool A first, escalating to pool B), with bootstrap intervals over "
+        "submissions.",
+    )
+    compare.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
+    _add_jury_options(compare, "--pool-a", "juror of pool A, the one to try first (repeat)")
+    compare.add_argument(
+        "--pool-b", action="append", required=True, metavar="SPEC", help="juror of pool B (repeat)"
+    )
+    compare.add_argument("--cascade-margin", type=bounded(int, 1), default=1)
+    compare.add_argument(
+        "--rounds",
+        type=bounded(int, 1, 100_000),  # each round resamples every submission in memory
+        default=1000,
+        help="bootstrap rounds (at most 100000)",
+    )
+    compare.add_argument(
+        "--ci", type=bounded(float, 0.0, 1.0, open_low=True, open_high=True), default=0.95
+    )
+    compare.add_argument("--seed", type=seed, default=0)
+    compare.add_argument("--out", type=Path, help="write comparison.json and both pools' traces")
+    compare.set_defaults(handler=compare_command)
+
+    contracts = commands.add_parser("contracts", help="check, convert and export contracts")
+    contract_commands = contracts.add_subparsers(
+        dest="contracts_command", required=True, metavar="COMMAND"
+    )
+    check = contract_commands.add_parser("check", help="validate a contract and list its warnings")
+    check.add_argument("contract")
+    check.set_defaults(handler=check_command)
+    convert = contract_commands.add_parser(
+        "convert", help="rewrite a contract as a bundle folder or a single YAML file"
+    )
+    convert.add_argument("contract")
+    convert.add_argument("out", type=Path, help="a folder (bundle) or a .yaml file")
+    convert.set_defaults(handler=convert_command)
+    harbor = contract_commands.add_parser(
+        "export-harbor",
+        help="one Harbor task directory per task, verified by eigenjury's grading core",
+        description="Write a Harbor task per contract task (task.toml, instruction.md, "
+        "environment/Dockerfile, tests/test.sh and its data). The verifier grades the agent's "
+        "/app/answer.txt with the given jury and writes /logs/verifier/reward.json. API keys "
+        "reach it only through [verifier.env] references to your environment.",
+    )
+    harbor.add_argument("contract")
+    harbor.add_argument("out", type=Path)
+    harbor.add_argument(
+        "--jury",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="juror model spec (repeat); needed when some criterion is llm_judge",
+    )
+    harbor.add_argument("--verifier-timeout", type=bounded(float, 1.0), default=600.0)
+    _add_juror_settings(harbor)
+    harbor.set_defaults(handler=export_harbor_command)
+
+
+def _add_jury_options(
+    parser: argparse.ArgumentParser, flag: str, help_text: str, *, required: bool = True
+) -> None:
+    """Jurors, where submissions come from, and the engine. Jurors not `required`: the
+    handler asks for them only when some criterion is graded by a jury."""
+    parser.add_argument(
+        flag, action="append", default=[], required=required, metavar="SPEC", help=help_text
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--candidate", action="append", metavar="SPEC", help="model that answers the tasks (repeat)"
+    )
+    source.add_argument("--submissions", type=Path, help="JSONL: task_id, submission, candidate")
+    parser.add_argument("--candidate-temperature", type=bounded(float, 0.0, 2.0), default=0.0)
+    parser.add_argument("--candidate-max-tokens", type=bounded(int, 1), default=1024)
+    _add_juror_settings(parser)
+    add_engine_options(parser)
+
+
+def _add_juror_settings(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("jurors")
+    group.add_argument("--juror-temperature", type=bounded(float, 0.0, 2.0), default=0.0)
+    group.add_argument("--juror-seed", type=seed, default=0)
+    group.add_argument("--juror-max-tokens", type=bounded(int, 1), default=1024)
+    group.add_argument(
+        "--batch-criteria",
+        action="store_true",
+        help="grade all of a task's criteria in one call per juror (cheaper; less independent)",
+    )
+
 
 T = TypeVar("T")
 
 
 def _load(args: argparse.Namespace) -> ContractSource:
+    from eigenjury.contracts.bundle import load_contract
+    from eigenjury.contracts.graders import check_python_graders
+
     """The contract, with its python graders imported (a wrong import path is reported
     before any model call is paid for)."""
     source = load_contract(args.contract)
@@ -44,6 +167,8 @@ def _load(args: argparse.Namespace) -> ContractSource:
 
 
 def _jury_if_needed(args: argparse.Namespace, source: ContractSource) -> Jury | None:
+    from eigenjury.contracts.grading import require_jury
+
     """The --jury jurors; none given is fine where no criterion is graded by a jury."""
     jury = _jury(args, args.jury) if args.jury else None
     require_jury(source, jury)
@@ -51,6 +176,8 @@ def _jury_if_needed(args: argparse.Namespace, source: ContractSource) -> Jury | 
 
 
 def _jury(args: argparse.Namespace, specs: list[str]) -> Jury:
+    from eigenjury.contracts.jury import Jury
+
     return Jury.from_specs(
         specs,
         temperature=args.juror_temperature,
@@ -67,21 +194,23 @@ def _warn(console: Console, warnings: list[str]) -> None:
 
 def _run(
     args: argparse.Namespace,
-    console: Console,
     source: ContractSource,
     juries: list[Jury],
     work: Callable[[Engine, list[Submission]], Awaitable[T]],
-) -> tuple[T, list[Submission], Engine] | None:
-    """Make or read the submissions, then `work` on them, with one engine; None when
-    interrupted (everything finished is in the store)."""
+) -> tuple[T, dict[str, Any]]:
+    """Make or read the submissions, then `work` on them, with one engine; what `work`
+    returned and what the calls cost."""
+    from eigenjury.contracts.grading import generate_submissions
+    from eigenjury.contracts.submissions import read_submissions
+    from eigenjury.engine.runner import run_engine
+    from eigenjury.models.spec import ModelSpec
+
     candidates = [ModelSpec.parse(c) for c in args.candidate or []]
     specs = [*candidates, *(s for jury in juries for s in jury.specs)]
     # read before the store is opened: bad submissions leave nothing behind
     given = read_submissions(args.submissions, source.contract) if args.submissions else None
-    engine = engine_from_args(args, specs)
-    engine.prepare(specs)
 
-    async def go() -> tuple[T, list[Submission]]:
+    async def go(engine: Engine) -> T:
         submissions = given or await generate_submissions(
             engine,
             source,
@@ -89,16 +218,20 @@ def _run(
             temperature=args.candidate_temperature,
             max_tokens=args.candidate_max_tokens,
         )
-        return await work(engine, submissions), submissions
+        return await work(engine, submissions)
 
-    ran = run_with_engine(engine, specs, go, console)
-    if ran is None:
-        return None
-    outcome, submissions = ran
-    return outcome, submissions, engine
+    ran = run_engine(engine_settings(args), specs, go, progress=args.progress)
+    return ran.value, ran.accounting
 
 
 def grade_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.contracts.grading import TaskResult, grade
+    from eigenjury.contracts.trace import results_record, write_trace
+    from eigenjury.exit_codes import EXIT_SOME_FAILED
+    from eigenjury.files import write_json
+    from eigenjury.reports.accounting import print_accounting
+    from eigenjury.reports.contracts import print_summary, write_report
+
     source = _load(args)
     warnings = source.contract.warnings()
     _warn(console, warnings)
@@ -118,10 +251,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
             escalate_margin=args.escalate_margin,
         )
 
-    ran = _run(args, console, source, juries, work)
-    if ran is None:
-        return EXIT_INTERRUPTED
-    results, _, engine = ran
+    results, accounting = _run(args, source, juries, work)
     record = results_record(
         results,
         contract=str(args.contract),
@@ -130,7 +260,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         escalate_margin=args.escalate_margin if escalate_to else None,
         warnings=warnings,
     )
-    record["accounting"] = engine.session_accounting.record()
+    record["accounting"] = accounting
     out: Path = args.out
     write_json(out / "results.json", record)
     write_trace(out, results)
@@ -152,6 +282,14 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def compare_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.contracts.compare import compare_pools
+    from eigenjury.contracts.grading import TaskResult, grade
+    from eigenjury.contracts.trace import results_record, write_trace
+    from eigenjury.exit_codes import EXIT_SOME_FAILED
+    from eigenjury.files import write_json
+    from eigenjury.reports.accounting import print_accounting
+    from eigenjury.reports.contracts import print_comparison
+
     source = _load(args)
     _warn(console, source.contract.warnings())
     pool_a, pool_b = _jury(args, args.pool_a), _jury(args, args.pool_b)
@@ -162,10 +300,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         a = await grade(engine, source, submissions, pool_a)  # one engine run at a time
         return a, await grade(engine, source, submissions, pool_b)
 
-    ran = _run(args, console, source, [pool_a, pool_b], work)
-    if ran is None:
-        return EXIT_INTERRUPTED
-    (results_a, results_b), _, engine = ran
+    (results_a, results_b), accounting = _run(args, source, [pool_a, pool_b], work)
     record = compare_pools(
         results_a,
         results_b,
@@ -177,7 +312,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         seed=args.seed,
     )
     record["contract"] = str(args.contract)
-    record["accounting"] = engine.session_accounting.record()
+    record["accounting"] = accounting
     incomplete = sum(not r.complete for r in (*results_a, *results_b))
     record["incomplete_submissions"] = incomplete
     print_comparison(console, record)
@@ -213,6 +348,8 @@ def check_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def convert_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.contracts.bundle import load_contract, write_bundle, write_yaml
+
     source = load_contract(args.contract)
     out: Path = args.out
     if out.resolve() == source.path.resolve():

@@ -4,24 +4,197 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from eigenjury.commands.calls import check_output
-from eigenjury.engine.backends import connect
+from eigenjury.commands.options import add_backend_options, bounded, check_output, folds, seed
 from eigenjury.errors import InputError
-from eigenjury.files import load_json, read_text, write_json
-from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
-from eigenjury.stats.bootstrap import rounds_problem
-from eigenjury.stats.consensus import PeerRanking
-from eigenjury.stats.elo import to_elo
-from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
-from eigenjury.stats.verdicts import DataError
-from eigenjury.verdict_files import read_verdicts, write_verdicts
+
+if TYPE_CHECKING:
+    from eigenjury.stats.simulate import Population
+
+VERDICT_FORMATS = ("csv", "jsonl", "parquet")  # = verdict_files.FORMATS (importing it loads scipy)
+
+
+def register(commands: Any) -> None:
+    sim = commands.add_parser(
+        "simulate",
+        help="write synthetic verdicts and their ground truth from a known population",
+        description="Simulate peer-ranking verdicts (random-groups design) from a known "
+        "low-rank BTD population, to check the method before spending money.",
+    )
+    sim.add_argument(
+        "--out",
+        type=Path,
+        default=Path("eigenjury-sim"),
+        help="output directory (default: eigenjury-sim)",
+    )
+    sim.add_argument("--format", choices=VERDICT_FORMATS, default="csv")
+    sim.add_argument(
+        "--models",
+        type=bounded(int, 2, 1000),  # the true scores are a models x models matrix
+        default=8,
+        help="models in the population (2 to 1000; default 8)",
+    )
+    sim.add_argument(
+        "--dim", type=bounded(int, 1), default=2, help="latent dimension, at most --models"
+    )
+    sim.add_argument(
+        "--scenarios",
+        type=bounded(int, 1),
+        default=1000,
+        help="scenarios (default 1000); a simulation writes at most 5,000,000 verdicts",
+    )
+    sim.add_argument(
+        "--group-size",
+        type=bounded(int, 2),
+        help="evaluees per scenario, all ordered pairs judged (default: 4, or --models if fewer)",
+    )
+    sim.add_argument("--judges-per-scenario", type=bounded(int, 1), default=1)
+    sim.add_argument(
+        "--tie", type=bounded(float, 0.0), default=0.5, help="typical tie propensity lambda"
+    )
+    sim.add_argument(
+        "--position-bias",
+        type=bounded(float),
+        default=0.3,
+        help="typical first-slot log-odds advantage",
+    )
+    sim.add_argument(
+        "--judge-noise",
+        type=bounded(float, 0.0),
+        default=0.5,
+        help="spread of judge lenses around the consensus lens",
+    )
+    sim.add_argument(
+        "--scenario-noise",
+        type=bounded(float, 0.0),
+        default=0.0,
+        help="per-scenario noise on response quality (correlates verdicts)",
+    )
+    sim.add_argument(
+        "--greenbeard",
+        type=bounded(int, 0),
+        default=0,
+        help="size of a clique whose members favour each other",
+    )
+    sim.add_argument("--greenbeard-bonus", type=bounded(float), default=2.0)
+    sim.add_argument("--seed", type=seed, default=0)
+    sim.set_defaults(handler=simulate_command)
+
+    fit = commands.add_parser(
+        "fit",
+        help="fit the peer ranking (low-rank BTD, EigenTrust, Elo) to a verdict file",
+        description="Fit a verdict file (CSV, JSONL or Parquet with columns scenario, judge, "
+        "first, second, verdict; optional criterion) and print the leaderboard.",
+    )
+    fit.add_argument("verdicts", type=Path, help="verdict file")
+    fit.add_argument(
+        "--dim",
+        type=bounded(int, 1),
+        default=2,
+        help="latent dimension d, at most the number of models (default 2)",
+    )
+    fit.add_argument(
+        "--bootstrap",
+        type=bounded(int, 0),
+        default=200,
+        help="scenario-bootstrap rounds for intervals (0: none; default 200; at least "
+        "2 / (1 - ci), e.g. 40 for 95%%, so that each tail holds a draw)",
+    )
+    fit.add_argument(
+        "--ci",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.95,
+        help="interval coverage (default 0.95)",
+    )
+    fit.add_argument("--seed", type=seed, default=0)
+    fit.add_argument(
+        "--exclude-self",
+        action="store_true",
+        help="drop verdicts where the judge is an evaluee; no self-trust",
+    )
+    fit.add_argument(
+        "--no-position-bias",
+        dest="position_bias",
+        action="store_false",
+        help="do not fit per-judge first-slot bias",
+    )
+    fit.add_argument(
+        "--l2",
+        type=bounded(float, 0.0),
+        help="L2 penalty on lenses and dispositions, per verdict (default: the estimator's, 1e-6)",
+    )
+    fit.add_argument(
+        "--restarts", type=bounded(int, 1), help="seeded starts of the non-convex fit (default: 4)"
+    )
+    fit.add_argument(
+        "--damping",
+        type=bounded(float, 0.0, 1.0, open_high=True),
+        default=0.0,
+        help="EigenTrust damping toward uniform pre-trust",
+    )
+    fit.add_argument(
+        "--anchor",
+        default="uniform",
+        help="'uniform' (uniform trust = 1500), 'mean', or a model name",
+    )
+    fit.add_argument("--anchor-value", type=bounded(float), default=1500.0)
+    fit.add_argument("--criterion", help="fit only the rows of this criterion")
+    fit.add_argument(
+        "--jobs",
+        type=bounded(int, 1),
+        default=None,
+        help="processes for the bootstrap (default: all cores)",
+    )
+    fit.add_argument(
+        "--cv",
+        type=folds,
+        default=0,
+        help="also report held-out log-likelihood over this many scenario folds, 0 (none) "
+        "or at least 2 (compare across --dim to choose it)",
+    )
+    fit.add_argument(
+        "--truth",
+        type=Path,
+        help="truth.json from `eigenjury simulate`: report recovery and coverage",
+    )
+    fit.add_argument("--out", type=Path, help="write the full result as JSON here")
+    add_backend_options(fit.add_argument_group("cluster (bootstrap rounds as Ray tasks)"))
+    fit.set_defaults(handler=fit_command)
+
+    rank = commands.add_parser(
+        "rank",
+        help="collect peer judgments for a population and fit the leaderboard",
+        description="Run a peer-ranking config (YAML): evaluees answer scenarios in "
+        "character, judges compare pairs of answers against the constitution in both "
+        "orders, and the verdicts are fitted (low-rank BTD, EigenTrust, Elo). Writes "
+        "results.json, verdicts.csv, transcripts.jsonl and report.html. Everything goes "
+        "through the store: rerun to resume or after adding members.",
+    )
+    rank.add_argument("config", type=Path, help="run config (YAML)")
+    rank.add_argument("--out", type=Path, help="output folder (default: the config's output)")
+    rank.add_argument("--no-progress", dest="progress", action="store_false")
+    rank.set_defaults(handler=rank_command)
+
+    demo = commands.add_parser(
+        "demo",
+        help="the offline demo: four local personas rank each other (a few minutes on CPU)",
+        description="Run `rank` on the bundled demo config: personas on the two bundled "
+        "local models (SmolLM2-135M, Gemma-3-270M) judge each other against the kindness "
+        "constitution, with no network. Needs the local extra.",
+    )
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("eigenjury-demo"),
+        help="output folder (default: eigenjury-demo)",
+    )
+    demo.add_argument("--no-progress", dest="progress", action="store_false")
+    demo.set_defaults(handler=demo_command)
+
 
 DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
 # What a simulation may hold in memory: about 200 bytes a verdict while it is drawn (1 GB
@@ -30,7 +203,14 @@ MAX_SIMULATED_VERDICTS = 5_000_000
 MAX_SIMULATED_DRAWS = 20_000_000
 
 
-def simulate(args: argparse.Namespace, console: Console) -> int:
+def simulate_command(args: argparse.Namespace, console: Console) -> int:
+    import numpy as np
+    from rich.table import Table
+
+    from eigenjury.files import write_json
+    from eigenjury.stats.simulate import make_population, simulate_verdicts
+    from eigenjury.verdict_files import write_verdicts
+
     group_size = args.group_size or min(DEFAULT_GROUP_SIZE, args.models)
     if group_size > args.models:
         raise InputError(f"--group-size {group_size} exceeds --models {args.models}")
@@ -112,7 +292,17 @@ def simulate(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def fit(args: argparse.Namespace, console: Console) -> int:
+def fit_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.engine.backends import connect
+    from eigenjury.files import write_json
+    from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
+    from eigenjury.stats.bootstrap import rounds_problem
+    from eigenjury.stats.consensus import PeerRanking
+    from eigenjury.stats.elo import to_elo
+    from eigenjury.stats.simulate import recovery
+    from eigenjury.stats.verdicts import DataError
+    from eigenjury.verdict_files import read_verdicts
+
     problem = rounds_problem(args.bootstrap, args.ci)
     if problem:
         raise InputError(problem, field="--bootstrap")
@@ -173,6 +363,9 @@ def fit(args: argparse.Namespace, console: Console) -> int:
 
 
 def read_truth(path: Path, models: tuple[str, ...]) -> Population:
+    from eigenjury.files import load_json, read_text
+    from eigenjury.stats.simulate import Population
+
     data = load_json(read_text(path), path)
     try:
         if not isinstance(data, dict) or "population" not in data:
@@ -192,13 +385,13 @@ def read_truth(path: Path, models: tuple[str, ...]) -> Population:
     return population
 
 
-def rank(args: argparse.Namespace, console: Console) -> int:
+def rank_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.peer.run import rank as run_rank
 
     return _report(run_rank(args.config, out=args.out, progress=args.progress), console)
 
 
-def demo(args: argparse.Namespace, console: Console) -> int:
+def demo_command(args: argparse.Namespace, console: Console) -> int:
     from importlib import resources
 
     from eigenjury.peer.run import rank as run_rank
@@ -211,6 +404,7 @@ def demo(args: argparse.Namespace, console: Console) -> int:
 
 def _report(run: Any, console: Console) -> int:
     from eigenjury.reports.accounting import print_accounting
+    from eigenjury.reports.leaderboard import print_leaderboard
 
     record = run.record
     print_leaderboard(console, record)

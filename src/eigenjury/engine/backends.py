@@ -1,12 +1,19 @@
 """Where calls, bootstrap rounds and simulation sweeps run: here ("local", the
-default: the event loop, forked processes) or on a Ray cluster ("ray", the `ray`
-extra: endpoint actors, Ray tasks), chosen by name in configs and on the command line."""
+default: the event loop, forked processes) or on a registered backend, chosen by name
+in configs and on the command line.
+
+A backend registers itself as an entry point in the `eigenjury.backends` group, naming
+a module with `connect(address) -> (Backend, RoundMap)` and `task_map(address) ->
+TaskMap`; the engine never imports one. The Ray backend (`integrations/ray_backend`,
+the `ray` extra) is registered that way by eigenjury's own package metadata.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from importlib.metadata import entry_points
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,32 +23,35 @@ from eigenjury.errors import InputError
 if TYPE_CHECKING:  # the statistics (scipy) load only where a bootstrap runs
     from eigenjury.stats.bootstrap import RoundMap
 
-BACKENDS = ("local", "ray")
+LOCAL = "local"
+GROUP = "eigenjury.backends"
 T = TypeVar("T")
 R = TypeVar("R")
 TaskMap = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
 
 
+def backend_names() -> tuple[str, ...]:
+    """ "local" and every registered backend."""
+    return (LOCAL, *sorted(ep.name for ep in entry_points(group=GROUP)))
+
+
 def connect(name: str, address: str | None = None) -> tuple[Backend | None, RoundMap | None]:
     """The engine backend and the bootstrap-round runner for `name` (None, None: local).
-    `address`: a Ray cluster to join; none starts a local one."""
-    if name == "local":
+    `address`: a cluster to join; none starts a local one."""
+    if name == LOCAL:
         if address:
             raise InputError("a Ray address was given but the backend is local; add --backend ray")
         return None, None
-    ray_backend = _ray(name)
-    backend: Backend = ray_backend.RayBackend(address)
-    return backend, ray_backend.map_rounds
+    backend: tuple[Backend, RoundMap] = _plugin(name).connect(address)
+    return backend
 
 
 def task_map(name: str, address: str | None = None) -> TaskMap:
     """`map(fn, items)` for a sweep of independent simulations: forked processes here,
-    Ray tasks on a cluster. `fn` must be picklable (a module-level function)."""
-    if name == "local":
+    tasks on a cluster. `fn` must be picklable (a module-level function)."""
+    if name == LOCAL:
         return _processes
-    ray_backend = _ray(name)
-    ray_backend.init(address)
-    return ray_backend.map_tasks  # type: ignore[no-any-return]
+    return _plugin(name).task_map(address)  # type: ignore[no-any-return]
 
 
 def _processes(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -50,13 +60,18 @@ def _processes(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(pool.map(fn, items))
 
 
-def _ray(name: str) -> Any:
-    if name != "ray":
-        raise InputError(f"unknown backend '{name}'; use one of {', '.join(BACKENDS)}")
-    try:
-        from eigenjury.integrations import ray_backend
-    except ImportError:
+def _plugin(name: str) -> Any:
+    """The module registered for backend `name`."""
+    found = [ep for ep in entry_points(group=GROUP) if ep.name == name]
+    if not found:
         raise InputError(
-            "the ray backend needs Ray: pip install 'eigenjury[ray]'", field="backend"
+            f"unknown backend '{name}'; use one of {', '.join(backend_names())}", field="backend"
+        )
+    try:
+        return found[0].load()
+    except ImportError as exc:
+        raise InputError(
+            f"the {name} backend cannot be loaded ({exc}); install it: "
+            f"pip install 'eigenjury[{name}]'",
+            field="backend",
         ) from None
-    return ray_backend

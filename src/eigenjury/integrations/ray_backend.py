@@ -265,3 +265,15 @@ def map_tasks(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """`fn` over `items` as Ray tasks, one each, results in order."""
     remote = ray.remote(fn)
     return ray.get([remote.remote(item) for item in items])
+
+
+def connect(address: str | None = None) -> tuple[RayBackend, Callable[..., Any]]:
+    """The backend entry point (`eigenjury.backends`): the engine's calls and the
+    bootstrap rounds on the cluster at `address` (none starts a local one)."""
+    return RayBackend(address), map_rounds
+
+
+def task_map(address: str | None = None) -> Callable[..., list[Any]]:
+    """The backend entry point for simulation sweeps: one Ray task per simulation."""
+    init(address)
+    return map_tasks

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from eigenjury.config import located
-from eigenjury.engine.limits import MIN_PER_MINUTE
+from eigenjury.engine.runner import EngineSettings
 from eigenjury.models.spec import ModelSpec, SpecError
 from eigenjury.stats.bootstrap import rounds_problem
 
@@ -95,20 +95,6 @@ class Fit(_Strict):
     ci: float = Field(0.95, gt=0.0, lt=1.0)
     exclude_self: bool = False
     seed: Seed = 0
-
-
-class EngineSettings(_Strict):
-    store: str | None = None
-    concurrency: int = Field(8, ge=1)
-    rpm: float | None = Field(None, ge=MIN_PER_MINUTE)
-    tpm: float | None = Field(None, ge=MIN_PER_MINUTE)
-    timeout_s: float = Field(120.0, gt=0)
-    max_attempts: int = Field(6, ge=1)
-    budget_usd: float | None = Field(None, ge=0)
-    budget_tokens: int | None = Field(None, gt=0)  # 0 would stop the run before any call
-    prices: str | None = None
-    backend: Literal["local", "ray"] = "local"  # ray: calls and bootstrap on a Ray cluster
-    ray_address: str | None = None  # a cluster to join; none starts a local one
 
 
 class Greenbeard(_Strict):

@@ -9,7 +9,6 @@ resumes from what is already there. Paths in the config are relative to its fold
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,13 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from eigenjury.config import load_config
-from eigenjury.engine import Backend, Budget, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine import Engine
 from eigenjury.engine.accounting import Accounting
-from eigenjury.engine.backends import connect
-from eigenjury.engine.engine import check_specs
+from eigenjury.engine.runner import run_engine
 from eigenjury.errors import InputError
 from eigenjury.files import blocking_file, write_json, write_text
-from eigenjury.models.prices import PriceTable
 from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
 from eigenjury.peer.collect import Collector, Outcome
@@ -79,38 +76,6 @@ def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Compa
         group_size=s.group_size,
         judges_per_group=s.judges_per_group,
         seed=s.seed,
-    )
-
-
-def make_engine(
-    config: RankConfig,
-    config_path: Path,
-    out: Path,
-    *,
-    progress: bool,
-    backend: Backend | None = None,
-) -> Engine:
-    """The config's engine. Every member's model is checked first (keys, installed
-    local models, prices under a cost cap), so a refused run leaves no store behind."""
-    e, base = config.engine, config_path.parent
-    store = base / e.store if e.store else out / "store.sqlite"
-    prices = PriceTable.from_file(base / e.prices) if e.prices else PriceTable()
-    budget = Budget(max_cost_usd=e.budget_usd, max_tokens=e.budget_tokens)
-    for spec, name in first_members(config).items():
-        try:
-            check_specs([spec], prices, budget)
-        except InputError as exc:
-            raise InputError(
-                f"member '{name}': {exc.message}", path=config_path, field="population"
-            ) from None
-    return Engine(
-        Store(store),
-        limits=EndpointLimits(concurrency=e.concurrency, rpm=e.rpm, tpm=e.tpm),
-        retry=RetryPolicy(max_attempts=e.max_attempts, timeout_s=e.timeout_s),
-        budget=budget,
-        prices=prices,
-        progress=progress,
-        backend=backend,
     )
 
 
@@ -324,62 +289,69 @@ def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
     return Inputs(config, path, out_dir, constitution, scenarios, questions)
 
 
+@dataclass(frozen=True)
+class Collected:
+    collector: Collector
+    outcomes: list[Outcome]
+    comparisons: list[Comparison]
+    control_collector: Collector | None  # the greenbeard control run (None without one)
+    control: list[Outcome] | None
+
+
+async def collect(engine: Engine, inputs: Inputs) -> Collected:
+    """Every comparison of the design (or of the adaptive rounds), and the greenbeard
+    control run when the config has a clique."""
+    config, scenarios = inputs.config, inputs.scenarios
+    choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
+    collector = _collector(
+        config, engine, inputs.constitution, scenarios, greenbeard=True, answer_choices=choices
+    )
+    if config.sampling.design == "adaptive":
+        outcomes, comparisons = await _adaptive(config, collector, list(scenarios), inputs.path)
+    else:
+        comparisons = static_design(config, list(scenarios))
+        outcomes = await collector.collect(comparisons)
+    plain = control = None
+    if config.greenbeard is not None:  # the same comparisons, without the clique
+        plain = _collector(
+            config, engine, inputs.constitution, scenarios, greenbeard=False,
+            answer_choices=choices,
+        )  # fmt: skip
+        control = await plain.collect(comparisons)
+    return Collected(collector, outcomes, comparisons, plain, control)
+
+
 def rank(
     config_path: str | Path, *, out: str | Path | None = None, progress: bool = True
 ) -> RankRun:
     inputs = prepare(config_path, out)
     config, path, out_dir = inputs.config, inputs.path, inputs.out
     constitution, scenarios = inputs.constitution, inputs.scenarios
-    try:
-        backend, map_rounds = connect(config.engine.backend, config.engine.ray_address)
-    except InputError as exc:
-        raise InputError(exc.message, path=path, field="engine.backend") from None
-    try:
-        engine = make_engine(config, path, out_dir, progress=progress, backend=backend)
-    except BaseException:
-        if backend is not None:
-            backend.close()
-        raise
+    members = first_members(config)
 
-    choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
+    def member_error(spec: ModelSpec, exc: InputError) -> InputError:
+        return InputError(f"member '{members[spec]}': {exc.message}", path=path, field="population")
 
-    async def collect_all() -> tuple[
-        Collector, list[Outcome], list[Comparison], Collector | None, list[Outcome] | None
-    ]:
-        async with engine:
-            # every endpoint answers before anything is spent (each model once)
-            for spec, name in first_members(config).items():
-                try:
-                    engine.prepare([spec])
-                    await engine.check_endpoints([spec])
-                except InputError as exc:
-                    raise InputError(
-                        f"member '{name}': {exc.message}", path=path, field="population"
-                    ) from None
-            collector = _collector(
-                config, engine, constitution, scenarios, greenbeard=True, answer_choices=choices
-            )
-            if config.sampling.design == "adaptive":
-                outcomes, comparisons = await _adaptive(config, collector, list(scenarios), path)
-            else:
-                comparisons = static_design(config, list(scenarios))
-                outcomes = await collector.collect(comparisons)
-            plain = control = None
-            if config.greenbeard is not None:  # the same comparisons, without the clique
-                plain = _collector(
-                    config, engine, constitution, scenarios, greenbeard=False,
-                    answer_choices=choices,
-                )  # fmt: skip
-                control = await plain.collect(comparisons)
-            return collector, outcomes, comparisons, plain, control
-
-    try:  # the store is closed whatever fails, so its files are whole for a rerun
+    async def work(engine: Engine) -> Collected:
         out_dir.mkdir(parents=True, exist_ok=True)
-        collector, outcomes, comparisons, plain, control = asyncio.run(collect_all())
-    finally:
-        engine.store.close()
-        if backend is not None:
-            backend.close()
+        return await collect(engine, inputs)
+
+    try:
+        ran = run_engine(
+            config.engine,
+            list(members),
+            work,
+            base=path.parent,
+            progress=progress,
+            describe=member_error,
+        )
+    except InputError as exc:
+        if exc.field == "backend":  # the config's engine section names the backend
+            raise InputError(exc.message, path=path, field="engine.backend") from None
+        raise
+    got, map_rounds = ran.value, ran.map_rounds
+    collector, outcomes, comparisons = got.collector, got.outcomes, got.comparisons
+    plain, control = got.control_collector, got.control
     per_criterion = config.judging.mode == "criteria"
     try:
         table, criterion = verdict_table(outcomes, per_criterion)

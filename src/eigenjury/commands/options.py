@@ -1,0 +1,188 @@
+"""Option types and option groups shared by the commands.
+
+Every range an option accepts is named when a value falls outside it; the engine's
+options take their defaults from `EngineSettings`, so a config and a command line mean
+the same thing by the same setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from eigenjury.engine.backends import backend_names
+from eigenjury.engine.runner import DEFAULT_STORE, EngineSettings
+from eigenjury.errors import InputError
+from eigenjury.files import blocking_file
+
+
+def bounded(
+    kind: Callable[[str], Any],
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> Callable[[str], Any]:
+    """An argparse type that names the accepted range when a value falls outside it.
+
+    NaN and infinities are refused whatever the range: no setting means them, and they
+    would reach the results as NaN (and invalid JSON).
+    """
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
+        if value != value:  # NaN: every comparison below would be false
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        too_low = low is not None and (value <= low if open_low else value < low)
+        too_high = high is not None and (value >= high if open_high else value > high)
+        if too_low or too_high:
+            lo = "(" if open_low else "["
+            hi = ")" if open_high else "]"
+            raise argparse.ArgumentTypeError(
+                f"{text} is outside {lo}{'-inf' if low is None else low}, "
+                f"{'inf' if high is None else high}{hi}"
+            )
+        return value
+
+    return parse
+
+
+def seed(text: str) -> int:
+    """A random seed: a whole number from 0 up (numpy's generators refuse negative ones)."""
+    try:
+        value: int = bounded(int, 0)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a seed; seeds are whole numbers from 0 up"
+        ) from None
+    return value
+
+
+def folds(text: str) -> int:
+    """Cross-validation folds: 0 (none) or at least 2 (one fold leaves nothing to hold out)."""
+    value: int = bounded(int, 0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError(
+            "1 fold leaves no scenarios to hold out; use 0 (none) or at least 2"
+        )
+    return value
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """The engine's knobs, shared by every command that calls models."""
+    default = EngineSettings()
+    group = parser.add_argument_group("engine")
+    group.add_argument(
+        "--store",
+        type=Path,
+        help=f"SQLite store of call results, shared by every command (default {DEFAULT_STORE})",
+    )
+    group.add_argument(
+        "--concurrency",
+        type=bounded(int, 1),
+        default=default.concurrency,
+        help=f"calls in flight per endpoint (default {default.concurrency}; halved on 429)",
+    )
+    group.add_argument(
+        "--rpm", type=bounded(float, 0.0, open_low=True), help="requests per minute per endpoint"
+    )
+    group.add_argument(
+        "--tpm", type=bounded(float, 0.0, open_low=True), help="tokens per minute per endpoint"
+    )
+    group.add_argument(
+        "--timeout",
+        dest="timeout_s",
+        type=bounded(float, 0.0, open_low=True),
+        default=default.timeout_s,
+        help=f"seconds per attempt (default {default.timeout_s:g})",
+    )
+    group.add_argument("--max-attempts", type=bounded(int, 1), default=default.max_attempts)
+    group.add_argument(
+        "--budget-usd",
+        type=bounded(float, 0.0),
+        help="stop sending calls before spending more than this",
+    )
+    group.add_argument(
+        "--budget-tokens",
+        type=bounded(int, 1),
+        help="stop sending calls before using more tokens than this",
+    )
+    group.add_argument(
+        "--prices", type=Path, help="price table (TOML or JSON) extending the built-in one"
+    )
+    group.add_argument(
+        "--no-retry-errors",
+        dest="retry_errors",
+        action="store_false",
+        help="reuse stored errors instead of trying those calls again",
+    )
+    group.add_argument("--no-progress", dest="progress", action="store_false")
+    add_backend_options(group)
+
+
+def add_backend_options(group: Any) -> None:
+    group.add_argument(
+        "--backend",
+        choices=backend_names(),
+        default="local",
+        help="where calls run: here (default) or on a Ray cluster (the ray extra)",
+    )
+    group.add_argument("--ray-address", help="a Ray cluster to join (default: start a local one)")
+
+
+def engine_settings(args: argparse.Namespace) -> EngineSettings:
+    """The engine options of a command as settings (their ranges were checked by argparse)."""
+    given = {k: v for k, v in vars(args).items() if k in EngineSettings.model_fields}
+    paths = {k: str(given[k]) for k in ("store", "prices") if given.get(k) is not None}
+    try:
+        return EngineSettings(**{**given, **paths})
+    except ValidationError as exc:  # a setting whose range its option does not check
+        error = exc.errors()[0]
+        option = "--" + str(error["loc"][0]).replace("_", "-")
+        raise InputError(error["msg"].removeprefix("Value error, "), field=option) from None
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    """The store a command's --store names (the shared default when none)."""
+    store: Path = args.store or DEFAULT_STORE
+    return store
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file, existing or still to be made (through links and
+    hard links too)."""
+    try:
+        return a.resolve() == b.resolve() or a.samefile(b)
+    except OSError:  # one of them is not there (yet): the names were compared
+        return False
+
+
+def check_output(out: Path, inputs: dict[str, Path]) -> None:
+    """Refuse, before any call is made, an output path that is a folder or that would
+    overwrite one of the command's inputs (named by what they are in `inputs`)."""
+    if out.is_dir():
+        raise InputError("this is a folder; give --out the path of a file to write", path=out)
+    above = blocking_file(out.absolute().parent)
+    if above is not None:
+        raise InputError(
+            f"{above} is a file, so nothing can be written under it; give --out another path",
+            path=out,
+        )
+    for what, path in inputs.items():
+        if _same_file(out, path):
+            raise InputError(
+                f"this is also the {what}: writing the results here would overwrite it; "
+                "give --out another path",
+                path=out,
+            )

@@ -1,0 +1,201 @@
+"""Typed, versioned records: what every method produces, and the only thing reports and
+the viewer read.
+
+A record is a pydantic model whose JSON starts with `kind` (what it is) and `eigenjury`
+(the version that wrote it). Each method declares its kinds in its own `record` module
+(listed in RECORD_MODULES); importing those modules registers them. Files written before
+records carried a kind (eigenjury 0.1) are still read: each kind says how to recognise
+its older files (`legacy`). A file that is not a record, of an unknown kind, or that
+does not match its kind's model is refused with a message naming the file and field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from eigenjury import __version__
+from eigenjury.errors import InputError
+from eigenjury.files import load_json, read_text, validation_problem, write_json
+
+# Where record kinds are declared: a new method adds its record module here.
+RECORD_MODULES = ("eigenjury.peer.record", "eigenjury.contracts.record", "eigenjury.bounds.record")
+# Folders a search for records never enters: caches, environments, version control.
+SKIPPED_FOLDERS = frozenset({".eigenjury", ".git", ".venv", "venv", "node_modules", "__pycache__"})
+# A record states its kind (or, written by 0.1, its version) in its first bytes.
+_HEAD_BYTES = 1024
+
+R = TypeVar("R", bound="Record")
+
+
+def now() -> str:
+    """The time a record is made, ISO 8601 in UTC to the second."""
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
+
+
+class Record(BaseModel):
+    """Base of every record. Unknown fields and non-finite numbers are refused: a record
+    is read back by reports, `bound apply` and the viewer, and must mean one thing."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    KIND: ClassVar[str] = ""
+    FILE: ClassVar[str] = ""  # the file name it is usually written under
+    ALIASES: ClassVar[tuple[str, ...]] = ()  # names this kind had in older versions
+    KINDS: ClassVar[dict[str, type[Record]]] = {}
+
+    kind: str
+    eigenjury: str = __version__
+    created: str | None = None  # when the record was made (records of 0.1 have none)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.KIND:
+            Record.KINDS[cls.KIND] = cls
+
+    @classmethod
+    def legacy(cls, data: dict[str, Any]) -> bool:
+        """Whether `data`, a JSON object with no `kind`, is this kind as eigenjury 0.1
+        wrote it."""
+        return False
+
+    def overview(self) -> Overview:
+        """What a list of runs shows of this record."""
+        return Overview()
+
+
+@dataclass(frozen=True)
+class Overview:
+    """A record as one row of a run list."""
+
+    name: str | None = None
+    models: tuple[str, ...] = ()
+    cost_usd: float | None = None
+
+
+def kinds() -> dict[str, type[Record]]:
+    """Every record kind, by name (importing the methods' record modules)."""
+    for module in RECORD_MODULES:
+        importlib.import_module(module)
+    return dict(Record.KINDS)
+
+
+def record_kind(data: Any) -> str | None:
+    """The kind of a parsed JSON value: its `kind` (or the newer name of an older one),
+    or the 0.1 kind its shape matches; None when it is no record."""
+    if not isinstance(data, dict):
+        return None
+    known = kinds()
+    kind = data.get("kind")
+    if kind is None:
+        return next((name for name, cls in known.items() if cls.legacy(data)), None)
+    if not isinstance(kind, str) or ("eigenjury" not in data and kind not in known):
+        return None  # someone else's JSON with a field called kind
+    return next((name for name, cls in known.items() if kind in (name, *cls.ALIASES)), kind)
+
+
+def parse_record(data: Any, path: Path, expect: type[R] | None = None) -> Record:
+    """`data` (parsed JSON from `path`) as its record, or a located InputError."""
+    kind = record_kind(data)
+    wanted = f"a {expect.KIND} record" if expect is not None else "an eigenjury record"
+    if kind is None:
+        raise InputError(
+            f"not {wanted} (expected a JSON object with a 'kind' written by eigenjury)", path=path
+        )
+    assert isinstance(data, dict)
+    cls = kinds().get(kind)
+    writer = data.get("eigenjury")
+    by = f" (written by eigenjury {writer}; this is {__version__})" if writer != __version__ else ""
+    if cls is None:
+        raise InputError(
+            f"unknown record kind {kind!r}{by}; this eigenjury reads {', '.join(sorted(kinds()))}",
+            path=path,
+            field="kind",
+        )
+    if expect is not None and cls is not expect:
+        raise InputError(f"this is a {kind} record, not {wanted}", path=path, field="kind")
+    try:
+        return cls.model_validate({**data, "kind": cls.KIND})
+    except ValidationError as exc:
+        # validation_problem leads with the field
+        raise InputError(
+            f"not a valid {kind} record{by}: {validation_problem(exc)}", path=path
+        ) from None
+
+
+def read_record(path: Path, expect: type[R]) -> R:
+    """The record of kind `expect` in the JSON file at `path`."""
+    record = parse_record(load_json(read_text(path), path), path, expect)
+    assert isinstance(record, expect)
+    return record
+
+
+def read_any_record(path: Path) -> Record:
+    """Whatever record the JSON file at `path` holds."""
+    return parse_record(load_json(read_text(path), path), path)
+
+
+def write_record(path: Path, record: Record) -> None:
+    """The record as JSON, atomically; `kind` and the version come first."""
+    write_json(path, record.model_dump(mode="json"))
+
+
+def dump_lines(rows: Iterable[BaseModel]) -> str:
+    """Rows as JSON lines (a record's long parts: transcripts, traces)."""
+    return "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A record file found by `find_records`: the record, or why it could not be read."""
+
+    path: Path
+    record: Record | None
+    problem: InputError | None
+
+
+def looks_like_record(path: Path) -> bool:
+    """Whether a JSON file starts like a record (cheap: its first bytes name a kind, or
+    the version as 0.1 wrote it), so a search reads only those in full."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(_HEAD_BYTES)
+    except OSError:
+        return False
+    return head.lstrip()[:1] == b"{" and (b'"kind"' in head or b'"eigenjury"' in head)
+
+
+def record_files(root: Path) -> Iterator[Path]:
+    """JSON files under `root` (itself, when a file) that start like a record, in a
+    stable order; caches, environments and hidden folders are not entered."""
+    if root.is_file():
+        yield root
+        return
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(
+            d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith(".")
+        )
+        for name in sorted(files):
+            path = Path(folder, name)
+            if name.endswith(".json") and looks_like_record(path):
+                yield path
+
+
+def find_records(roots: Iterable[Path]) -> list[Found]:
+    """Every record under `roots`, read and validated; damaged ones with their problem."""
+    found = []
+    for root in roots:
+        for path in record_files(root):
+            try:
+                found.append(Found(path, read_any_record(path), None))
+            except InputError as exc:
+                found.append(Found(path, None, exc))
+    return found
