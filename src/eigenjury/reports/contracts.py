@@ -17,7 +17,7 @@ from rich.table import Table
 
 from eigenjury.contracts.grading import CriterionResult, TaskResult
 from eigenjury.files import write_text
-from eigenjury.reports.html import CSS, e, table
+from eigenjury.reports.kit import CSS, e, estimate_text, money, table
 
 _MORE_CSS = """
 .votes td.C{background:#e3f6e8;color:#146c2e;text-align:center}
@@ -27,21 +27,6 @@ _MORE_CSS = """
 .pass{color:#146c2e;font-weight:600}.fail{color:#9b1c1c;font-weight:600}
 """
 _CELL = {"C": ("C", "C"), "I": ("I", "I"), None: ("U", "?")}
-
-
-def estimate_text(estimate: dict[str, Any] | None, spec: str = ".3f") -> str:
-    """An `Estimate.record()` as "value [low, high]" ("-" when undefined)."""
-    if not estimate or estimate["value"] is None:
-        return "-"
-    lo, hi = estimate["ci"]
-    value = estimate["value"]
-    if lo is None or hi is None:
-        return format(value, spec)
-    return f"{format(value, spec)} [{format(lo, spec)}, {format(hi, spec)}]"
-
-
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _vote_matrix(r: TaskResult, jurors: Sequence[str]) -> str:
@@ -105,7 +90,7 @@ def _replies(c: CriterionResult) -> str:
         )
         parts.append(
             f"<p><b>{e(v.juror)}</b>: {e(v.grade or 'unread')} · {v.output_tokens} output "
-            f"tokens · {v.latency_s:.2f} s · {_money(v.cost_usd)}</p><pre>{e(text)}</pre>{retry}"
+            f"tokens · {v.latency_s:.2f} s · {money(v.cost_usd)}</p><pre>{e(text)}</pre>{retry}"
         )
     return (
         f"<details><summary>Juror replies on {e(c.criterion.id)}</summary>"
@@ -142,7 +127,7 @@ def render(record: dict[str, Any], results: Sequence[TaskResult]) -> str:
                     estimate_text(s["mean_score"], ".1f"),
                     estimate_text(s["pass_rate"], ".2f"),
                     f"{s['split_criteria']} of {s['judged_criteria']}",
-                    _money(s["jury_cost_usd"]),
+                    money(s["jury_cost_usd"]),
                 ]
                 for s in record["summary"]
             ],
@@ -179,7 +164,7 @@ def print_summary(console: Console, record: dict[str, Any]) -> None:
             estimate_text(s["mean_score"], ".1f"),
             estimate_text(s["pass_rate"], ".2f"),
             f"{s['split_criteria']}/{s['judged_criteria']}",
-            _money(s["jury_cost_usd"]),
+            money(s["jury_cost_usd"]),
         )
     console.print(grid)
 

@@ -7,37 +7,13 @@ input and must never become markup.
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 from typing import Any
 
 from eigenjury.files import write_text
 from eigenjury.reports.accounting import accounting_rows
-from eigenjury.reports.leaderboard import with_ci
-
-CSS = """
-body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1080px;
-color:#1d2330;padding:0 1rem}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2.2rem;
-border-bottom:1px solid #dde2ea;padding-bottom:.3rem}
-table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}th,td{padding:.25rem .6rem;
-border-bottom:1px solid #eef1f5;text-align:right}th{background:#f5f7fa}td.l,th.l{text-align:left}
-.muted{color:#667085}.warn{background:#fff7e6;border-left:4px solid #f5a623;padding:.4rem .8rem}
-details{margin:.4rem 0;border:1px solid #e4e8ee;border-radius:6px;padding:.4rem .8rem}
-summary{cursor:pointer;font-weight:600}pre{white-space:pre-wrap;background:#f7f8fa;
-padding:.5rem;border-radius:4px;font-size:.85rem;max-height:22rem;overflow:auto}
-svg text{font:12px system-ui,sans-serif;fill:#1d2330}
-"""
-
-
-def e(value: Any) -> str:
-    """Escape anything for HTML text or attribute context."""
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _fmt(value: Any, spec: str = ".0f") -> str:
-    return "-" if value is None else format(value, spec)
+from eigenjury.reports.kit import CSS, e, fmt, table, with_ci
 
 
 def leaderboard_svg(models: list[dict[str, Any]]) -> str:
@@ -163,19 +139,6 @@ def plane_svg(dispositions: dict[str, list[float]], lenses: dict[str, list[float
     return "".join(parts)
 
 
-def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
-    head = "".join(
-        f'<th class="{"l" if i < left else ""}">{e(h)}</th>' for i, h in enumerate(headers)
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(f'<td class="{"l" if i < left else ""}">{e(c)}</td>' for i, c in enumerate(row))
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
 def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples: int = 6) -> str:
     run = record.get("run", {})
     models = record["models"]
@@ -208,7 +171,7 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
                     m["name"],
                     m["rank"],
                     "-" if not m["rank_ci"] else f"{m['rank_ci'][0]}-{m['rank_ci'][1]}",
-                    _fmt(m["elo"]),
+                    fmt(m["elo"]),
                     "-" if not m["elo_ci"] else f"[{m['elo_ci'][0]:.0f}, {m['elo_ci'][1]:.0f}]",
                     f"{m['trust']:.4f}",
                 ]
@@ -247,8 +210,8 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
                     with_ci(j["tie_propensity"], j["tie_propensity_ci"], ".2f"),
                     with_ci(j["position_bias"], j["position_bias_ci"], "+.2f"),
                     consistency.get(j["name"], {}).get("pairs", 0),
-                    _fmt(consistency.get(j["name"], {}).get("consistent"), ".0%"),
-                    _fmt(consistency.get(j["name"], {}).get("same_slot"), ".0%"),
+                    fmt(consistency.get(j["name"], {}).get("consistent"), ".0%"),
+                    fmt(consistency.get(j["name"], {}).get("same_slot"), ".0%"),
                     parse.get(j["name"], 0),
                 ]
                 for j in record["judges"]
@@ -263,10 +226,10 @@ def render(record: dict[str, Any], transcripts: list[dict[str, Any]], *, samples
         out.append(
             f"<h2>Objective check</h2><p class=muted>{obj['questions']} questions with a hidden "
             f"key; Kendall tau between Elo and true accuracy: "
-            f"{_fmt(obj['kendall_tau_elo_vs_accuracy'], '.3f')}.</p>"
+            f"{fmt(obj['kendall_tau_elo_vs_accuracy'], '.3f')}.</p>"
             + table(
                 ["model", "Elo", "accuracy"],
-                [[n, _fmt(elo.get(n)), f"{a:.0%}"] for n, a in obj["accuracy"].items()],
+                [[n, fmt(elo.get(n)), f"{a:.0%}"] for n, a in obj["accuracy"].items()],
             )
         )
     accounting = run.get("accounting")
@@ -320,8 +283,8 @@ def _greenbeard(data: dict[str, Any]) -> str:
         rows.append(
             [
                 label.replace("_", " "),
-                _fmt(part["mean_shift_greenbeards"], "+.1f"),
-                _fmt(part["mean_shift_others"], "+.1f"),
+                fmt(part["mean_shift_greenbeards"], "+.1f"),
+                fmt(part["mean_shift_others"], "+.1f"),
             ]
         )
     return (

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from eigenjury import __version__
+from eigenjury.reports.kit import with_ci
 from eigenjury.stats.consensus import PeerRanking
 
 
@@ -189,12 +190,3 @@ def print_leaderboard(console: Console, record: dict[str, Any]) -> None:
         )
     for w in record["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
-
-
-def with_ci(value: float | None, ci: list[float] | None, fmt: str) -> str:
-    """ "value [low, high]"; "-" when there is no value."""
-    if value is None:
-        return "-"
-    if not ci:
-        return format(value, fmt)
-    return f"{format(value, fmt)} [{format(ci[0], fmt)}, {format(ci[1], fmt)}]"
