@@ -72,6 +72,43 @@ class Record(BaseModel):
         return Overview()
 
 
+class Part(BaseModel):
+    """A part of a record: strict like the record itself."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Latency(Part):
+    mean: float
+    p50: float
+    p95: float
+
+
+class Tally(Part):
+    """Calls, tokens, cost and latency of some calls (engine.accounting.Tally.record())."""
+
+    calls: int
+    cached: int
+    errors: dict[str, int]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    cost_complete: bool
+    latency_s: Latency | None
+
+
+class TallyByRole(Tally):
+    model: str
+    role: str
+
+
+class AccountingRecord(Part):
+    """What a run's calls cost, in total and per model and role (Accounting.record())."""
+
+    total: Tally
+    by_model_and_role: list[TallyByRole]
+
+
 @dataclass(frozen=True)
 class Overview:
     """A record as one row of a run list."""
