@@ -20,7 +20,6 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 TIE, FIRST, SECOND = 0, 1, 2
-VERDICT_NAMES = ("tie", "first", "second")
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]

@@ -1,0 +1,92 @@
+"""The one engine runner: one set of defaults, one store per working directory shared
+by every command, backends found by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import peer_scripts  # noqa: F401  (registers the scripted population)
+from eigenjury.cli import build_parser, main
+from eigenjury.commands.options import engine_settings
+from eigenjury.engine.backends import backend_names, connect
+from eigenjury.engine.runner import DEFAULT_STORE, EngineSettings
+from eigenjury.errors import InputError
+from eigenjury.peer.config import RankConfig
+
+QUALITIES = {"ann": 1.0, "bob": 0.0, "cy": -1.0}
+
+
+def _config(folder: Path) -> Path:
+    """A small scripted population with no engine section: the defaults apply."""
+    data = {
+        "name": "shared store",
+        "population": [
+            {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
+            for n, q in QUALITIES.items()
+        ],
+        "scenarios": {"source": "everyday", "limit": 3},
+        "judging": {"reflections": False},
+        "fit": {"bootstrap": 0},
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_configs_and_commands_share_one_set_of_engine_defaults() -> None:
+    config = RankConfig.model_validate(
+        {"population": [{"name": n, "model": "scripted:echo"} for n in "abc"]}
+    )
+    for argv in (
+        ["batch", "r.jsonl", "--model", "scripted:echo", "--out", "o.jsonl"],
+        ["grade", "starter", "--submissions", "s.jsonl", "--jury", "scripted:echo"],
+        ["bound", "measure", "d.jsonl", "--judge", "scripted:echo", "--out", "p.json"],
+    ):
+        assert engine_settings(build_parser().parse_args(argv)) == config.engine == EngineSettings()
+    assert EngineSettings().store_path() == DEFAULT_STORE
+
+
+def test_a_rank_into_another_folder_is_served_from_the_shared_store(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = _config(Path("project"))
+    assert main(["rank", str(path), "--out", "first", "--no-progress"]) == 0
+    assert DEFAULT_STORE.is_file()  # in the working directory, not the run folder
+    assert not Path("first/store.sqlite").exists()
+    assert main(["rank", str(path), "--out", "second", "--no-progress"]) == 0
+    total = json.loads(Path("second/results.json").read_text())["run"]["accounting"]["total"]
+    assert total["calls"] > 0 and total["cached"] == total["calls"]
+
+
+def test_a_call_rank_made_is_a_cache_hit_for_batch(capsys: pytest.CaptureFixture[str]) -> None:
+    """The same request from another method is answered from the store: nothing is sent."""
+    path = _config(Path("project"))
+    assert main(["rank", str(path), "--out", "run", "--no-progress"]) == 0
+    lines = Path("run/transcripts.jsonl").read_text().splitlines()
+    transcripts = [json.loads(line) for line in lines]
+    answer = next(t for t in transcripts if t["role"] == "evaluee")
+    request = {
+        "id": "again",
+        "messages": [{"role": r, "content": c} for r, c in answer["messages"]],
+        "temperature": 0.7,  # the evaluees' sampling in a rank config by default
+        "max_tokens": 300,
+        "seed": 0,
+    }
+    Path("requests.jsonl").write_text(json.dumps(request) + "\n")
+    capsys.readouterr()
+    assert main(["batch", "requests.jsonl", "--model", "scripted:peer-truth", "--out", "o.jsonl",
+                 "--no-progress"]) == 0  # fmt: skip
+    result = json.loads(Path("o.jsonl").read_text())
+    assert result["text"] == answer["reply"] and result["cached"] is True
+
+
+def test_backends_are_found_by_name() -> None:
+    assert backend_names()[0] == "local" and "ray" in backend_names()  # an entry point
+    assert connect("local") == (None, None)
+    with pytest.raises(InputError, match="unknown backend 'slurm'; use one of local, ray"):
+        connect("slurm")
