@@ -55,3 +55,12 @@ def test_a_search_reads_records_only_and_keeps_out_of_caches(tmp_path: Path) -> 
     [found] = find_records([tmp_path / "runs"])
     assert found.record is None and found.problem is not None
     assert "not a valid ranking record" in str(found.problem)
+
+
+def test_a_search_passes_over_json_of_other_tools_and_finds_old_records(tmp_path: Path) -> None:
+    _write(tmp_path / "other" / "results.json", {"accuracy": 0.9})  # not ours: no problem
+    certificate = {"bounded": "x", "guarantee": "y"}  # 0.1 wrote no kind, a damaged one here
+    _write(tmp_path / "old" / "certificate.json", certificate)
+    [found] = find_records([tmp_path])
+    assert found.path == tmp_path / "old" / "certificate.json" and found.problem is not None
+    assert "bound-certificate" in str(found.problem)

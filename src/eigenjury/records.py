@@ -134,9 +134,12 @@ def record_kind(data: Any) -> str | None:
     kind = data.get("kind")
     if kind is None:
         return next((name for name, cls in known.items() if cls.legacy(data)), None)
-    if not isinstance(kind, str) or ("eigenjury" not in data and kind not in known):
+    if not isinstance(kind, str):
+        return None
+    named = next((name for name, cls in known.items() if kind in (name, *cls.ALIASES)), None)
+    if named is None and "eigenjury" not in data:
         return None  # someone else's JSON with a field called kind
-    return next((name for name, cls in known.items() if kind in (name, *cls.ALIASES)), kind)
+    return named or kind
 
 
 def parse_record(data: Any, path: Path, expect: type[R] | None = None) -> Record:
@@ -200,14 +203,18 @@ class Found:
 
 
 def looks_like_record(path: Path) -> bool:
-    """Whether a JSON file starts like a record (cheap: its first bytes name a kind, or
-    the version as 0.1 wrote it), so a search reads only those in full."""
+    """Whether a JSON file may be a record, cheaply, so a search parses only those: its
+    first bytes name a kind or a version, or it has a record's usual file name (0.1
+    wrote some records with neither near the top)."""
     try:
         with path.open("rb") as f:
             head = f.read(_HEAD_BYTES)
     except OSError:
         return False
-    return head.lstrip()[:1] == b"{" and (b'"kind"' in head or b'"eigenjury"' in head)
+    if head.lstrip()[:1] != b"{":
+        return False
+    usual = path.name in {cls.FILE for cls in kinds().values()}
+    return usual or b'"kind"' in head or b'"eigenjury"' in head
 
 
 def record_files(root: Path) -> Iterator[Path]:
@@ -227,12 +234,15 @@ def record_files(root: Path) -> Iterator[Path]:
 
 
 def find_records(roots: Iterable[Path]) -> list[Found]:
-    """Every record under `roots`, read and validated; damaged ones with their problem."""
+    """Every record under `roots`, read and validated; damaged ones with their problem.
+    JSON that is no record at all (another tool's results.json) is passed over."""
     found = []
     for root in roots:
         for path in record_files(root):
             try:
-                found.append(Found(path, read_any_record(path), None))
+                data = load_json(read_text(path), path)
+                if record_kind(data) is not None:
+                    found.append(Found(path, parse_record(data, path), None))
             except InputError as exc:
                 found.append(Found(path, None, exc))
     return found
