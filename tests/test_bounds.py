@@ -16,9 +16,10 @@ from eigenjury.bounds import (
     LOCAL_GENERATORS,
     JudgedItem,
     JudgeProtocol,
+    MeasureInputs,
     MeasureSettings,
     Paraphraser,
-    measure,
+    measure_sensitivity,
     protected_spans,
     read_scores,
 )
@@ -151,7 +152,7 @@ def test_measurement_through_the_engine_recovers_the_known_sensitivity(tmp_path:
 
     async def run() -> Any:
         async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
-            return await measure(engine, items, settings, dataset="d")
+            return await measure_sensitivity(engine, MeasureInputs(items, "d", settings))
 
     profile = asyncio.run(run())
     assert profile.original_failures == {"unparsed": 1}  # the mumbling item, not a tie
@@ -168,7 +169,7 @@ def test_measurement_through_the_engine_recovers_the_known_sensitivity(tmp_path:
         assert record.upper_bound >= record.estimate
         assert record.m == 39
     assert profile.generators["formatting"].estimate < markdown.estimate  # type: ignore[operator]
-    assert profile.accounting is not None and profile.accounting["total"]["calls"] == 40 + 3 * 40
+    assert profile.accounting is not None and profile.accounting.total.calls == 40 + 3 * 40
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -261,6 +262,30 @@ def test_measure_then_apply_writes_scores_and_a_consistent_certificate(
     assert (out / "again" / "debiased.csv").read_text() == (out / "debiased.csv").read_text()
 
 
+def write_results(path: Path, tasks: list[tuple[str, str, float, bool]]) -> Path:
+    """A contracts results.json as eigenjury 0.1 wrote it (no kind): per task its id,
+    candidate, score and whether its one jury criterion passed."""
+    record = {
+        "eigenjury": "0.1.0",
+        "contract": "c",
+        "jury": {"jurors": ["j"]},
+        "summary": [],
+        "tasks": [
+            {"task_id": task, "candidate": candidate, "score": score, "passed": True,
+             "reward": score / 100, "threshold": 0.0, "complete": True,
+             "criteria": [{"id": "k1", "grader": "llm_judge", "weight": 1.0, "passed": passed,
+                           "awarded": float(passed), "votes": {"C": 2, "I": 1, "unparsed": 0,
+                           "error": 0}, "split": True}],
+             "jury_cost_usd": None, "jury_input_tokens": 0, "jury_output_tokens": 0,
+             "jury_calls": 1, "candidate_cost_usd": None, "candidate_output_tokens": 0}
+            for task, candidate, score, passed in tasks
+        ],
+        "warnings": [],
+    }  # fmt: skip
+    path.write_text(json.dumps(record))
+    return path
+
+
 def test_apply_reads_verdicts_and_contract_results(
     tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -275,14 +300,10 @@ def test_apply_reads_verdicts_and_contract_results(
     assert peer.dim == 120 and peer.scale.name == "preference"
     models = dict(zip(peer.models, peer.model_scores(peer.normalised), strict=True))
     assert models["a"] > models["b"] and models["a"] > models["c"]
-    results = tmp_path / "results.json"
-    tasks = [
-        {"task_id": f"t{i}", "candidate": f"c{i % 3}", "score": 30.0 * (i % 3) + 5, "passed": True,
-         "criteria": [{"id": "k1", "weight": 1.0, "passed": i % 2 == 0,
-                       "votes": {"C": 2, "I": 1, "unparsed": 0}}]}
-        for i in range(30)
-    ]  # fmt: skip
-    results.write_text(json.dumps({"tasks": tasks}))
+    results = write_results(
+        tmp_path / "results.json",
+        [(f"t{i}", f"c{i % 3}", 30.0 * (i % 3) + 5, i % 2 == 0) for i in range(30)],
+    )
     task_level = read_scores(results)
     assert task_level.scale.name == "percent" and task_level.dim == 30
     criterion = read_scores(results, level="criterion")
@@ -356,10 +377,9 @@ def test_apply_error_paths_are_located(
     assert "unknown generator 'markdown'" in err
     err = bad_apply(tmp_path, profile_path, good, [*likert, "--k", "21"], capsys)
     assert "exceeds the number of items (20)" in err
-    results = tmp_path / "results.json"
-    results.write_text(json.dumps({"tasks": [{"task_id": "t", "candidate": "c", "score": 120}]}))
+    results = write_results(tmp_path / "results.json", [("t", "c", 120.0, True)])
     err = bad_apply(tmp_path, profile_path, results, [], capsys)
-    assert "field 'tasks[0].score'" in err
+    assert "results.json" in err and "field 'tasks.0.score'" in err
     not_profile = tmp_path / "p.json"
     not_profile.write_text("{}")
     err = bad_apply(tmp_path, not_profile, good, likert, capsys)
@@ -445,7 +465,7 @@ def test_paraphrase_neighbours_through_the_engine_are_checked_then_judged(
     async def run() -> Any:
         providers = {"scripted:bounds-biased": judge}
         async with Engine(Store(tmp_path / "s.sqlite"), progress=False, providers=providers) as e:
-            return await measure(e, items, settings, dataset="d")
+            return await measure_sensitivity(e, MeasureInputs(items, "d", settings))
 
     profile = asyncio.run(run())
     record = profile.generators["paraphrase"]
@@ -565,3 +585,109 @@ def test_measure_warns_when_some_judgments_are_unparsed(
     assert "warning: some judgments are missing and left out (unparsed" in flat
     assert "rerun" not in flat  # unparsed replies are cached: a rerun changes nothing
     assert "eigenjury export" in flat and "wrote the profile" in flat
+
+
+def apply_argv(scores: Path, profile: Path, out: Path) -> list[str]:
+    return ["bound", "apply", str(scores), "--profile", str(profile), "--scale", "likert10",
+            "--tau", "0.5", "--delta", "0.05", "--out", str(out)]  # fmt: skip
+
+
+def test_a_profile_and_a_certificate_are_records_that_read_back_unchanged(
+    tmp_path: Path, profile_path: Path
+) -> None:
+    from eigenjury.bounds import BoundCertificate, SensitivityProfile, read_profile
+    from eigenjury.records import read_any_record, read_record, write_record
+
+    rows = [(f"t{i}", 1 + i % 10, f"m{i % 3}") for i in range(30)]
+    assert (
+        main(apply_argv(write_scores(tmp_path / "s.csv", rows), profile_path, tmp_path / "o")) == 0
+    )
+    certificate_path = tmp_path / "o" / "certificate.json"
+    for path, kind in ((profile_path, SensitivityProfile), (certificate_path, BoundCertificate)):
+        data = json.loads(path.read_text())
+        assert list(data)[:3] == ["kind", "eigenjury", "created"] and data["kind"] == kind.KIND
+        record = read_record(path, kind)
+        write_record(tmp_path / "again.json", record)
+        assert read_any_record(tmp_path / "again.json") == record
+        assert json.loads((tmp_path / "again.json").read_text()) == data
+    profile = read_profile(profile_path)
+    assert profile.overview().models == ("scripted:bounds-biased",)
+    certificate = read_record(certificate_path, BoundCertificate)
+    assert certificate.overview().name == "30 items (scores)"
+
+
+def test_files_written_before_records_had_a_kind_still_read(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A profile as eigenjury 0.1 wrote it (its own kind name, no version) is still
+    applied; a certificate without a kind is still read."""
+    from eigenjury.bounds import BoundCertificate
+    from eigenjury.records import read_any_record
+
+    data = json.loads(profile_path.read_text())
+    old = {"kind": "eigenjury-bound-profile"}
+    old |= {k: v for k, v in data.items() if k not in ("kind", "eigenjury", "created")}
+    old_profile = tmp_path / "old-profile.json"
+    old_profile.write_text(json.dumps(old))
+    scores = write_scores(tmp_path / "s.csv", [(f"t{i}", 1 + i % 10, "m") for i in range(30)])
+    code, _, err = run_cli(apply_argv(scores, old_profile, tmp_path / "o"), capsys)
+    assert code == 0, err
+    certificate = json.loads((tmp_path / "o" / "certificate.json").read_text())
+    old_certificate = tmp_path / "old-certificate.json"
+    old_certificate.write_text(
+        json.dumps(
+            {k: v for k, v in certificate.items() if k not in ("kind", "eigenjury", "created")}
+        )
+    )
+    record = read_any_record(old_certificate)
+    assert isinstance(record, BoundCertificate) and record.created is None
+    assert record.generators.keys() == {"formatting", "verbosity", "identity"}
+
+
+def test_a_damaged_profile_or_certificate_is_refused_with_the_field_named(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eigenjury.bounds import BoundCertificate
+    from eigenjury.errors import InputError
+    from eigenjury.records import read_record
+
+    damaged = json.loads(profile_path.read_text())
+    damaged["generators"]["identity"]["pairs"][0]["perturbed"] = 1.5
+    profile = tmp_path / "damaged.json"
+    profile.write_text(json.dumps(damaged))
+    good = write_scores(tmp_path / "g.csv", [(f"t{i}", 5, "m") for i in range(20)])
+    err = bad_apply(tmp_path, profile, good, ["--scale", "likert10"], capsys)
+    assert f"{profile}: not a profile from `eigenjury bound measure`" in err
+    assert "field 'generators.identity.pairs.0.perturbed'" in err
+    assert main(apply_argv(good, profile_path, tmp_path / "o")) == 0
+    certificate = json.loads((tmp_path / "o" / "certificate.json").read_text())
+    del certificate["sigma"]
+    certificate["alpha"] = float("nan")
+    (tmp_path / "o" / "certificate.json").write_text(json.dumps(certificate))
+    with pytest.raises(InputError) as caught:
+        read_record(tmp_path / "o" / "certificate.json", BoundCertificate)
+    message = str(caught.value)
+    assert message.startswith(str(tmp_path / "o" / "certificate.json"))
+    assert "not a valid bound-certificate record" in message and "field 'alpha'" in message
+    err = bad_apply(tmp_path, tmp_path / "o" / "certificate.json", good, [], capsys)
+    assert "this is a bound-certificate record, not a sensitivity-profile record" in err
+
+
+def test_apply_writes_a_report_where_names_from_the_score_file_are_escaped(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = "<script>alert(1)</script>"
+    rows = [(f"t{i}", 1 + i % 10, script if i % 2 else "plain") for i in range(30)]
+    out = tmp_path / "o"
+    scores = write_scores(tmp_path / "s.csv", rows)
+    code, text, err = run_cli(apply_argv(scores, profile_path, out), capsys)
+    assert code == 0, err
+    assert "report.html" in text
+    page = (out / "report.html").read_text()
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    certificate = json.loads((out / "certificate.json").read_text())
+    assert "Bias bound on 30 items (scores)" in page
+    assert f"{certificate['sigma']:.4g} / {certificate['sigma_max']:.4g}" in page
+    for name, generator in certificate["generators"].items():
+        assert f'<td class="l">{name}</td><td class="">{generator["m"]}</td>' in page
+    assert "scripted:bounds-biased" in page and "Utility retained" in page

@@ -575,6 +575,58 @@ def test_cascade_escalates_only_split_or_unread_criteria(
     assert large_provider.calls == 3
 
 
+def test_the_grading_record_and_its_trace_round_trip_and_escape_juror_text(
+    contract_path: Path, tmp_path: Path
+) -> None:
+    from eigenjury.contracts.record import GradingRecord, Judgement
+    from eigenjury.contracts.trace import grading_record
+    from eigenjury.models.providers.scripted import register_script
+    from eigenjury.records import parse_record
+    from eigenjury.reports.grading import outputs
+    from eigenjury.reports.output import write_outputs
+
+    xss = "<script>alert('x')</script>"
+    register_script("juror-xss", lambda request: f"{xss}\nGRADE: C")
+    source = load_contract(contract_path)
+    subs = [
+        Submission("france", "x", "Paris it is.\nAnswer: Paris"),
+        Submission("sum", "x", None, error="auth: no key"),
+    ]
+    compact = Jury.from_specs(
+        ["scripted:juror-keyword", "scripted:juror-keyword", "scripted:juror-no"]
+    )
+    large = Jury.from_specs(["scripted:juror-xss"] * 3)
+    results, _ = run_grade(source, subs, compact, tmp_path, escalate_to=large)
+    record = grading_record(
+        results, contract="capitals", jury=compact, escalate_to=large, escalate_margin=1
+    )
+    assert record.escalate_to is not None and record.escalate_to.jurors[0] == "scripted:juror-xss"
+    assert record.incomplete == 1 and record.tasks[1].error == "auth: no key"
+    paris = record.tasks[0].criteria[1]
+    assert (paris.id, paris.escalated, paris.passed) == ("names-paris", True, True)
+    stages = [j.stage for j in record.judgements if j.criterion_id == "names-paris"]
+    assert stages == ["first"] * 3 + ["escalated"] * 3
+    written = write_outputs(tmp_path / "out", outputs(record, source.contract))
+    assert [p.name for p in written] == [
+        "results.json", "trace.jsonl", "tasks.csv", "criteria.csv", "judgements.csv",
+        "report.html",
+    ]  # fmt: skip
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "judgements" not in data and "accounting" not in data
+    assert "error" in data["tasks"][1] and "error" not in data["tasks"][0]
+    assert "votes" not in data["tasks"][0]["criteria"][0]  # exact_match has no jury
+    again = parse_record(data, tmp_path / "out" / "results.json", GradingRecord)
+    assert again == record.model_copy(update={"judgements": []})
+    lines = (tmp_path / "out" / "trace.jsonl").read_text().splitlines()
+    trace = [Judgement.model_validate_json(line) for line in lines]
+    assert trace == record.judgements
+    grader = json.loads(lines[0])
+    assert grader["juror"] is None and "input_tokens" not in grader  # no call behind it
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert xss not in html and "&lt;script&gt;" in html and " · escalated" in html
+    assert "Criterion: The answer names paris" in html and "auth: no key" in html
+
+
 # --- bad input: references, encodings, nesting, aliases, patterns, graders ----------------
 
 

@@ -14,7 +14,11 @@ from eigenjury.cli import main
 from eigenjury.contracts.compare import compare_pools
 from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
 from eigenjury.contracts.jury import Jury, Vote
+from eigenjury.contracts.record import GradingRecord, JuryComparisonRecord
 from eigenjury.contracts.schema import Criterion
+from eigenjury.errors import InputError
+from eigenjury.records import read_any_record, read_record
+from eigenjury.reports.grading import render_comparison
 from eigenjury.testing.server import Faults, ServerThread
 
 CONTRACT = """\
@@ -128,6 +132,49 @@ def test_grade_submissions_writes_results_trace_and_report(
     assert read_scores(out_dir / "results.json", level="criterion").dim == 5
 
 
+def test_the_grading_record_reads_back_old_files_and_refuses_damaged_or_foreign_ones(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eigenjury.bounds.scores import read_scores
+
+    subs = write_submissions(
+        tmp_path / "subs.jsonl",
+        [{"task_id": "france", "submission": "lovely\nAnswer: Paris", "candidate": "a"}],
+    )
+    args = grade_args(
+        contract, tmp_path, "--submissions", str(subs), "--jury", "scripted:juror-yes"
+    )
+    assert main(args) == 0
+    path = tmp_path / "out" / "results.json"
+    written = json.loads(path.read_text())
+    assert list(written)[:3] == ["kind", "eigenjury", "created"] and written["kind"] == "grading"
+    record = read_record(path, GradingRecord)
+    assert record.model_dump(mode="json") == written  # the trace is not in results.json
+    assert record.judgements == [] and record.tasks[0].submission == "lovely\nAnswer: Paris"
+    overview = record.overview()
+    assert (overview.name, overview.models) == (str(contract), ("a",))
+    assert overview.cost_usd == record.accounting.total.cost_usd  # type: ignore[union-attr]
+    # as eigenjury 0.1 wrote it: no kind, no creation time, no submission text
+    old = {k: v for k, v in written.items() if k not in ("kind", "created")}
+    old["tasks"] = [{k: v for k, v in t.items() if k != "submission"} for t in old["tasks"]]
+    path.write_text(json.dumps(old))
+    assert read_record(path, GradingRecord).tasks[0].submission is None
+    assert read_scores(path).dim == 1
+    damaged = {**old, "tasks": [{**old["tasks"][0], "score": "high"}]}
+    path.write_text(json.dumps(damaged))
+    with pytest.raises(InputError) as found:
+        read_scores(path)
+    assert "results.json" in str(found.value) and "field 'tasks.0.score'" in str(found.value)
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"tasks": [], "kind": "todo"}))
+    with pytest.raises(InputError, match="not a grading record"):
+        read_scores(foreign)
+    comparison = tmp_path / "comparison.json"
+    comparison.write_text(json.dumps({"kind": "jury-comparison", "eigenjury": "9"}))
+    with pytest.raises(InputError, match="this is a jury-comparison record, not a grading"):
+        read_scores(comparison)
+
+
 def test_grade_generates_submissions_from_candidates(
     contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -200,6 +247,22 @@ def test_bad_submissions_are_located(
     assert not (tmp_path / "store.sqlite").exists()  # refused before the store was opened
 
 
+def test_an_output_that_cannot_be_written_is_refused_before_any_call(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    subs = write_submissions(
+        tmp_path / "subs.jsonl", [{"task_id": "france", "submission": "Answer: Paris"}]
+    )
+    (tmp_path / "out" / "results.json").mkdir(parents=True)
+    args = grade_args(
+        contract, tmp_path, "--submissions", str(subs), "--jury", "scripted:juror-yes"
+    )
+    assert main(args) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "results.json: this is a folder" in err
+    assert not (tmp_path / "store.sqlite").exists()  # nothing was asked
+
+
 def test_unknown_juror_spec_is_an_input_error(
     contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -265,7 +328,11 @@ def test_juries_compare_command(
     subs = write_submissions(
         tmp_path / "subs.jsonl",
         [
-            {"task_id": "france", "submission": "lovely.\nAnswer: Paris", "candidate": f"m{i}"}
+            {
+                "task_id": "france",
+                "submission": f"lovely {XSS}.\nAnswer: Paris",
+                "candidate": f"m{i}",
+            }
             for i in range(3)
         ],
     )
@@ -299,6 +366,28 @@ def test_juries_compare_command(
     assert record["cascade"]["agreement_with_b"]["value"] == 1.0
     assert (tmp_path / "cmp" / "pool_a" / "judgements.csv").is_file()
     assert "criterion majority agreement" in out
+    assert record["kind"] == "jury-comparison" and record["incomplete_submissions"] == 0
+    comparison = read_record(tmp_path / "cmp" / "comparison.json", JuryComparisonRecord)
+    assert comparison.model_dump(mode="json") == record
+    assert comparison.overview().models == ("scripted:juror-yes", "scripted:juror-no",
+                                            "scripted:juror-keyword")  # fmt: skip
+    html = (tmp_path / "cmp" / "report.html").read_text()
+    assert "criterion majority agreement" in html and "Cascade: A first" in html
+    pool = (tmp_path / "cmp" / "pool_a" / "report.html").read_text()
+    assert XSS not in pool and "&lt;script&gt;" in pool
+    pool_a = read_record(tmp_path / "cmp" / "pool_a" / "results.json", GradingRecord)
+    assert pool_a.jury.jurors == ["scripted:juror-yes", "scripted:juror-no"]
+    assert (
+        pool_a.accounting is None and pool_a.tasks[0].submission == f"lovely {XSS}.\nAnswer: Paris"
+    )
+    # names a user gave and a note are text, never markup
+    hostile = comparison.model_copy(update={"contract": XSS, "note": XSS})
+    html = render_comparison(hostile)
+    assert XSS not in html and html.count("&lt;script&gt;") == 3  # title, heading, note
+    # a comparison written before records had a kind is still read
+    legacy = {k: v for k, v in record.items() if k not in ("kind", "eigenjury", "created")}
+    (tmp_path / "old.json").write_text(json.dumps(legacy))
+    assert read_any_record(tmp_path / "old.json") == comparison.model_copy(update={"created": None})
 
 
 # --- bad input --------------------------------------------------------------------------

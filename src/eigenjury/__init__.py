@@ -33,7 +33,7 @@ _EXPORTS = {
     "load_contract": "eigenjury.contracts",
     "certify": "eigenjury.stats",
     "debias": "eigenjury.stats",
-    "measure": "eigenjury.bounds",
+    "measure_sensitivity": "eigenjury.bounds",
     "read_scores": "eigenjury.bounds",
     "release": "eigenjury.bounds",
 }
@@ -60,14 +60,14 @@ __all__ = [
     "eigentrust",
     "grade",
     "load_contract",
-    "measure",
+    "measure_sensitivity",
     "read_scores",
     "release",
     "to_elo",
 ]
 
 if TYPE_CHECKING:
-    from eigenjury.bounds import measure, read_scores, release
+    from eigenjury.bounds import measure_sensitivity, read_scores, release
     from eigenjury.contracts import Contract, Jury, grade, load_contract
     from eigenjury.engine import Call, Engine, Store
     from eigenjury.models import ChatRequest, ModelSpec, Persona

@@ -1,4 +1,4 @@
-"""Sensitivity of a judge, measured through the engine, and the profile that records it.
+"""Sensitivity of a judge, measured through the engine (the profile is bounds.record's).
 
 For m items sampled (seeded) from a dataset, the judge scores each original once;
 then every generator makes one neighbour per item, and only the neighbours are
@@ -18,10 +18,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from eigenjury.bounds.judges import JudgeProtocol
 from eigenjury.bounds.neighbours import (
@@ -30,17 +29,21 @@ from eigenjury.bounds.neighbours import (
     JudgedItem,
     Paraphraser,
 )
+from eigenjury.bounds.record import (
+    CALL_ERROR,
+    PARAPHRASE_ERROR,
+    GeneratorProfile,
+    Method,
+    Pair,
+    ScalePart,
+    SensitivityProfile,
+)
 from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.errors import InputError
-from eigenjury.files import read_jsonl, read_text, validation_problem
+from eigenjury.files import read_jsonl
 from eigenjury.models.spec import ModelSpec
+from eigenjury.records import AccountingRecord, now
 from eigenjury.stats.abb import estimate_sensitivity
-
-PROFILE_KIND = "eigenjury-bound-profile"
-# Failures that are calls not made or failed (a budget stop, the model erring): a rerun
-# sends them again. Unparsed replies and rejected paraphrases are cached as they are.
-CALL_ERROR, PARAPHRASE_ERROR = "error", "paraphrase error"
-CALL_FAILURES = (CALL_ERROR, PARAPHRASE_ERROR)
 
 
 class _DatasetLine(BaseModel):
@@ -97,74 +100,6 @@ def _item(line: _DatasetLine, path: Path, number: int) -> JudgedItem:
     return JudgedItem(str(line.id), line.prompt, (pair[0], pair[1]), (line.model_a, line.model_b))
 
 
-# A profile is read back by `bound apply`: unknown fields and NaN or infinite numbers
-# (which no measurement writes) are refused, with the field named.
-_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class Pair(BaseModel):
-    """One item's normalised score, original and neighbour."""
-
-    model_config = _STRICT
-    item: str
-    original: float = Field(ge=0.0, le=1.0)
-    perturbed: float = Field(ge=0.0, le=1.0)
-
-
-class GeneratorProfile(BaseModel):
-    model_config = _STRICT
-    estimate: float | None
-    upper_bound: float | None
-    confidence: float
-    method: Literal["kl", "hoeffding", "bootstrap"]
-    m: int
-    beyond_jitter: float | None
-    failures: dict[str, int]
-    pairs: list[Pair]
-
-
-class Profile(BaseModel):
-    """What `eigenjury bound measure` writes; per-item pairs let `apply` recompute the
-    upper bound at the confidence its own delta calls for."""
-
-    model_config = _STRICT
-    kind: str = PROFILE_KIND
-    judge: str
-    protocol: str
-    scale: dict[str, Any]
-    dataset: str
-    items: int
-    m: int
-    seed: int
-    confidence: float
-    method: Literal["kl", "hoeffding", "bootstrap"]
-    paraphraser: str | None
-    original_failures: dict[str, int]
-    jitter: float | None
-    generators: dict[str, GeneratorProfile] = Field(min_length=1)
-    accounting: dict[str, Any] | None = None
-
-    @classmethod
-    def read(cls, path: Path) -> Profile:
-        text = read_text(path)
-        try:
-            profile = cls.model_validate_json(text)
-        except ValidationError as exc:
-            raise InputError(
-                f"not a profile from `eigenjury bound measure`: {validation_problem(exc)}",
-                path=path,
-            ) from None
-        if profile.kind != PROFILE_KIND:
-            raise InputError(f"kind is {profile.kind!r}, not {PROFILE_KIND!r}", path=path)
-        return profile
-
-    @property
-    def failed_calls(self) -> int:
-        """Calls not made or failed, among the originals and every generator's."""
-        counts = [self.original_failures, *(g.failures for g in self.generators.values())]
-        return sum(c.get(kind, 0) for c in counts for kind in CALL_FAILURES)
-
-
 @dataclass(frozen=True)
 class MeasureSettings:
     judge: ModelSpec
@@ -173,7 +108,7 @@ class MeasureSettings:
     m: int
     seed: int = 0
     confidence: float = 0.95
-    method: str = "kl"
+    method: Method = "kl"
     paraphraser: ModelSpec | None = None
     paraphrase: Paraphraser = field(default_factory=Paraphraser)
 
@@ -190,10 +125,18 @@ def _generator_rng(seed: int, name: str, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode()), index])
 
 
-async def measure(
-    engine: Engine, items: Sequence[JudgedItem], settings: MeasureSettings, *, dataset: str
-) -> Profile:
+@dataclass(frozen=True)
+class MeasureInputs:
+    """What a measurement runs on: the dataset's items (and its name) and the settings."""
+
+    items: Sequence[JudgedItem]
+    dataset: str
+    settings: MeasureSettings
+
+
+async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
     """Judge m sampled items and their neighbours; estimate each generator's Delta."""
+    items, settings = inputs.items, inputs.settings
     protocol = settings.protocol
     sampled = sample_items(items, settings.m, settings.seed)
     originals = await engine.run(
@@ -247,11 +190,12 @@ async def measure(
         for record in generators.values():
             if record.estimate is not None:
                 record.beyond_jitter = math.sqrt(max(record.estimate**2 - jitter**2, 0.0))
-    return Profile(
+    return SensitivityProfile(
+        created=now(),
         judge=str(settings.judge),
         protocol=protocol.kind,
-        scale=protocol.scale.to_dict(),
-        dataset=dataset,
+        scale=ScalePart(**protocol.scale.to_dict()),
+        dataset=inputs.dataset,
         items=len(items),
         m=len(sampled),
         seed=settings.seed,
@@ -261,7 +205,7 @@ async def measure(
         original_failures=dict(original_failures),
         jitter=jitter,
         generators=generators,
-        accounting=engine.session_accounting.record(),
+        accounting=AccountingRecord.model_validate(engine.session_accounting.record()),
     )
 
 

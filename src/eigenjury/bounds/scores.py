@@ -7,13 +7,13 @@ Three inputs, told apart by their content:
 - a peer-ranking verdict file (columns scenario, judge, first, second, verdict; 0 tie,
   1 first better, 2 second better, as `eigenjury rank` writes it): one item per row,
   scored 1 / 0.5 / 0 for the evaluee shown first;
-- a contracts `results.json` (an object with `tasks`): one item per task and
-  candidate on its 0..100 `score`, or with level "criterion" one item per criterion
-  on its pass value (0 or 1).
+- a contracts `results.json` (a grading record, read through its model): one item per
+  task and candidate on its 0..100 `score`, or with level "criterion" one item per
+  criterion on its pass value (0 or 1).
 
-Tolerated, and only this: blank lines, a UTF-8 byte-order mark, extra columns or
-fields (ignored), numbers written as strings in CSV. Everything else is a located
-error.
+Tolerated in score files, and only this: blank lines, a UTF-8 byte-order mark, extra
+columns or fields (ignored), numbers written as strings in CSV. Everything else is a
+located error.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from eigenjury.contracts.record import GradingRecord
 from eigenjury.errors import InputError
 from eigenjury.files import (
     lines,
@@ -37,9 +38,9 @@ from eigenjury.files import (
     not_text,
     read_csv,
     read_json_lines,
-    read_text,
     text_value,
 )
+from eigenjury.records import read_record
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray
 from eigenjury.verdict_files import REQUIRED as VERDICT_COLUMNS
 from eigenjury.verdict_files import read_verdicts
@@ -314,50 +315,27 @@ def _number(value: Any) -> float | None:
 
 
 def _read_results(path: Path, level: str) -> ScoreSet:
-    """A contracts results.json: task scores (percent) or criterion pass values."""
+    """A contracts results.json, read through its record: task scores (percent) or
+    criterion pass values."""
     if level not in LEVELS:
         raise InputError(f"--level must be one of {', '.join(LEVELS)}", path=path)
-    data = load_json(read_text(path), path)
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
-        raise InputError(
-            "expected a contracts results object with a 'tasks' list", path=path, field="tasks"
-        )
+    record = read_record(path, GradingRecord)
     items: list[str] = []
     raw: list[float] = []
     models: list[str | None] = []
     criteria: list[str | None] = []
-    for t, task in enumerate(data["tasks"]):
-        where = f"tasks[{t}]"
-        task_id = _text_field(task, "task_id", path, where)
-        candidate = _text_field(task, "candidate", path, where)
+    for task in record.tasks:
         if level == "task":
-            score = _number(task.get("score"))
-            if score is None or not 0.0 <= score <= 100.0:
-                raise InputError(
-                    f"score {task.get('score')!r} is not a number in [0, 100]",
-                    path=path,
-                    field=f"{where}.score",
-                )
-            items.append(f"{task_id}/{candidate}")
-            raw.append(score)
-            models.append(candidate)
+            items.append(f"{task.task_id}/{task.candidate}")
+            raw.append(task.score)
+            models.append(task.candidate)
             criteria.append(None)
             continue
-        found = task.get("criteria")
-        if not isinstance(found, list):
-            raise InputError("expected a list of criteria", path=path, field=f"{where}.criteria")
-        for c, criterion in enumerate(found):
-            at = f"{where}.criteria[{c}]"
-            ident = _text_field(criterion, "id", path, at)
-            passed = criterion.get("passed")
-            if not isinstance(passed, bool):
-                raise InputError(
-                    f"passed must be true or false, got {passed!r}", path=path, field=f"{at}.passed"
-                )
-            items.append(f"{task_id}/{candidate}/{ident}")
-            raw.append(float(passed))
-            models.append(candidate)
-            criteria.append(ident)
+        for criterion in task.criteria:
+            items.append(f"{task.task_id}/{task.candidate}/{criterion.id}")
+            raw.append(float(criterion.passed))
+            models.append(task.candidate)
+            criteria.append(criterion.id)
     if not items:
         raise InputError("no scores: the results have no tasks (or no criteria)", path=path)
     duplicates = [item for item, count in Counter(items).items() if count > 1]
@@ -370,12 +348,3 @@ def _read_results(path: Path, level: str) -> ScoreSet:
         )
     scale = SCALES["percent"] if level == "task" else SCALES["unit"]
     return _score_set(items, raw, scale, f"contracts-{level}", models, criteria)
-
-
-def _text_field(record: Any, name: str, path: Path, where: str) -> str:
-    if not isinstance(record, Mapping):
-        raise InputError("expected an object", path=path, field=where)
-    value = text_value(record.get(name))
-    if not value:
-        raise InputError(f"missing or empty '{name}'", path=path, field=f"{where}.{name}")
-    return value

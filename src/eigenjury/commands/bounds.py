@@ -22,10 +22,8 @@ from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_SOME_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from eigenjury.bounds.measure import Profile
-    from eigenjury.bounds.scores import Scale, ScoreSet
+    from eigenjury.bounds.scores import Scale
     from eigenjury.stats.abb import Centre
-    from eigenjury.stats.verdicts import FloatArray
 
 BOUND_GENERATORS = "formatting,markdown,verbosity,position,paraphrase,identity"
 BOUND_SCALES = ("unit", "likert5", "likert10", "pairwise5", "verdict", "percent")
@@ -158,7 +156,8 @@ def register(commands: Any) -> None:
         description="Shrink and noise a score file (CSV/JSONL with item, score, optional "
         "model and criterion; a peer verdict file; or a contracts results.json) so that "
         "perturbations measured in PROFILE move the released score vector by more than "
-        "tau with probability at most delta. Writes debiased.csv and certificate.json.",
+        "tau with probability at most delta. Writes debiased.csv, certificate.json and "
+        "report.html.",
     )
     apply.add_argument("scores", type=Path, help="score file")
     apply.add_argument("--profile", type=Path, required=True, help="from `bound measure`")
@@ -236,16 +235,15 @@ def _centre(value: str) -> Centre:
 
 
 def measure_command(args: argparse.Namespace, console: Console) -> int:
-    from rich.table import Table
-
+    from eigenjury.bounds import measure_sensitivity
     from eigenjury.bounds.judges import JudgeProtocol
-    from eigenjury.bounds.measure import MeasureSettings, measure, read_dataset
+    from eigenjury.bounds.measure import MeasureInputs, MeasureSettings, read_dataset
     from eigenjury.bounds.neighbours import LOCAL_GENERATORS, PARAPHRASE, Paraphraser
     from eigenjury.commands.options import store_path
     from eigenjury.engine.runner import run_engine
-    from eigenjury.files import write_json
     from eigenjury.models.spec import ModelSpec
-    from eigenjury.reports.accounting import print_accounting
+    from eigenjury.reports.bounds import failures_text, print_profile
+    from eigenjury.reports.output import Outputs, write_outputs
 
     store = store_path(args)
     check_output(args.out, {"dataset": args.dataset, "store": store})
@@ -277,35 +275,18 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
         paraphraser=paraphraser if PARAPHRASE in generators else None,
         paraphrase=Paraphraser(max_tokens=args.max_tokens),
     )
+    inputs = MeasureInputs(items, str(args.dataset), settings)
     specs = [judge, *([settings.paraphraser] if settings.paraphraser else [])]
     profile = run_engine(
         engine_settings(args),
         specs,
-        lambda engine: measure(engine, items, settings, dataset=str(args.dataset)),
+        lambda engine: measure_sensitivity(engine, inputs),
         progress=args.progress,
     ).value
-    usable = any(record.m for record in profile.generators.values())
-    if usable:  # an unusable profile must not replace a good one from an earlier run
-        write_json(args.out, profile.model_dump())
-    table = Table(
-        title=f"Sensitivity of {escape(profile.judge)} ({profile.protocol} judge, m = {profile.m})",
-        title_justify="left",
-    )
-    for name in ("generator", "pairs", "Delta", "upper bound", "beyond jitter", "failures"):
-        table.add_column(name, justify="left" if name in ("generator", "failures") else "right")
-    for name, record in profile.generators.items():
-        table.add_row(
-            name,
-            str(record.m),
-            _fmt(record.estimate),
-            f"{_fmt(record.upper_bound)} ({record.confidence:.0%})",
-            _fmt(record.beyond_jitter),
-            ", ".join(f"{k} {v}" for k, v in sorted(record.failures.items())) or "0",
-        )
-    console.print(table)
-    if profile.accounting:
-        print_accounting(console, profile.accounting)
-    failed = _failures(profile)
+    if profile.usable:  # an unusable profile must not replace a good one from an earlier run
+        write_outputs(args.out.parent, Outputs(profile, record_file=args.out.name))
+    print_profile(console, profile)
+    failed = failures_text(profile)
     replies = (
         f"the judge's replies are kept in the store {store} (read them with "
         f"`eigenjury export replies.jsonl --store {store}`)"
@@ -314,7 +295,7 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
         f"{profile.failed_calls} call(s) were not made or failed (a budget stop, or the "
         "model erring); rerun the same command: it sends only what is missing"
     )
-    if not usable:
+    if not profile.usable:
         then = (
             rerun if profile.failed_calls else "rerun once the judge answers in the expected format"
         )
@@ -336,24 +317,6 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _failures(profile: Profile) -> str:
-    """What could not be judged: "unparsed 3 among the originals; error 2 among the
-    neighbours" ("" when nothing failed)."""
-    neighbours: dict[str, int] = {}
-    for record in profile.generators.values():
-        for kind, n in record.failures.items():
-            neighbours[kind] = neighbours.get(kind, 0) + n
-    return "; ".join(
-        ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" among the {what}"
-        for what, counts in (("originals", profile.original_failures), ("neighbours", neighbours))
-        if counts
-    )
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
 def _scale(args: argparse.Namespace) -> Scale | None:
     from eigenjury.bounds.scores import SCALES, Scale
 
@@ -371,10 +334,11 @@ MIN_CONFIDENCE_MISS = 1e-12
 
 
 def apply_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.bounds.measure import Profile
-    from eigenjury.bounds.release import ReleaseSettings, release, release_record
+    from eigenjury.bounds.apply import ReleaseSettings, release
+    from eigenjury.bounds.record import read_profile
     from eigenjury.bounds.scores import read_scores
-    from eigenjury.files import write_json
+    from eigenjury.reports.bounds import certificate_outputs, print_certificate
+    from eigenjury.reports.output import write_outputs
 
     miss = args.confidence_share * args.delta
     if miss < MIN_CONFIDENCE_MISS:
@@ -383,7 +347,7 @@ def apply_command(args: argparse.Namespace, console: Console) -> int:
             f"{MIN_CONFIDENCE_MISS:g} (the bound on Delta holds with confidence 1 minus it)"
         )
     _check_out_folder(args)
-    profile = Profile.read(args.profile)
+    profile = read_profile(args.profile)
     scores = read_scores(args.scores, scale=_scale(args), level=args.level)
     settings = ReleaseSettings(
         tau=args.tau,
@@ -409,68 +373,28 @@ def apply_command(args: argparse.Namespace, console: Console) -> int:
         if exc.path is None and exc.field is None:
             exc.path = str(args.profile)  # the profile cannot support this target
         raise
-    record = release_record(result, scores, profile, settings)
-    args.out.mkdir(parents=True, exist_ok=True)
-    _write_scores(args.out / "debiased.csv", scores, result.debiased)
-    write_json(args.out / "certificate.json", record)
-    cert = result.certificate
-    console.print(
-        f"certified: P[ ||M(D) - M(D')|| > {cert.tau:g} ] <= {cert.delta:g} for d = {cert.dim} "
-        f"items (alpha {cert.alpha:.4f}, sigma {result.sigma:.4g} of sigma_max "
-        f"{cert.sigma_max:.4g}, {cert.bias_bound} step)"
-    )
-    utility = record["utility"]["models"] or record["utility"]["items"]
-    level = "model" if record["utility"]["models"] else "item"
-    console.print(
-        f"utility retained ({level} level): Pearson {_fmt(utility['pearson'])}, Spearman "
-        f"{_fmt(utility['spearman'])}, Kendall {_fmt(utility['kendall'])}"
-    )
-    for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}")
-    console.print(f"wrote debiased.csv and certificate.json to {escape(str(args.out))}")
+    written = write_outputs(args.out, certificate_outputs(result, scores))
+    print_certificate(console, result.certificate)
+    names = ", ".join(path.name for path in written)
+    console.print(f"wrote {escape(names)} to {escape(str(args.out))}")
     return 0
 
 
 def _check_out_folder(args: argparse.Namespace) -> None:
     """Refuse, before reading anything, an --out that is a file or whose outputs would
     overwrite an input (such as an earlier debiased.csv given as the score file)."""
+    from eigenjury.bounds.record import BoundCertificate
+    from eigenjury.reports.bounds import DEBIASED
+    from eigenjury.reports.output import REPORT
+
+    names = (DEBIASED, BoundCertificate.FILE, REPORT)
     if args.out.exists() and not args.out.is_dir():
         raise InputError(
-            "this is a file; give --out a folder to write debiased.csv and certificate.json in",
+            f"this is a file; give --out a folder to write {', '.join(names)} in",
             path=args.out,
         )
-    for name in ("debiased.csv", "certificate.json"):
+    for name in names:
         check_output(args.out / name, {"score file": args.scores, "profile": args.profile})
-
-
-def _write_scores(path: Path, scores: ScoreSet, debiased: FloatArray) -> None:
-    import csv
-    import io
-
-    from eigenjury.files import write_text
-
-    """Per item: the raw and normalised score, and the released one in both units."""
-    models = scores.item_models()
-    normalised = scores.normalised
-    raw_out = scores.scale.raw(debiased)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(
-        ["item", "model", "criterion", "score", "normalised", "debiased", "debiased_raw"]
-    )
-    for i, item in enumerate(scores.items):
-        writer.writerow(
-            [
-                item,
-                models[i] or "",
-                scores.criteria[i] or "",
-                f"{scores.raw[i]:g}",
-                f"{normalised[i]:.6g}",
-                f"{debiased[i]:.6g}",
-                f"{raw_out[i]:.6g}",
-            ]
-        )
-    write_text(path, buffer.getvalue())
 
 
 def certify_command(args: argparse.Namespace, console: Console) -> int:

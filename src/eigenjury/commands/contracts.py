@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from eigenjury.commands.options import add_engine_options, bounded, engine_settings, seed
+from eigenjury.commands.options import (
+    add_engine_options,
+    bounded,
+    check_output,
+    engine_settings,
+    seed,
+    store_path,
+)
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
     from eigenjury.contracts.bundle import ContractSource
-    from eigenjury.contracts.grading import Submission
     from eigenjury.contracts.jury import Jury
-    from eigenjury.engine import Engine
+    from eigenjury.contracts.run import Answers
 
 
 def register(commands: Any) -> None:
@@ -152,24 +157,21 @@ def _add_juror_settings(parser: argparse.ArgumentParser) -> None:
     )
 
 
-T = TypeVar("T")
-
-
 def _load(args: argparse.Namespace) -> ContractSource:
+    """The contract, with its python graders imported (a wrong import path is reported
+    before any model call is paid for)."""
     from eigenjury.contracts.bundle import load_contract
     from eigenjury.contracts.graders import check_python_graders
 
-    """The contract, with its python graders imported (a wrong import path is reported
-    before any model call is paid for)."""
     source = load_contract(args.contract)
     check_python_graders(source.contract, source.path)
     return source
 
 
 def _jury_if_needed(args: argparse.Namespace, source: ContractSource) -> Jury | None:
+    """The --jury jurors; none given is fine where no criterion is graded by a jury."""
     from eigenjury.contracts.grading import require_jury
 
-    """The --jury jurors; none given is fine where no criterion is graded by a jury."""
     jury = _jury(args, args.jury) if args.jury else None
     require_jury(source, jury)
     return jury
@@ -192,89 +194,71 @@ def _warn(console: Console, warnings: list[str]) -> None:
         console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
 
 
-def _run(
-    args: argparse.Namespace,
-    source: ContractSource,
-    juries: list[Jury],
-    work: Callable[[Engine, list[Submission]], Awaitable[T]],
-) -> tuple[T, dict[str, Any]]:
-    """Make or read the submissions, then `work` on them, with one engine; what `work`
-    returned and what the calls cost."""
-    from eigenjury.contracts.grading import generate_submissions
+def _answers(args: argparse.Namespace, source: ContractSource) -> Answers:
+    """Given submissions, read now (before the store is opened: bad submissions leave
+    nothing behind), or the candidates that will answer."""
+    from eigenjury.contracts.run import Answers
     from eigenjury.contracts.submissions import read_submissions
-    from eigenjury.engine.runner import run_engine
     from eigenjury.models.spec import ModelSpec
 
-    candidates = [ModelSpec.parse(c) for c in args.candidate or []]
-    specs = [*candidates, *(s for jury in juries for s in jury.specs)]
-    # read before the store is opened: bad submissions leave nothing behind
-    given = read_submissions(args.submissions, source.contract) if args.submissions else None
+    if args.submissions:
+        return Answers(given=tuple(read_submissions(args.submissions, source.contract)))
+    return Answers(
+        candidates=tuple(ModelSpec.parse(c) for c in args.candidate),
+        temperature=args.candidate_temperature,
+        max_tokens=args.candidate_max_tokens,
+    )
 
-    async def go(engine: Engine) -> T:
-        submissions = given or await generate_submissions(
-            engine,
-            source,
-            candidates,
-            temperature=args.candidate_temperature,
-            max_tokens=args.candidate_max_tokens,
-        )
-        return await work(engine, submissions)
 
-    ran = run_engine(engine_settings(args), specs, go, progress=args.progress)
-    return ran.value, ran.accounting
+def _check_out(args: argparse.Namespace, record_file: Path) -> None:
+    """Before any call is paid for: the record can be written there, over no input."""
+    inputs = {"submissions file": args.submissions, "store": store_path(args)}
+    check_output(record_file, {what: path for what, path in inputs.items() if path})
 
 
 def grade_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.contracts.grading import TaskResult, grade
-    from eigenjury.contracts.trace import results_record, write_trace
+    from eigenjury.contracts.run import GradingInputs, run
+    from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
-    from eigenjury.files import write_json
+    from eigenjury.records import AccountingRecord
     from eigenjury.reports.accounting import print_accounting
-    from eigenjury.reports.contracts import print_summary, write_report
+    from eigenjury.reports.grading import outputs, print_summary
+    from eigenjury.reports.output import write_outputs
 
     source = _load(args)
-    warnings = source.contract.warnings()
-    _warn(console, warnings)
+    _warn(console, source.contract.warnings())
     jury = _jury_if_needed(args, source)
     escalate_to = _jury(args, args.escalate_to) if args.escalate_to else None
     if escalate_to is not None and jury is None:
         raise InputError("--escalate-to needs a first jury to escalate from (--jury SPEC)")
-    juries = [j for j in (jury, escalate_to) if j is not None]
-
-    async def work(engine: Engine, submissions: list[Submission]) -> list[TaskResult]:
-        return await grade(
-            engine,
-            source,
-            submissions,
-            jury,
-            escalate_to=escalate_to,
-            escalate_margin=args.escalate_margin,
-        )
-
-    results, accounting = _run(args, source, juries, work)
-    record = results_record(
-        results,
-        contract=str(args.contract),
-        jury=jury,
+    _check_out(args, args.out / "results.json")
+    inputs = GradingInputs(
+        source,
+        str(args.contract),
+        _answers(args, source),
+        jury,
         escalate_to=escalate_to,
-        escalate_margin=args.escalate_margin if escalate_to else None,
-        warnings=warnings,
+        escalate_margin=args.escalate_margin,
     )
-    record["accounting"] = accounting
+    ran = run_engine(
+        engine_settings(args),
+        inputs.specs,
+        lambda engine: run(engine, inputs),
+        progress=args.progress,
+    )
+    accounting = AccountingRecord.model_validate(ran.accounting)
+    record = ran.value.model_copy(update={"accounting": accounting})
     out: Path = args.out
-    write_json(out / "results.json", record)
-    write_trace(out, results)
-    write_report(out / "report.html", record, results)
+    write_outputs(out, outputs(record, source.contract))
     print_summary(console, record)
-    print_accounting(console, record["accounting"])
+    print_accounting(console, ran.accounting)
     console.print(
         f"wrote {escape(str(out / 'results.json'))}, the trace (trace.jsonl, tasks.csv, "
         f"criteria.csv, judgements.csv) and {escape(str(out / 'report.html'))}"
     )
-    incomplete = sum(not r.complete for r in results)
-    if incomplete:
+    if record.incomplete:
         console.print(
-            f"[yellow]warning:[/] {incomplete} submission(s) rest on failed calls (see "
+            f"[yellow]warning:[/] {record.incomplete} submission(s) rest on failed calls (see "
             "'complete' and the trace); rerun the same command to try them again"
         )
         return EXIT_SOME_FAILED
@@ -282,53 +266,51 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def compare_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.contracts.compare import compare_pools
-    from eigenjury.contracts.grading import TaskResult, grade
-    from eigenjury.contracts.trace import results_record, write_trace
+    from eigenjury.contracts.run import ComparisonInputs, compare
+    from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
-    from eigenjury.files import write_json
+    from eigenjury.records import AccountingRecord
     from eigenjury.reports.accounting import print_accounting
-    from eigenjury.reports.contracts import print_comparison
+    from eigenjury.reports.grading import comparison_outputs, outputs, print_comparison
+    from eigenjury.reports.output import write_outputs
 
     source = _load(args)
     _warn(console, source.contract.warnings())
-    pool_a, pool_b = _jury(args, args.pool_a), _jury(args, args.pool_b)
-
-    async def work(
-        engine: Engine, submissions: list[Submission]
-    ) -> tuple[list[TaskResult], list[TaskResult]]:
-        a = await grade(engine, source, submissions, pool_a)  # one engine run at a time
-        return a, await grade(engine, source, submissions, pool_b)
-
-    (results_a, results_b), accounting = _run(args, source, [pool_a, pool_b], work)
-    record = compare_pools(
-        results_a,
-        results_b,
-        pool_a,
-        pool_b,
+    if args.out:
+        _check_out(args, args.out / "comparison.json")
+    inputs = ComparisonInputs(
+        source,
+        str(args.contract),
+        _answers(args, source),
+        _jury(args, args.pool_a),
+        _jury(args, args.pool_b),
         margin=args.cascade_margin,
         rounds=args.rounds,
         ci=args.ci,
         seed=args.seed,
     )
-    record["contract"] = str(args.contract)
-    record["accounting"] = accounting
-    incomplete = sum(not r.complete for r in (*results_a, *results_b))
-    record["incomplete_submissions"] = incomplete
+    ran = run_engine(
+        engine_settings(args),
+        inputs.specs,
+        lambda engine: compare(engine, inputs),
+        progress=args.progress,
+    )
+    accounting = AccountingRecord.model_validate(ran.accounting)
+    record = ran.value.record.model_copy(update={"accounting": accounting})
     print_comparison(console, record)
-    print_accounting(console, record["accounting"])
+    print_accounting(console, ran.accounting)
     if args.out:
-        write_json(args.out / "comparison.json", record)
-        for name, results, jury in (("pool_a", results_a, pool_a), ("pool_b", results_b, pool_b)):
-            folder = args.out / name
-            rec = results_record(results, contract=str(args.contract), jury=jury)
-            write_json(folder / "results.json", rec)
-            write_trace(folder, results)
-        console.print(f"wrote {escape(str(args.out / 'comparison.json'))} and each pool's trace")
-    if incomplete:
+        write_outputs(args.out, comparison_outputs(record))
+        for name, pool in (("pool_a", ran.value.pool_a), ("pool_b", ran.value.pool_b)):
+            write_outputs(args.out / name, outputs(pool, source.contract))
         console.print(
-            f"[yellow]warning:[/] {incomplete} graded submission(s) rest on failed calls; "
-            "rerun to try them again"
+            f"wrote {escape(str(args.out / 'comparison.json'))}, "
+            f"{escape(str(args.out / 'report.html'))} and each pool's grading"
+        )
+    if record.incomplete_submissions:
+        console.print(
+            f"[yellow]warning:[/] {record.incomplete_submissions} graded submission(s) rest on "
+            "failed calls; rerun to try them again"
         )
         return EXIT_SOME_FAILED
     return 0

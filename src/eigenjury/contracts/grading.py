@@ -8,7 +8,7 @@ criterion and the larger one only where the first jury's outcome is within
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from eigenjury.contracts.bundle import ContractSource
@@ -16,7 +16,7 @@ from eigenjury.contracts.graders import check_python_graders, grade_without_mode
 from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, majority, vote
 from eigenjury.contracts.prompts import candidate_request
 from eigenjury.contracts.rules import flip_distance, is_split, task_passes, task_score
-from eigenjury.contracts.schema import Criterion
+from eigenjury.contracts.schema import Criterion, Task
 from eigenjury.engine import Call, Engine
 from eigenjury.errors import InputError
 from eigenjury.models.spec import ModelSpec
@@ -213,31 +213,48 @@ async def grade(
         votes = await vote(engine, escalate_to, [escalated[j] for j in wanted]) if wanted else []
         for j, v in zip(wanted, votes, strict=True):
             second[j] = v
-    results = []
-    for i, s in enumerate(submissions):
-        task = contract.task(s.task_id)
-        k = ballot_of.get(i)
-        criteria = []
-        for c in task.evaluation.criteria:
-            if s.text is None:
-                criteria.append(CriterionResult(c, False, explanation="no submission"))
-            elif c.grader != "llm_judge":
-                ok, why = grade_without_model(c, s.text, task)
-                criteria.append(CriterionResult(c, ok, explanation=why))
-            else:
-                assert k is not None
-                early = tuple(first[k][c.id])
-                late = second[k].get(c.id)
-                if late is None:
-                    criteria.append(CriterionResult(c, majority(early), early))
-                else:
-                    criteria.append(
-                        CriterionResult(c, majority(late), tuple(late), escalated_from=early)
-                    )
-        results.append(
-            TaskResult(s.task_id, s.candidate, task.evaluation.pass_threshold, tuple(criteria), s)
+    return [
+        assemble(
+            contract.task(s.task_id),
+            s,
+            first[ballot_of[i]] if i in ballot_of else {},
+            second[ballot_of[i]] if i in ballot_of else {},
         )
-    return results
+        for i, s in enumerate(submissions)
+    ]
+
+
+def assemble(
+    task: Task,
+    submission: Submission,
+    votes: Mapping[str, Sequence[Vote]],
+    escalated: Mapping[str, Sequence[Vote]] | None = None,
+) -> TaskResult:
+    """The grading rules on one submission: each criterion graded without a model
+    directly, each llm_judge one by the majority of its jury's `votes`, or of the
+    `escalated` jury's where a cascade regraded it; nothing passes without a submission."""
+    criteria = []
+    for c in task.evaluation.criteria:
+        if submission.text is None:
+            criteria.append(CriterionResult(c, False, explanation="no submission"))
+        elif c.grader != "llm_judge":
+            ok, why = grade_without_model(c, submission.text, task)
+            criteria.append(CriterionResult(c, ok, explanation=why))
+        elif escalated and c.id in escalated:
+            late = tuple(escalated[c.id])
+            criteria.append(
+                CriterionResult(c, majority(late), late, escalated_from=tuple(votes[c.id]))
+            )
+        else:
+            early = tuple(votes[c.id])
+            criteria.append(CriterionResult(c, majority(early), early))
+    return TaskResult(
+        submission.task_id,
+        submission.candidate,
+        task.evaluation.pass_threshold,
+        tuple(criteria),
+        submission,
+    )
 
 
 def needs_escalation(votes: Sequence[Vote], jury_size: int, margin: int) -> bool:

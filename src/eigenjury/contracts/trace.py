@@ -1,29 +1,34 @@
-"""The audit trail of a grading run, and its summary.
+"""A grading run's results as its record, and its audit trail.
 
 Every task, criterion and juror vote is kept: grade, full juror text (and the repair
-reply, if one was needed), tokens, latency, cost and the weight awarded. Written as
-results.json (the outcome), trace.jsonl (one line per vote or grader decision) and
-tasks.csv, criteria.csv and judgements.csv for spreadsheets.
+reply, if one was needed), tokens, latency, cost and the weight awarded. The record
+(results.json) holds the outcome; its judgements (trace.jsonl) one line per vote or
+grader decision. Pure: reports/grading.py writes them.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-from eigenjury import __version__
 from eigenjury.contracts.grading import CriterionResult, TaskResult
 from eigenjury.contracts.jury import Jury, Vote
-from eigenjury.files import write_text
+from eigenjury.contracts.record import (
+    CandidateSummary,
+    CriterionOutcome,
+    Escalation,
+    GradingRecord,
+    Judgement,
+    JuryPart,
+    TaskOutcome,
+    VoteCounts,
+)
+from eigenjury.records import now
 from eigenjury.stats.agreement import ClusterBootstrap
 
 
-def vote_counts(c: CriterionResult) -> dict[str, int]:
-    return {"C": c.c_votes, "I": c.i_votes, "unparsed": c.unparsed, "error": c.errors}
+def vote_counts(c: CriterionResult) -> VoteCounts:
+    return VoteCounts(C=c.c_votes, I=c.i_votes, unparsed=c.unparsed, error=c.errors)
 
 
 def _cost(values: Sequence[float | None]) -> float | None:
@@ -44,35 +49,38 @@ def result_cost(r: TaskResult) -> dict[str, Any]:
     }
 
 
-def task_record(r: TaskResult) -> dict[str, Any]:
-    return {
-        "task_id": r.task_id,
-        "candidate": r.candidate,
-        "score": r.score,
-        "passed": r.passed,
-        "reward": r.reward,
-        "threshold": r.threshold,
-        "complete": r.complete,
-        "criteria": [
-            {
-                "id": c.criterion.id,
-                "grader": c.criterion.grader,
-                "weight": c.criterion.weight,
-                "passed": c.passed,
-                "awarded": c.awarded,
-                **({"votes": vote_counts(c), "split": c.split} if c.by_jury else {}),
-                **({"escalated": True} if c.escalated_from else {}),
-            }
-            for c in r.criteria
-        ],
-        **({"error": r.submission.error} if r.submission.error else {}),
+def criterion_outcome(c: CriterionResult) -> CriterionOutcome:
+    return CriterionOutcome(
+        id=c.criterion.id,
+        grader=c.criterion.grader,
+        weight=c.criterion.weight,
+        passed=c.passed,
+        awarded=c.awarded,
+        votes=vote_counts(c) if c.by_jury else None,
+        split=c.split if c.by_jury else None,
+        escalated=True if c.escalated_from else None,
+    )
+
+
+def task_outcome(r: TaskResult) -> TaskOutcome:
+    return TaskOutcome(
+        task_id=r.task_id,
+        candidate=r.candidate,
+        score=r.score,
+        passed=r.passed,
+        reward=r.reward,
+        threshold=r.threshold,
+        complete=r.complete,
+        criteria=[criterion_outcome(c) for c in r.criteria],
+        error=r.submission.error or None,
+        submission=r.submission.text,
         **result_cost(r),
-    }
+    )
 
 
 def summary(
     results: Sequence[TaskResult], *, rounds: int = 1000, ci: float = 0.95, seed: int = 0
-) -> list[dict[str, Any]]:
+) -> list[CandidateSummary]:
     """Per candidate: mean score and pass rate with task-bootstrap intervals, and cost."""
     out = []
     for candidate in dict.fromkeys(r.candidate for r in results):
@@ -81,142 +89,104 @@ def summary(
         judged = [c for r in mine for c in r.criteria if c.by_jury and c.votes]
         costs = [result_cost(r) for r in mine]
         out.append(
-            {
-                "candidate": candidate,
-                "tasks": len(mine),
-                "mean_score": boot.estimate(boot.mean([r.score for r in mine])).record(2),
-                "pass_rate": boot.estimate(boot.mean([r.passed for r in mine])).record(),
-                "split_criteria": sum(c.split for c in judged),
-                "judged_criteria": len(judged),
-                "incomplete": sum(not r.complete for r in mine),
-                "jury_cost_usd": _cost([c["jury_cost_usd"] for c in costs]),
-                "jury_output_tokens": sum(c["jury_output_tokens"] for c in costs),
-            }
+            CandidateSummary.model_validate(
+                {
+                    "candidate": candidate,
+                    "tasks": len(mine),
+                    "mean_score": boot.estimate(boot.mean([r.score for r in mine])).record(2),
+                    "pass_rate": boot.estimate(boot.mean([r.passed for r in mine])).record(),
+                    "split_criteria": sum(c.split for c in judged),
+                    "judged_criteria": len(judged),
+                    "incomplete": sum(not r.complete for r in mine),
+                    "jury_cost_usd": _cost([c["jury_cost_usd"] for c in costs]),
+                    "jury_output_tokens": sum(c["jury_output_tokens"] for c in costs),
+                }
+            )
         )
     return out
 
 
-def results_record(
+def grading_record(
     results: Sequence[TaskResult],
     *,
     contract: str,
     jury: Jury | None,
     escalate_to: Jury | None = None,
-    escalate_margin: int | None = None,
+    escalate_margin: int = 1,
     warnings: Sequence[str] = (),
-) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "eigenjury": __version__,
-        "contract": contract,
-        "jury": _jury_record(jury),
-    }
-    if escalate_to is not None:
-        record["escalate_to"] = {**_jury_record(escalate_to), "margin": escalate_margin}
-    record["summary"] = summary(results)
-    record["tasks"] = [task_record(r) for r in results]
-    record["warnings"] = list(warnings)
-    return record
+) -> GradingRecord:
+    """The record of graded `results`, with their judgements (no accounting: the
+    command adds what the run's calls cost once the engine has closed)."""
+    return GradingRecord(
+        created=now(),
+        contract=contract,
+        jury=_jury_part(jury),
+        escalate_to=(
+            None
+            if escalate_to is None
+            else Escalation(**_jury_part(escalate_to).model_dump(), margin=escalate_margin)
+        ),
+        summary=summary(results),
+        tasks=[task_outcome(r) for r in results],
+        warnings=list(warnings),
+        judgements=list(judgements(results)),
+    )
 
 
-def _jury_record(jury: Jury | None) -> dict[str, Any]:
+def _jury_part(jury: Jury | None) -> JuryPart:
     """The jury's names and settings (no jurors: every criterion has a grader without a model)."""
     if jury is None:
-        return {"jurors": []}
-    return {
-        "jurors": list(jury.names),
-        "temperature": jury.temperature,
-        "seed": jury.seed,
-        "max_tokens": jury.max_tokens,
-        "batch_criteria": jury.batch_criteria,
-    }
+        return JuryPart(jurors=[])
+    return JuryPart(
+        jurors=list(jury.names),
+        temperature=jury.temperature,
+        seed=jury.seed,
+        max_tokens=jury.max_tokens,
+        batch_criteria=jury.batch_criteria,
+    )
 
 
-def _vote_row(r: TaskResult, c: CriterionResult, v: Vote, stage: str) -> dict[str, Any]:
-    return {
-        "task_id": r.task_id,
-        "candidate": r.candidate,
-        "criterion_id": c.criterion.id,
-        "stage": stage,
-        "juror": v.juror,
-        "grade": v.grade,
-        "weight": c.criterion.weight,
-        "awarded": c.awarded,
-        "input_tokens": v.input_tokens,
-        "output_tokens": v.output_tokens,
-        "latency_s": round(v.latency_s, 4),
-        "cost_usd": v.cost_usd,
-        "criteria_in_call": round(1 / v.share),
-        "attempts": v.attempts,
-        "cached": v.cached,
-        "error": v.error,
-        "text": v.text,
-        "retry_text": v.retry_text,
-    }
+def _vote_judgement(r: TaskResult, c: CriterionResult, v: Vote, stage: str) -> Judgement:
+    return Judgement(
+        task_id=r.task_id,
+        candidate=r.candidate,
+        criterion_id=c.criterion.id,
+        stage=stage,
+        juror=v.juror,
+        grade=v.grade,
+        weight=c.criterion.weight,
+        awarded=c.awarded,
+        input_tokens=v.input_tokens,
+        output_tokens=v.output_tokens,
+        latency_s=round(v.latency_s, 4),
+        cost_usd=v.cost_usd,
+        criteria_in_call=round(1 / v.share),
+        attempts=v.attempts,
+        cached=v.cached,
+        error=v.error,
+        text=v.text,
+        retry_text=v.retry_text,
+    )
 
 
-def judgement_rows(results: Sequence[TaskResult]) -> Iterator[dict[str, Any]]:
-    """One row per juror vote, or per decision of a grader without a model."""
+def judgements(results: Sequence[TaskResult]) -> Iterator[Judgement]:
+    """One per juror vote, or per decision of a grader without a model."""
     for r in results:
         for c in r.criteria:
             if not c.by_jury or not c.votes:
-                yield {
-                    "task_id": r.task_id,
-                    "candidate": r.candidate,
-                    "criterion_id": c.criterion.id,
-                    "stage": c.criterion.grader,
-                    "juror": None,
-                    "grade": "C" if c.passed else "I",
-                    "weight": c.criterion.weight,
-                    "awarded": c.awarded,
-                    "text": c.explanation,
-                }
+                yield Judgement(
+                    task_id=r.task_id,
+                    candidate=r.candidate,
+                    criterion_id=c.criterion.id,
+                    stage=c.criterion.grader,
+                    juror=None,
+                    grade="C" if c.passed else "I",
+                    weight=c.criterion.weight,
+                    awarded=c.awarded,
+                    text=c.explanation,
+                )
                 continue
             for v in c.escalated_from:
-                yield _vote_row(r, c, v, "first")
+                yield _vote_judgement(r, c, v, "first")
             for v in c.votes:
-                yield _vote_row(r, c, v, "escalated" if c.escalated_from else "jury")
-
-
-def criterion_rows(results: Sequence[TaskResult]) -> Iterator[dict[str, Any]]:
-    for r in results:
-        for c in r.criteria:
-            yield {
-                "task_id": r.task_id,
-                "candidate": r.candidate,
-                "criterion_id": c.criterion.id,
-                "name": c.criterion.name,
-                "grader": c.criterion.grader,
-                "weight": c.criterion.weight,
-                "passed": c.passed,
-                "awarded": c.awarded,
-                **({f"votes_{k}": n for k, n in vote_counts(c).items()}),
-                "split": c.split,
-                "escalated": bool(c.escalated_from),
-                "explanation": c.explanation,
-            }
-
-
-def task_rows(results: Sequence[TaskResult]) -> Iterator[dict[str, Any]]:
-    for r in results:
-        record = task_record(r)
-        del record["criteria"]
-        record["submission"] = r.submission.text
-        yield record
-
-
-def write_trace(out: Path, results: Sequence[TaskResult]) -> None:
-    lines = (json.dumps(row, ensure_ascii=False) for row in judgement_rows(results))
-    write_text(out / "trace.jsonl", "".join(line + "\n" for line in lines))
-    write_text(out / "tasks.csv", _csv(task_rows(results)))
-    write_text(out / "criteria.csv", _csv(criterion_rows(results)))
-    write_text(out / "judgements.csv", _csv(judgement_rows(results)))
-
-
-def _csv(rows: Iterator[dict[str, Any]]) -> str:
-    rows_ = list(rows)
-    columns = list(dict.fromkeys(k for row in rows_ for k in row))
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows_)
-    return buffer.getvalue()
+                yield _vote_judgement(r, c, v, "escalated" if c.escalated_from else "jury")

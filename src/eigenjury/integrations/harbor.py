@@ -36,10 +36,11 @@ from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, grade, require_jury
 from eigenjury.contracts.jury import Jury
 from eigenjury.contracts.schema import Contract, Task
-from eigenjury.contracts.trace import judgement_rows, task_record
+from eigenjury.contracts.trace import judgements, task_outcome
 from eigenjury.errors import InputError
 from eigenjury.files import write_json, write_text
 from eigenjury.models.spec import ModelSpec
+from eigenjury.records import dump_lines
 
 ANSWER_PATH = "/app/answer.txt"
 _TEST_SH = """\
@@ -298,11 +299,9 @@ def verify(contract: Path, jury_path: Path, submission: Path, logs: Path) -> dic
     finally:
         engine.store.close()
     reward = {"reward": result.reward, "passed": int(result.passed)}
-    write_json(
-        logs / "result.json", {**task_record(result), "submission_found": submission.is_file()}
-    )
-    lines = (json.dumps(row, ensure_ascii=False) for row in judgement_rows([result]))
-    write_text(logs / "trace.jsonl", "".join(line + "\n" for line in lines))
+    outcome = task_outcome(result).model_dump(mode="json", exclude={"submission"})
+    write_json(logs / "result.json", {**outcome, "submission_found": submission.is_file()})
+    write_text(logs / "trace.jsonl", dump_lines(judgements([result])))
     write_json(logs / "reward.json", reward)
     return reward
 

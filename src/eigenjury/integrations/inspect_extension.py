@@ -38,13 +38,13 @@ from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from eigenjury.contracts.bundle import ContractSource, load_contract
-from eigenjury.contracts.graders import check_python_graders, grade_without_model
-from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
-from eigenjury.contracts.jury import Vote, juror_names, majority, votes_from_replies
+from eigenjury.contracts.graders import check_python_graders
+from eigenjury.contracts.grading import Submission, assemble
+from eigenjury.contracts.jury import Vote, juror_names, votes_from_replies
 from eigenjury.contracts.prompts import juror_request, repair_request, task_text
 from eigenjury.contracts.schema import Criterion
 from eigenjury.contracts.submissions import read_submissions
-from eigenjury.contracts.trace import judgement_rows, task_record
+from eigenjury.contracts.trace import judgements, task_outcome
 from eigenjury.errors import InputError
 from eigenjury.models.types import ChatRequest, Completion, Usage
 
@@ -158,31 +158,20 @@ def contract_scorer(
         for found in await asyncio.gather(*asked):
             for criterion_id, v in found.items():
                 votes[criterion_id].append(v)
-        criteria = []
-        for c in contract_task.evaluation.criteria:
-            if c.grader == "llm_judge":
-                mine = tuple(votes[c.id])
-                criteria.append(CriterionResult(c, majority(mine), mine))
-            else:
-                ok, why = grade_without_model(c, text, contract_task)
-                criteria.append(CriterionResult(c, ok, explanation=why))
-        result = TaskResult(
-            task_id,
-            str(state.model),
-            contract_task.evaluation.pass_threshold,
-            tuple(criteria),
-            Submission(task_id, str(state.model), text),
-        )
+        result = assemble(contract_task, Submission(task_id, str(state.model), text), votes)
         lines = [
             f"{c.criterion.id}: {'pass' if c.passed else 'fail'}"
             + (f" ({c.c_votes}/{len(c.votes)} C)" if c.by_jury else f" ({c.explanation})")
-            for c in criteria
+            for c in result.criteria
         ]
         return Score(
             value={"score": result.reward, "passed": float(result.passed)},
             answer=text,
             explanation="\n".join(lines),
-            metadata={**task_record(result), "trace": list(judgement_rows([result]))},
+            metadata={
+                **task_outcome(result).model_dump(mode="json", exclude={"submission"}),
+                "trace": [j.model_dump(mode="json") for j in judgements([result])],
+            },
         )
 
     return score

@@ -1,4 +1,5 @@
-"""Debiased scores and their certificate: a measured profile applied to a score set.
+"""`bound apply`: a measured profile applied to a score set gives debiased scores and
+their certificate.
 
 What is bounded: the released per-item score vector (in [0, 1] units). What is not:
 anything computed from it, rankings above all (a ranking is not Lipschitz in the
@@ -7,14 +8,25 @@ scores); for those the ranking stability over noise draws is measured and report
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from eigenjury.bounds.measure import Profile
+from eigenjury.bounds.record import (
+    BoundCertificate,
+    GeneratorBound,
+    Method,
+    ProfilePart,
+    ScalePart,
+    ScoresPart,
+    SensitivityProfile,
+    Stability,
+    UtilityPart,
+    UtilityRecord,
+)
 from eigenjury.bounds.scores import ScoreSet
 from eigenjury.errors import InputError
+from eigenjury.records import now
 from eigenjury.stats.abb import (
     Centre,
     Certificate,
@@ -57,23 +69,21 @@ class ReleaseSettings:
     min_alpha: float = 0.1
     range_bound: bool = True
     generators: tuple[str, ...] | None = None  # None: all in the profile
-    method: str | None = None  # None: the profile's
+    method: Method | None = None  # None: the profile's
     stability_draws: int = 200
 
 
-@dataclass
+@dataclass(frozen=True)
 class Release:
-    certificate: Certificate
-    sigma: float
-    debiased: FloatArray  # normalised units
-    sensitivities: dict[str, Sensitivity]
-    utility_items: Utility
-    utility_models: Utility | None
-    stability: dict[str, Any] | None
-    warnings: list[str] = field(default_factory=list)
+    """The released scores (in [0, 1] units, one per item) and their certificate."""
+
+    certificate: BoundCertificate
+    debiased: FloatArray
 
 
-def profile_sensitivities(profile: Profile, settings: ReleaseSettings) -> dict[str, Sensitivity]:
+def profile_sensitivities(
+    profile: SensitivityProfile, settings: ReleaseSettings
+) -> dict[str, Sensitivity]:
     """Each chosen generator's Delta and upper bound at the release's confidence."""
     names = settings.generators or tuple(profile.generators)
     unknown = [g for g in names if g not in profile.generators]
@@ -103,7 +113,7 @@ def profile_sensitivities(profile: Profile, settings: ReleaseSettings) -> dict[s
     return out
 
 
-def release(scores: ScoreSet, profile: Profile, settings: ReleaseSettings) -> Release:
+def release(scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSettings) -> Release:
     """Certify against the worst chosen generator, then shrink and add noise."""
     sensitivities = profile_sensitivities(profile, settings)
     worst = max(s.upper_bound for s in sensitivities.values())
@@ -139,22 +149,77 @@ def release(scores: ScoreSet, profile: Profile, settings: ReleaseSettings) -> Re
     rng = np.random.default_rng(settings.seed)
     original = scores.normalised
     debiased = debias(original, certificate, sigma, rng)
-    warnings = _warnings(scores, profile, settings)
     models = None
     stability = None
     if len(scores.models) >= 2:
         before = scores.model_scores(original)
         models = utility_retained(before, scores.model_scores(debiased))
         stability = _stability(scores, certificate, sigma, settings, before)
-    return Release(
-        certificate=certificate,
-        sigma=sigma,
-        debiased=debiased,
-        sensitivities=sensitivities,
-        utility_items=utility_retained(original, debiased),
-        utility_models=models,
-        stability=stability,
-        warnings=warnings,
+    utility = UtilityRecord(
+        items=_utility(utility_retained(original, debiased)),
+        models=None if models is None else _utility(models),
+    )
+    record = _certificate(
+        certificate, sigma, sensitivities, utility, stability, scores, profile, settings
+    )
+    return Release(certificate=record, debiased=debiased)
+
+
+def _utility(utility: Utility) -> UtilityPart:
+    return UtilityPart(**asdict(utility))
+
+
+def _certificate(
+    certificate: Certificate,
+    sigma: float,
+    sensitivities: dict[str, Sensitivity],
+    utility: UtilityRecord,
+    stability: Stability | None,
+    scores: ScoreSet,
+    profile: SensitivityProfile,
+    settings: ReleaseSettings,
+) -> BoundCertificate:
+    """The certificate record: everything the bound rests on, and what it cost in signal."""
+    return BoundCertificate.model_validate(
+        {
+            "created": now(),
+            "bounded": BOUNDED,
+            "not_bounded": NOT_BOUNDED,
+            "guarantee": (
+                f"P[ ||M(D) - M(D')||_2 > {settings.tau:g} ] <= {settings.delta:g} over "
+                "neighbours D' from each generator used and the noise"
+            ),
+            **certificate.to_dict(),
+            "sigma": sigma,
+            "seed": settings.seed,
+            "scores": ScoresPart(
+                format=scores.source_format,
+                scale=ScalePart(**scores.scale.to_dict()),
+                items=scores.dim,
+                models=len(scores.models),
+            ),
+            "profile": ProfilePart(
+                judge=profile.judge,
+                protocol=profile.protocol,
+                scale=profile.scale,
+                m=profile.m,
+                jitter=profile.jitter,
+            ),
+            "generators": {
+                name: GeneratorBound(
+                    estimate=s.estimate,
+                    upper_bound=s.upper_bound,
+                    confidence=s.confidence,
+                    method=s.method,
+                    m=s.m,
+                    beyond_jitter=profile.generators[name].beyond_jitter,
+                )
+                for name, s in sensitivities.items()
+            },
+            "utility": utility,
+            "stability": stability,
+            "warnings": _warnings(scores, profile, settings),
+        }
     )
 
 
@@ -164,7 +229,7 @@ def _stability(
     sigma: float,
     settings: ReleaseSettings,
     before: FloatArray,
-) -> dict[str, Any]:
+) -> Stability:
     """How the model ranking fares over fresh noise draws (it is not what is bounded)."""
     rng = np.random.default_rng([settings.seed, 1])
     normalised = scores.normalised
@@ -175,19 +240,22 @@ def _stability(
         kendall.append(utility_retained(before, after).kendall)
         same_top += int(np.argmax(after) == np.argmax(before))
     values = np.array([np.nan if k is None else k for k in kendall])
-    return {
-        "draws": settings.stability_draws,
-        "kendall_mean": None if np.all(np.isnan(values)) else float(np.nanmean(values)),
-        "kendall_p05": None if np.all(np.isnan(values)) else float(np.nanquantile(values, 0.05)),
-        "same_top_model": same_top / settings.stability_draws,
-    }
+    undefined = bool(np.all(np.isnan(values)))
+    return Stability(
+        draws=settings.stability_draws,
+        kendall_mean=None if undefined else float(np.nanmean(values)),
+        kendall_p05=None if undefined else float(np.nanquantile(values, 0.05)),
+        same_top_model=same_top / settings.stability_draws,
+    )
 
 
-def _warnings(scores: ScoreSet, profile: Profile, settings: ReleaseSettings) -> list[str]:
+def _warnings(
+    scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSettings
+) -> list[str]:
     out = []
-    if profile.scale.get("name") != scores.scale.name:
+    if profile.scale.name != scores.scale.name:
         out.append(
-            f"the profile was measured on the {profile.scale.get('name')} scale and the "
+            f"the profile was measured on the {profile.scale.name} scale and the "
             f"scores are on the {scores.scale.name} scale; the bound is only as good as "
             "the profile's judge is for these scores"
         )
@@ -199,50 +267,3 @@ def _warnings(scores: ScoreSet, profile: Profile, settings: ReleaseSettings) -> 
             "Delta (see the profile's failures)"
         )
     return out
-
-
-def release_record(
-    release: Release, scores: ScoreSet, profile: Profile, settings: ReleaseSettings
-) -> dict[str, Any]:
-    """The certificate JSON: everything the bound rests on, and what it cost in signal."""
-    return {
-        "bounded": BOUNDED,
-        "not_bounded": NOT_BOUNDED,
-        "guarantee": (
-            f"P[ ||M(D) - M(D')||_2 > {settings.tau:g} ] <= {settings.delta:g} over "
-            "neighbours D' from each generator used and the noise"
-        ),
-        **release.certificate.to_dict(),
-        "sigma": release.sigma,
-        "seed": settings.seed,
-        "scores": {
-            "format": scores.source_format,
-            "scale": scores.scale.to_dict(),
-            "items": scores.dim,
-            "models": len(scores.models),
-        },
-        "profile": {
-            "judge": profile.judge,
-            "protocol": profile.protocol,
-            "scale": profile.scale,
-            "m": profile.m,
-            "jitter": profile.jitter,
-        },
-        "generators": {
-            name: {
-                "estimate": s.estimate,
-                "upper_bound": s.upper_bound,
-                "confidence": s.confidence,
-                "method": s.method,
-                "m": s.m,
-                "beyond_jitter": profile.generators[name].beyond_jitter,
-            }
-            for name, s in release.sensitivities.items()
-        },
-        "utility": {
-            "items": asdict(release.utility_items),
-            "models": None if release.utility_models is None else asdict(release.utility_models),
-        },
-        "stability": release.stability,
-        "warnings": release.warnings,
-    }

@@ -1,0 +1,218 @@
+"""The records of bias bounds: a judge's sensitivity profile (`bound measure`) and the
+certificate of a release (`bound apply`'s certificate.json).
+
+Field names, order and values are those eigenjury 0.1 wrote, so its files still read.
+A profile is read back by `bound apply`: unknown fields and NaN or infinite numbers
+(which no measurement writes) are refused, with the field named. Pydantic only: the
+viewer and `read_any_record` import this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from eigenjury.errors import InputError
+from eigenjury.records import AccountingRecord, Overview, Part, Record, read_record
+
+# Failures that are calls not made or failed (a budget stop, the model erring): a rerun
+# sends them again. Unparsed replies and rejected paraphrases are cached as they are.
+CALL_ERROR, PARAPHRASE_ERROR = "error", "paraphrase error"
+CALL_FAILURES = (CALL_ERROR, PARAPHRASE_ERROR)
+
+Method = Literal["kl", "hoeffding", "bootstrap"]
+
+
+class ScalePart(Part):
+    """A raw score range (bounds.scores.Scale.to_dict())."""
+
+    name: str
+    low: float
+    high: float
+
+
+class Pair(Part):
+    """One item's normalised score, original and neighbour."""
+
+    item: str
+    original: float = Field(ge=0.0, le=1.0)
+    perturbed: float = Field(ge=0.0, le=1.0)
+
+
+class GeneratorProfile(Part):
+    """One generator's measured sensitivity: Delta, its upper bound, and the pairs."""
+
+    estimate: float | None
+    upper_bound: float | None
+    confidence: float
+    method: Method
+    m: int
+    beyond_jitter: float | None
+    failures: dict[str, int]
+    pairs: list[Pair]
+
+
+class SensitivityProfile(Record):
+    """What `eigenjury bound measure` writes; per-item pairs let `apply` recompute the
+    upper bound at the confidence its own delta calls for."""
+
+    KIND: ClassVar[str] = "sensitivity-profile"
+    FILE: ClassVar[str] = "profile.json"
+    ALIASES: ClassVar[tuple[str, ...]] = ("eigenjury-bound-profile",)  # eigenjury 0.1
+
+    kind: str = KIND
+    judge: str
+    protocol: str
+    scale: ScalePart
+    dataset: str
+    items: int
+    m: int
+    seed: int
+    confidence: float
+    method: Method
+    paraphraser: str | None
+    original_failures: dict[str, int]
+    jitter: float | None
+    generators: dict[str, GeneratorProfile] = Field(min_length=1)
+    accounting: AccountingRecord | None = None
+
+    @property
+    def failed_calls(self) -> int:
+        """Calls not made or failed, among the originals and every generator's."""
+        counts = [self.original_failures, *(g.failures for g in self.generators.values())]
+        return sum(c.get(kind, 0) for c in counts for kind in CALL_FAILURES)
+
+    @property
+    def usable(self) -> bool:
+        """Whether any generator has a judged pair (else nothing was measured)."""
+        return any(g.m for g in self.generators.values())
+
+    def overview(self) -> Overview:
+        cost = self.accounting.total.cost_usd if self.accounting else None
+        return Overview(self.dataset, (self.judge,), cost)
+
+
+def read_profile(path: Path) -> SensitivityProfile:
+    """The profile at `path`, or a located error that says where profiles come from."""
+    try:
+        return read_record(path, SensitivityProfile)
+    except InputError as exc:
+        raise InputError(
+            f"not a profile from `eigenjury bound measure`: {exc.message}",
+            path=exc.path,
+            field=exc.field,
+        ) from None
+
+
+class DeltaSplitPart(Part):
+    """Where delta goes (stats.abb.DeltaSplit)."""
+
+    sensitivity: float
+    markov: float
+    noise: float
+
+
+class ScoresPart(Part):
+    """The score file released: its format, scale, items and models."""
+
+    format: str
+    scale: ScalePart
+    items: int
+    models: int
+
+    @property
+    def label(self) -> str:
+        """ "400 items (scores)": what a list of runs and the report call the release."""
+        return f"{self.items} items ({self.format})"
+
+
+class ProfilePart(Part):
+    """The profile the bound rests on."""
+
+    judge: str
+    protocol: str
+    scale: ScalePart
+    m: int
+    jitter: float | None
+
+
+class GeneratorBound(Part):
+    """A generator's Delta and its upper bound at the release's confidence."""
+
+    estimate: float
+    upper_bound: float
+    confidence: float
+    method: Method
+    m: int
+    beyond_jitter: float | None
+
+
+class UtilityPart(Part):
+    """Correlations between original and released scores; None where undefined."""
+
+    pearson: float | None
+    spearman: float | None
+    kendall: float | None
+
+
+class UtilityRecord(Part):
+    items: UtilityPart
+    models: UtilityPart | None
+
+
+class Stability(Part):
+    """How the model ranking fares over fresh noise draws (it is not what is bounded)."""
+
+    draws: int
+    kendall_mean: float | None
+    kendall_p05: float | None
+    same_top_model: float
+
+
+class BoundCertificate(Record):
+    """What `eigenjury bound apply` writes as certificate.json: the (tau, delta) bound
+    (stats.abb.Certificate), everything it rests on, and what it cost in signal."""
+
+    KIND: ClassVar[str] = "bound-certificate"
+    FILE: ClassVar[str] = "certificate.json"
+
+    kind: str = KIND
+    bounded: str
+    not_bounded: str
+    guarantee: str
+    tau: float
+    delta: float
+    split: DeltaSplitPart
+    dim: int
+    neighbour_size: int
+    sensitivity: float
+    bias_term: float
+    bias_bound: Literal["markov", "range"]
+    alpha: float
+    alpha_given: bool
+    centre: float | Literal["batch-mean"]
+    lipschitz: float
+    threshold: float
+    noise_radius: float
+    sigma_max: float
+    feasible: bool
+    smallest_feasible_tau: float
+    noise_share: float
+    min_alpha: float
+    sigma: float
+    seed: int
+    scores: ScoresPart
+    profile: ProfilePart
+    generators: dict[str, GeneratorBound] = Field(min_length=1)
+    utility: UtilityRecord
+    stability: Stability | None
+    warnings: list[str]
+
+    @classmethod
+    def legacy(cls, data: dict[str, Any]) -> bool:
+        return {"guarantee", "bounded"} <= data.keys()
+
+    def overview(self) -> Overview:
+        return Overview(self.scores.label, (self.profile.judge,))

@@ -1,0 +1,242 @@
+"""The reports of bias bounds: a profile's sensitivity table, a certificate's terminal
+lines and its static HTML page, and the files `bound apply` writes.
+
+Everything shown comes from the records (and, for the per-model table, the score file
+released); names of models, judges and items are the user's or a model's, so they are
+escaped in the terminal and in HTML alike.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from eigenjury.bounds.apply import Release
+from eigenjury.bounds.record import BoundCertificate, SensitivityProfile
+from eigenjury.bounds.scores import ScoreSet
+from eigenjury.reports.accounting import print_accounting
+from eigenjury.reports.kit import e, fmt, page, table
+from eigenjury.reports.output import Outputs
+from eigenjury.stats.verdicts import FloatArray
+
+DEBIASED = "debiased.csv"  # the released scores, beside the certificate
+_CSS = ".guarantee{font-family:ui-monospace,monospace;background:#f5f7fa;padding:.5rem .8rem}"
+
+
+def _number(value: float | None) -> str:
+    return fmt(value, ".4f")
+
+
+def print_profile(console: Console, profile: SensitivityProfile) -> None:
+    """The sensitivity per generator, then what the calls cost."""
+    grid = Table(
+        title=f"Sensitivity of {escape(profile.judge)} ({profile.protocol} judge, m = {profile.m})",
+        title_justify="left",
+    )
+    for name in ("generator", "pairs", "Delta", "upper bound", "beyond jitter", "failures"):
+        grid.add_column(name, justify="left" if name in ("generator", "failures") else "right")
+    for name, generator in profile.generators.items():
+        grid.add_row(
+            escape(name),
+            str(generator.m),
+            _number(generator.estimate),
+            f"{_number(generator.upper_bound)} ({generator.confidence:.0%})",
+            _number(generator.beyond_jitter),
+            escape(", ".join(f"{k} {v}" for k, v in sorted(generator.failures.items())) or "0"),
+        )
+    console.print(grid)
+    if profile.accounting:
+        print_accounting(console, profile.accounting.model_dump())
+
+
+def failures_text(profile: SensitivityProfile) -> str:
+    """What could not be judged: "unparsed 3 among the originals; error 2 among the
+    neighbours" ("" when nothing failed)."""
+    neighbours: dict[str, int] = {}
+    for generator in profile.generators.values():
+        for kind, n in generator.failures.items():
+            neighbours[kind] = neighbours.get(kind, 0) + n
+    return "; ".join(
+        ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" among the {what}"
+        for what, counts in (("originals", profile.original_failures), ("neighbours", neighbours))
+        if counts
+    )
+
+
+def _level(certificate: BoundCertificate) -> tuple[str, dict[str, float | None]]:
+    """The utility a reader cares most about: between models when there are several."""
+    utility = certificate.utility
+    if utility.models is not None:
+        return "model", utility.models.model_dump()
+    return "item", utility.items.model_dump()
+
+
+def print_certificate(console: Console, certificate: BoundCertificate) -> None:
+    """The bound in one line, the signal it kept, and the warnings."""
+    c = certificate
+    console.print(
+        f"certified: P[ ||M(D) - M(D')|| > {c.tau:g} ] <= {c.delta:g} for d = {c.dim} "
+        f"items (alpha {c.alpha:.4f}, sigma {c.sigma:.4g} of sigma_max "
+        f"{c.sigma_max:.4g}, {c.bias_bound} step)"
+    )
+    level, utility = _level(c)
+    console.print(
+        f"utility retained ({level} level): Pearson {_number(utility['pearson'])}, Spearman "
+        f"{_number(utility['spearman'])}, Kendall {_number(utility['kendall'])}"
+    )
+    for warning in c.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+
+
+@dataclass(frozen=True)
+class ModelShift:
+    """A model's mean score before and after the release, in [0, 1] units."""
+
+    model: str
+    items: int
+    score: float
+    released: float
+
+
+def model_shifts(scores: ScoreSet, debiased: FloatArray) -> list[ModelShift]:
+    """Each model's mean score in the score file and in the release."""
+    counts = np.bincount(scores.owner, minlength=len(scores.models))
+    before = scores.model_scores(scores.normalised)
+    after = scores.model_scores(debiased)
+    return [
+        ModelShift(model, int(counts[i]), float(before[i]), float(after[i]))
+        for i, model in enumerate(scores.models)
+    ]
+
+
+def debiased_csv(scores: ScoreSet, debiased: FloatArray) -> str:
+    """Per item: the raw and normalised score, and the released one in both units."""
+    models = scores.item_models()
+    normalised = scores.normalised
+    raw_out = scores.scale.raw(debiased)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(
+        ["item", "model", "criterion", "score", "normalised", "debiased", "debiased_raw"]
+    )
+    for i, item in enumerate(scores.items):
+        writer.writerow(
+            [
+                item,
+                models[i] or "",
+                scores.criteria[i] or "",
+                f"{scores.raw[i]:g}",
+                f"{normalised[i]:.6g}",
+                f"{debiased[i]:.6g}",
+                f"{raw_out[i]:.6g}",
+            ]
+        )
+    return buffer.getvalue()
+
+
+def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) -> str:
+    """The certificate as a self-contained page: the guarantee, what it rests on (the
+    sensitivity profile per generator), the settings, and what it cost in signal."""
+    c = certificate
+    title = f"Bias bound on {c.scores.label}"
+    centre = "the batch mean" if c.centre == "batch-mean" else f"{c.centre:g}"
+    out = [
+        f"<h1>{e(title)}</h1>",
+        f"<p class=muted>eigenjury {e(c.eigenjury)} · created {e(c.created or 'unknown')} · "
+        f"scores on the {e(c.scores.scale.name)} scale [{c.scores.scale.low:g}, "
+        f"{c.scores.scale.high:g}], {c.scores.models} model(s) · seed {c.seed}</p>",
+    ]
+    out.extend(f'<p class="warn">{e(w)}</p>' for w in c.warnings)
+    out += [
+        "<h2>Guarantee</h2>",
+        f'<p class="guarantee">{e(c.guarantee)}</p>',
+        f"<p><b>Bounded:</b> {e(c.bounded)}.</p><p><b>Not bounded:</b> {e(c.not_bounded)}.</p>",
+        "<h2>Certificate</h2>",
+        table(
+            ["quantity", "value"],
+            [
+                ["tau (bound on the L2 change)", f"{c.tau:g}"],
+                ["delta (allowed probability of exceeding tau)", f"{c.delta:g}"],
+                [
+                    "delta spent on sensitivity / Markov step / noise tail",
+                    f"{c.split.sensitivity:.4g} / {c.split.markov:.4g} / {c.split.noise:.4g}",
+                ],
+                ["items d / items a neighbour perturbs k", f"{c.dim} / {c.neighbour_size}"],
+                ["sensitivity Delta used (worst upper bound)", _number(c.sensitivity)],
+                [f"bias term ({c.bias_bound} step)", _number(c.bias_term)],
+                [f"alpha ({'given' if c.alpha_given else 'chosen'})", _number(c.alpha)],
+                ["centre", centre],
+                [
+                    "threshold (Lipschitz x bias term)",
+                    f"{c.threshold:.4g} = {c.lipschitz:.4g} x {c.bias_term:.4g}",
+                ],
+                ["sigma / sigma_max", f"{c.sigma:.4g} / {c.sigma_max:.4g}"],
+                ["noise radius", f"{c.noise_radius:.4g}"],
+                ["smallest feasible tau", f"{c.smallest_feasible_tau:.4g}"],
+                ["noise share / min alpha", f"{c.noise_share:g} / {c.min_alpha:g}"],
+                ["feasible", "yes" if c.feasible else "no"],
+            ],
+        ),
+        "<h2>Sensitivity profile</h2>",
+        f"<p class=muted>Judge {e(c.profile.judge)} ({e(c.profile.protocol)} judge) on "
+        f"{c.profile.m} sampled items; jitter (identity neighbours) "
+        f"{e(_number(c.profile.jitter))}.</p>",
+        table(
+            ["generator", "pairs", "Delta", "upper bound", "beyond jitter", "method"],
+            [
+                [
+                    name,
+                    g.m,
+                    _number(g.estimate),
+                    f"{_number(g.upper_bound)} ({100 * g.confidence:.4g}%)",
+                    _number(g.beyond_jitter),
+                    g.method,
+                ]
+                for name, g in c.generators.items()
+            ],
+        ),
+        "<h2>Utility retained</h2>",
+        table(
+            ["level", "Pearson", "Spearman", "Kendall"],
+            [
+                [level, _number(u.pearson), _number(u.spearman), _number(u.kendall)]
+                for level, u in (("items", c.utility.items), ("models", c.utility.models))
+                if u is not None
+            ],
+        ),
+    ]
+    if c.stability is not None:
+        s = c.stability
+        out += [
+            f"<p class=muted>Ranking stability over {s.draws} fresh noise draws (not what "
+            "is bounded).</p>",
+            table(
+                ["Kendall mean", "Kendall 5th percentile", "same top model"],
+                [[_number(s.kendall_mean), _number(s.kendall_p05), f"{s.same_top_model:.0%}"]],
+                left=0,
+            ),
+        ]
+    if models:
+        out += [
+            "<h2>Models</h2><p class=muted>Mean score in [0, 1] units.</p>",
+            table(
+                ["model", "scored items", "score", "released"],
+                [[m.model, m.items, _number(m.score), _number(m.released)] for m in models],
+            ),
+        ]
+    return page(title, "".join(out), css=_CSS)
+
+
+def certificate_outputs(release: Release, scores: ScoreSet) -> Outputs:
+    """What `bound apply` writes: certificate.json, debiased.csv and report.html."""
+    return Outputs(
+        record=release.certificate,
+        files={DEBIASED: debiased_csv(scores, release.debiased)},
+        html=render_certificate(release.certificate, model_shifts(scores, release.debiased)),
+    )

@@ -1,0 +1,382 @@
+"""The reports of contracts runs: a grading run and a jury comparison, each as files,
+a self-contained HTML page and a terminal summary, all from their records.
+
+Per submission, a vote matrix (criteria x jurors) with split criteria highlighted, and
+every juror's full reply behind a disclosure. All text from models, contracts and
+submissions is escaped: it is untrusted and must never become markup.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from eigenjury.contracts.record import (
+    CriterionOutcome,
+    Estimate,
+    GradingRecord,
+    Judgement,
+    JuryComparisonRecord,
+    TaskOutcome,
+)
+from eigenjury.contracts.schema import Contract, Criterion
+from eigenjury.records import dump_lines
+from eigenjury.reports.kit import e, estimate_text, money, page, table
+from eigenjury.reports.output import Outputs
+
+_MORE_CSS = """
+.votes td.C{background:#e3f6e8;color:#146c2e;text-align:center}
+.votes td.I{background:#fdeaea;color:#9b1c1c;text-align:center}
+.votes td.U{background:#f1f1f4;color:#667085;text-align:center}
+.votes tr.split td.l{border-left:4px solid #f5a623}
+.pass{color:#146c2e;font-weight:600}.fail{color:#9b1c1c;font-weight:600}
+"""
+_CELL = {"C": ("C", "C"), "I": ("I", "I"), None: ("U", "?")}
+_Key = tuple[str, str, str]  # task, candidate, criterion
+
+
+def _estimate(value: Estimate | None, spec: str = ".3f") -> str:
+    return estimate_text(None if value is None else value.model_dump(), spec)
+
+
+# --- a grading run ------------------------------------------------------------------------
+
+
+def outputs(record: GradingRecord, contract: Contract) -> Outputs:
+    """results.json; its trace as trace.jsonl, and tasks.csv, criteria.csv and
+    judgements.csv for spreadsheets; report.html. `contract` names and states the
+    criteria the record grades."""
+    tasks = [t.model_dump(mode="json", exclude={"criteria"}) for t in record.tasks]
+    files = {
+        "trace.jsonl": dump_lines(record.judgements),
+        "tasks.csv": _csv(tasks),
+        "criteria.csv": _csv(_criterion_rows(record, contract)),
+        "judgements.csv": _csv(j.model_dump(mode="json") for j in record.judgements),
+    }
+    return Outputs(record, files=files, html=render(record, contract))
+
+
+def _by_criterion(judgements: Iterable[Judgement]) -> dict[_Key, list[Judgement]]:
+    out: dict[_Key, list[Judgement]] = defaultdict(list)
+    for j in judgements:
+        out[j.task_id, j.candidate, j.criterion_id].append(j)
+    return out
+
+
+def _explanation(found: list[Judgement]) -> str:
+    """What a grader without a model compared (a jury's criterion has none)."""
+    return next((j.text or "" for j in found if j.juror is None), "")
+
+
+def _criteria(contract: Contract, task_id: str) -> dict[str, Criterion]:
+    return {c.id: c for c in contract.task(task_id).evaluation.criteria}
+
+
+def _criterion_rows(record: GradingRecord, contract: Contract) -> Iterator[dict[str, Any]]:
+    found = _by_criterion(record.judgements)
+    for t in record.tasks:
+        named = _criteria(contract, t.task_id)
+        for c in t.criteria:
+            votes = (
+                c.votes.model_dump()
+                if c.votes
+                else dict.fromkeys(("C", "I", "unparsed", "error"), 0)
+            )
+            yield {
+                "task_id": t.task_id,
+                "candidate": t.candidate,
+                "criterion_id": c.id,
+                "name": named[c.id].name,
+                "grader": c.grader,
+                "weight": c.weight,
+                "passed": c.passed,
+                "awarded": c.awarded,
+                **{f"votes_{k}": n for k, n in votes.items()},
+                "split": bool(c.split),
+                "escalated": bool(c.escalated),
+                "explanation": _explanation(found[t.task_id, t.candidate, c.id]),
+            }
+
+
+def _csv(rows: Iterable[dict[str, Any]]) -> str:
+    rows_ = list(rows)
+    columns = list(dict.fromkeys(k for row in rows_ for k in row))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows_)
+    return buffer.getvalue()
+
+
+def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judgement]]) -> str:
+    votes = {c.id: [j for j in found[t.task_id, t.candidate, c.id] if j.juror] for c in t.criteria}
+    judged = [c for c in t.criteria if c.by_jury and votes[c.id]]
+    others = [c for c in t.criteria if not (c.by_jury and votes[c.id])]
+    out = []
+    if judged:
+        deciding = {c.id: [j for j in votes[c.id] if j.stage != "first"] for c in judged}
+        names = list(
+            dict.fromkeys([*jurors, *(j.juror or "" for c in judged for j in deciding[c.id])])
+        )
+        head = "".join(f"<th>{e(n)}</th>" for n in names)
+        rows = [_matrix_row(c, deciding[c.id], names) for c in judged]
+        out.append(
+            f'<table class="votes"><tr><th class="l">criterion</th><th>weight</th>{head}'
+            f"<th>outcome</th></tr>{''.join(rows)}</table>"
+        )
+    if others:
+        out.append(
+            table(
+                ["criterion", "grader", "weight", "outcome", "why"],
+                [
+                    [
+                        c.id,
+                        c.grader,
+                        f"{c.weight:g}",
+                        "pass" if c.passed else "fail",
+                        _explanation(found[t.task_id, t.candidate, c.id]),
+                    ]
+                    for c in others
+                ],
+            )
+        )
+    return "".join(out)
+
+
+def _matrix_row(c: CriterionOutcome, votes: list[Judgement], names: list[str]) -> str:
+    by = {v.juror: v for v in votes}
+    cells = []
+    for n in names:
+        v = by.get(n)
+        if v is None:
+            cells.append("<td></td>")
+            continue
+        css, label = _CELL[v.grade] if v.error is None else ("U", "err")
+        cells.append(f'<td class="{css}" title="{e(v.error or "")}">{label}</td>')
+    split = ' class="split"' if c.split else ""
+    mark = " (split)" if c.split else ""
+    via = " · escalated" if c.escalated else ""
+    return (
+        f'<tr{split}><td class="l">{e(c.id)}{mark}{via}</td>'
+        f"<td>{c.weight:g}</td>{''.join(cells)}"
+        f'<td class="{"pass" if c.passed else "fail"}">'
+        f"{'pass' if c.passed else 'fail'}</td></tr>"
+    )
+
+
+def _replies(criterion: Criterion, votes: list[Judgement]) -> str:
+    parts = []
+    for v in votes:
+        text = v.text if v.error is None else f"call failed: {v.error}"
+        retry = (
+            f"<p><b>After the repair request</b></p><pre>{e(v.retry_text)}</pre>"
+            if v.retry_text
+            else ""
+        )
+        parts.append(
+            f"<p><b>{e(v.juror)}</b>: {e(v.grade or 'unread')} · {v.output_tokens} output "
+            f"tokens · {v.latency_s or 0:.2f} s · {money(v.cost_usd)}</p><pre>{e(text)}</pre>"
+            f"{retry}"
+        )
+    return (
+        f"<details><summary>Juror replies on {e(criterion.id)}</summary>"
+        f"<p class=muted>Criterion: {e(criterion.prompt)}</p>{''.join(parts)}</details>"
+    )
+
+
+def render(record: GradingRecord, contract: Contract) -> str:
+    jurors = record.jury.jurors
+    out = [
+        f"<h1>Grading: {e(record.contract)}</h1>",
+        f"<p class=muted>Jury: {e(', '.join(jurors) or 'none (no criterion needs one)')} · "
+        "strict majority (a tie fails) · "
+        f"eigenjury {e(record.eigenjury)}</p>",
+    ]
+    if record.escalate_to is not None:
+        esc = record.escalate_to
+        out.append(
+            f"<p class=muted>Cascade: criteria within {esc.margin} vote(s) of flipping, or "
+            f"with an unread vote, escalated to {e(', '.join(esc.jurors))}.</p>"
+        )
+    out.extend(f'<p class="warn">{e(w)}</p>' for w in record.warnings)
+    out.append("<h2>Summary</h2><p class=muted>Intervals: 95% bootstrap over tasks.</p>")
+    out.append(
+        table(
+            ["candidate", "tasks", "mean score", "pass rate", "split criteria", "jury cost"],
+            [
+                [
+                    s.candidate,
+                    s.tasks,
+                    _estimate(s.mean_score, ".1f"),
+                    _estimate(s.pass_rate, ".2f"),
+                    f"{s.split_criteria} of {s.judged_criteria}",
+                    money(s.jury_cost_usd),
+                ]
+                for s in record.summary
+            ],
+        )
+    )
+    out.append("<h2>Tasks</h2>")
+    found = _by_criterion(record.judgements)
+    for t in record.tasks:
+        verdict = "pass" if t.passed else "fail"
+        named = _criteria(contract, t.task_id)
+        replies = (
+            _replies(named[c.id], votes)
+            for c in t.criteria
+            if c.by_jury and (votes := [j for j in found[t.task_id, t.candidate, c.id] if j.juror])
+        )
+        out.append(
+            f"<details><summary>{e(t.task_id)} · {e(t.candidate)} · score {t.score:g} of "
+            f"threshold {t.threshold:g} · <span class={verdict}>{verdict}</span>"
+            f"{'' if t.complete else ' · incomplete'}</summary>"
+            f"<p><b>Submission</b></p><pre>{e(t.submission or t.error)}</pre>"
+            f"{_vote_matrix(t, jurors, found)}" + "".join(replies) + "</details>"
+        )
+    return page(f"Grading: {record.contract}", "".join(out), css=_MORE_CSS)
+
+
+def print_summary(console: Console, record: GradingRecord) -> None:
+    grid = Table(title="Grades (95% intervals over tasks)")
+    for name in ("candidate", "tasks", "mean score", "pass rate", "split", "jury cost"):
+        grid.add_column(name, justify="left" if name == "candidate" else "right")
+    for s in record.summary:
+        grid.add_row(
+            escape(s.candidate),
+            str(s.tasks),
+            _estimate(s.mean_score, ".1f"),
+            _estimate(s.pass_rate, ".2f"),
+            f"{s.split_criteria}/{s.judged_criteria}",
+            money(s.jury_cost_usd),
+        )
+    console.print(grid)
+
+
+# --- a jury comparison --------------------------------------------------------------------
+
+
+def _comparison_rows(record: JuryComparisonRecord) -> list[list[str]]:
+    """(statistic, value [interval]) rows: agreement, splits and task scores."""
+    rows = []
+    if record.agreement is not None and record.split_rate is not None:
+        rows += [
+            ["criterion majority agreement", _estimate(record.agreement)],
+            [
+                f"  on criteria with every vote read ({record.criteria_common})",
+                _estimate(record.agreement_common),
+            ],
+            ["split rate, pool A", _estimate(record.split_rate.a)],
+            ["split rate, pool B", _estimate(record.split_rate.b)],
+        ]
+    return [
+        *rows,
+        ["Pearson r of task scores", _estimate(record.task_score_pearson)],
+        ["share of identical task scores", _estimate(record.identical_task_scores)],
+        ["task pass/fail agreement", _estimate(record.task_pass_agreement)],
+    ]
+
+
+def _cost_rows(record: JuryComparisonRecord) -> list[list[str]]:
+    """(pool, cost, juror seconds, output tokens) per jury-graded criterion, and A / B."""
+    if record.per_criterion is None or record.a_relative_to_b is None:
+        return []
+    rows = [
+        [
+            side.upper(),
+            _estimate(figures.cost_usd, ".6f"),
+            _estimate(figures.latency_s, ".2f"),
+            _estimate(figures.output_tokens, ".0f"),
+        ]
+        for side, figures in (("a", record.per_criterion.a), ("b", record.per_criterion.b))
+    ]
+    rel = record.a_relative_to_b
+    ratios = [_estimate(rel.cost_usd), _estimate(rel.latency_s), _estimate(rel.output_tokens)]
+    return [*rows, ["A / B", *ratios]]
+
+
+def _cascade_rows(record: JuryComparisonRecord) -> list[list[str]]:
+    cascade = record.cascade
+    if cascade is None:
+        return []
+    return [
+        ["criteria escalated", _estimate(cascade.escalation_rate)],
+        ["agreement with pool B", _estimate(cascade.agreement_with_b)],
+        ["Pearson r of task scores with B", _estimate(cascade.task_score_pearson_with_b)],
+        ["identical task scores with B", _estimate(cascade.identical_task_scores_with_b)],
+        ["cost relative to B alone", _estimate(cascade.relative_to_b.cost_usd)],
+        ["juror seconds relative to B", _estimate(cascade.relative_to_b.latency_s)],
+        ["output tokens relative to B", _estimate(cascade.relative_to_b.output_tokens)],
+    ]
+
+
+_COST_HEADERS = ["pool", "cost (USD)", "juror seconds", "output tokens"]
+
+
+def _cascade_title(record: JuryComparisonRecord) -> str:
+    margin = record.cascade.margin if record.cascade else record.settings.cascade_margin
+    return f"Cascade: A first, escalate to B within {margin} vote(s)"
+
+
+def _intervals(record: JuryComparisonRecord) -> str:
+    return (
+        f"{record.submissions} submissions, {record.criteria} jury-graded criteria; "
+        f"{100 * record.settings.ci:g}% intervals from a bootstrap over submissions"
+    )
+
+
+def print_comparison(console: Console, record: JuryComparisonRecord) -> None:
+    console.print(_intervals(record))
+    console.print(_grid("Pool A against pool B", ["statistic", "value"], _comparison_rows(record)))
+    if record.cascade is None:
+        return
+    console.print(_grid("Per jury-graded criterion", _COST_HEADERS, _cost_rows(record)))
+    console.print(_grid(_cascade_title(record), ["statistic", "value"], _cascade_rows(record)))
+
+
+def _grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    grid = Table(title=title)
+    for i, name in enumerate(headers):
+        grid.add_column(name, justify="left" if i == 0 else "right")
+    for row in rows:
+        grid.add_row(*(escape(cell) for cell in row))
+    return grid
+
+
+def render_comparison(record: JuryComparisonRecord) -> str:
+    pools = (("A", record.pools.a.jurors), ("B", record.pools.b.jurors))
+    out = [
+        f"<h1>Jury comparison: {e(record.contract)}</h1>",
+        f"<p class=muted>{e(_intervals(record))} · eigenjury {e(record.eigenjury)}</p>",
+        table(["pool", "jurors"], [[name, ", ".join(jurors)] for name, jurors in pools], left=2),
+    ]
+    if record.note:
+        out.append(f'<p class="warn">{e(record.note)}</p>')
+    if record.incomplete_submissions:
+        out.append(
+            f'<p class="warn">{record.incomplete_submissions} graded submission(s) rest on '
+            "failed calls; rerun to try them again</p>"
+        )
+    out.append("<h2>Pool A against pool B</h2>")
+    out.append(table(["statistic", "value"], _comparison_rows(record)))
+    if record.cascade is not None:
+        out.append("<h2>Per jury-graded criterion</h2>")
+        out.append(table(_COST_HEADERS, _cost_rows(record)))
+        out.append(f"<h2>{e(_cascade_title(record))}</h2>")
+        out.append(table(["statistic", "value"], _cascade_rows(record)))
+    if record.accounting is not None:
+        out.append(
+            f"<p class=muted>Cost of this run: {money(record.accounting.total.cost_usd)}</p>"
+        )
+    return page(f"Jury comparison: {record.contract}", "".join(out))
+
+
+def comparison_outputs(record: JuryComparisonRecord) -> Outputs:
+    """comparison.json and report.html."""
+    return Outputs(record, html=render_comparison(record))
