@@ -26,9 +26,9 @@ import yaml
 from scipy.stats import kendalltau
 
 from _common import environment, table, timed
+from eigenjury.commands.peer import run_rank
 from eigenjury.models.providers.scripted import register_script
 from eigenjury.models.types import ChatRequest
-from eigenjury.peer.run import rank
 from eigenjury.stats import Population, make_population
 
 MEMBER = re.compile(r"\[member (\S+)\]")
@@ -88,8 +88,9 @@ def run(folder: Path, population: Population, design: str, calls: int, seed: int
     }
     path = folder / f"{design}-{calls}-{seed}.yaml"
     path.write_text(yaml.safe_dump(config))
-    result = rank(path, progress=False)
-    spent = result.record["run"]["comparisons"]
+    result = run_rank(path, progress=False)
+    assert result.record.run is not None
+    spent = result.record.run.comparisons
     assert abs(spent - calls) <= 12, (design, calls, spent)
     elo = dict(zip(result.ranking.models_, result.ranking.elo_, strict=True))
     truth = population.trust()

@@ -170,14 +170,25 @@ def scores_data() -> list[dict[str, Any]]:
 
 
 def results_data() -> dict[str, Any]:
-    """A contracts results.json, as `grade` writes it (the fields `bound apply` reads)."""
+    """A contracts results.json as `grade` of eigenjury 0.1 wrote it (no kind)."""
+    votes = {"C": 2, "I": 1, "unparsed": 0, "error": 0}
     return {
+        "eigenjury": "0.1.0", "contract": "contract.yaml",
+        "jury": {"jurors": ["j1", "j2", "j3"], "temperature": 0.0, "seed": 0, "max_tokens": 64,
+                 "batch_criteria": False},
+        "summary": [],
         "tasks": [
             {"task_id": f"t{i}", "candidate": f"c{i % 3}", "score": 30.0 * (i % 3) + 5,
-             "passed": True, "criteria": [{"id": "k1", "weight": 1.0, "passed": i % 2 == 0,
-                                           "votes": {"C": 2, "I": 1, "unparsed": 0}}]}
+             "passed": True, "reward": 0.3 * (i % 3) + 0.05, "threshold": 50.0,
+             "complete": True,
+             "criteria": [{"id": "k1", "grader": "llm_judge", "weight": 1.0,
+                           "passed": i % 2 == 0, "awarded": float(i % 2 == 0), "votes": votes,
+                           "split": False}],
+             "jury_cost_usd": None, "jury_input_tokens": 0, "jury_output_tokens": 0,
+             "jury_calls": 3, "candidate_cost_usd": None, "candidate_output_tokens": 0}
             for i in range(30)
-        ]
+        ],
+        "warnings": [],
     }  # fmt: skip
 
 
@@ -434,6 +445,7 @@ COMMANDS: dict[str, Command] = {
         Command("bound measure", _measure, ("profile-new.json", STORE), "file"),
         Command("bound apply", _apply, ("released",), "folder"),
         Command("bound certify", _certify, ()),
+        Command("view", None, ()),  # serves until interrupted: tests/test_view.py runs it
     )
 }
 

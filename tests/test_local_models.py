@@ -161,7 +161,7 @@ def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
     """Three members on the two bundled models, two scenarios, every comparison."""
     import yaml
 
-    from eigenjury.peer.run import rank
+    from eigenjury.commands.peer import run_rank
 
     config = {
         "population": [
@@ -189,11 +189,12 @@ def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    run = rank(path, progress=False)
-    summary = run.record["run"]
-    assert summary["comparisons"] == 3 * 6 * 2 and summary["verdicts"] == 36  # always valid
+    run = run_rank(path, progress=False)
+    summary = run.record.run
+    assert summary is not None
+    assert summary.comparisons == 3 * 6 * 2 and summary.verdicts == 36  # always valid
     assert (run.out / "report.html").is_file()
-    assert {m["name"] for m in run.record["models"]} == {"warm-smol", "curt-smol", "gemma"}
+    assert {m.name for m in run.record.models} == {"warm-smol", "curt-smol", "gemma"}
 
 
 def test_the_bundled_contract_graded_by_local_models(tmp_path: Path) -> None:

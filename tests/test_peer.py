@@ -14,13 +14,15 @@ from scipy.stats import kendalltau
 
 import peer_scripts  # noqa: F401  (registers the scripted population)
 from eigenjury.cli import main
+from eigenjury.commands.peer import run_rank
 from eigenjury.engine import Store
 from eigenjury.engine.runner import DEFAULT_STORE
 from eigenjury.errors import InputError
 from eigenjury.peer.collect import Outcome
 from eigenjury.peer.consistency import order_consistency
 from eigenjury.peer.designs import Comparison
-from eigenjury.peer.run import rank
+from eigenjury.peer.record import RankingRecord, TranscriptLine
+from eigenjury.records import read_any_record, read_record
 
 QUALITIES = {"ada": 1.2, "bo": 0.6, "cy": 0.0, "di": -0.6, "ed": -1.2}
 
@@ -52,7 +54,7 @@ def config(tmp_path: Path, **overrides: Any) -> Path:
 
 
 def test_rank_recovers_the_scripted_truth_and_writes_every_output(tmp_path: Path) -> None:
-    run = rank(config(tmp_path), progress=False)
+    run = run_rank(config(tmp_path), progress=False)
     elo = dict(zip(run.ranking.models_, run.ranking.elo_, strict=True))
     names = list(QUALITIES)
     assert kendalltau([QUALITIES[n] for n in names], [elo[n] for n in names]).statistic >= 0.8
@@ -71,35 +73,101 @@ def test_rank_recovers_the_scripted_truth_and_writes_every_output(tmp_path: Path
     ]["calls"] - 480 - len([t for t in transcripts if t["role"] == "reflection"])
     # the verdict table is a valid input of `eigenjury fit`
     assert main(["fit", str(out / "verdicts.csv"), "--bootstrap", "0"]) == 0
+    # the record reads back through its model as it was made
+    assert read_record(out / "results.json", RankingRecord) == run.record
+    assert run.record.overview().name == "scripted truth"
+    assert run.record.overview().models == tuple(m["name"] for m in record["models"])
+
+
+def test_a_results_file_of_eigenjury_0_1_still_reads_and_a_damaged_one_is_located(
+    tmp_path: Path,
+) -> None:
+    run = run_rank(
+        config(tmp_path, scenarios={"limit": 4}, judging={"reflections": False}), progress=False
+    )
+    data = json.loads((run.out / "results.json").read_text())
+    del data["kind"], data["created"]  # as 0.1 wrote it
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**data, "eigenjury": "0.1.0"}))
+    record = read_any_record(old)
+    assert isinstance(record, RankingRecord) and record.eigenjury == "0.1.0"
+    assert record.models == run.record.models and record.run == run.record.run
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps({**data, "models": "ada, bo"}))
+    with pytest.raises(InputError) as error:
+        read_record(damaged, RankingRecord)
+    assert "damaged.json" in str(error.value) and "models" in str(error.value)
+
+
+def test_transcript_lines_carry_each_comparisons_verdicts_first(tmp_path: Path) -> None:
+    """A comparison line says what was read from the judge's reply (or why nothing
+    was) right after who compared what, where the viewer's index reads it."""
+    population = [
+        {
+            "name": n,
+            "model": "scripted:peer-truth",
+            "persona": f"[quality {q}]" + (" [sloppy]" if n == "cy" else ""),
+        }
+        for n, q in QUALITIES.items()
+    ]
+    run = run_rank(
+        config(
+            tmp_path,
+            population=population,
+            scenarios={"limit": 2},
+            sampling={"design": "all"},
+            judging={"reflections": False},
+            fit={"bootstrap": 0},
+        ),
+        progress=False,
+    )
+    lines = (run.out / "transcripts.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    judged = [r for r in rows if r["role"] in ("comparison", "repair")]
+    assert judged and all(
+        list(r)[:8]
+        == ["role", "member", "scenario", "first", "second", "verdicts", "failure", "messages"]
+        for r in judged
+    )
+    for r in judged:
+        if r["member"] == "cy" and r["role"] == "comparison":  # its tags are missing
+            assert r["verdicts"] is None and r["failure"] == "parse"
+        else:
+            assert r["failure"] is None and r["verdicts"] in ([0], [1], [2])
+    assert {r["role"] for r in judged} == {"comparison", "repair"}
+    assert all("verdicts" not in r and "first" not in r for r in rows if r not in judged)
+    assert [TranscriptLine.model_validate(r) for r in rows] == run.transcripts
 
 
 def test_responses_and_reflections_are_made_once_and_reruns_are_free(tmp_path: Path) -> None:
     path = config(tmp_path, sampling={"design": "all"}, scenarios={"limit": 3})
-    first = rank(path, progress=False)
-    total = first.record["run"]["accounting"]["total"]
+    first = run_rank(path, progress=False)
+    assert first.record.run is not None
+    total = first.record.run.accounting.total
     # all design: 5 judges x 20 ordered pairs x 3 scenarios; 15 responses; 5 x 5 x 3 reflections
-    assert total["calls"] == 300 + 15 + 75 and total["cached"] == 0
-    again = rank(path, progress=False)
-    assert again.record["run"]["accounting"]["total"]["cached"] == 390
-    assert [m["elo"] for m in again.record["models"]] == [m["elo"] for m in first.record["models"]]
+    assert total.calls == 300 + 15 + 75 and total.cached == 0
+    again = run_rank(path, progress=False)
+    assert again.record.run is not None and again.record.run.accounting.total.cached == 390
+    assert [m.elo for m in again.record.models] == [m.elo for m in first.record.models]
 
 
 def test_a_grown_population_collects_only_new_work(tmp_path: Path) -> None:
     path = config(
         tmp_path, sampling={"design": "all"}, scenarios={"limit": 2}, judging={"reflections": False}
     )
-    rank(path, progress=False)
+    run_rank(path, progress=False)
     data = yaml.safe_load(path.read_text())
     data["population"].append(
         {"name": "fay", "model": "scripted:peer-truth", "persona": "[quality 2.0]"}
     )
     path.write_text(yaml.safe_dump(data))
-    grown = rank(path, progress=False)
-    total = grown.record["run"]["accounting"]["total"]
-    new = total["calls"] - total["cached"]
+    grown = run_rank(path, progress=False)
+    assert grown.record.run is not None
+    total = grown.record.run.accounting.total
+    new = total.calls - total.cached
     # new: fay's 2 responses + every comparison that involves fay as judge or evaluee
     assert new == 2 + 2 * (6 * (6 * 5) - 5 * (5 * 4))  # judges x ordered pairs, 2 scenarios
-    assert grown.record["models"][0]["name"] == "fay"
+    assert grown.record.models[0].name == "fay"
 
 
 def test_interrupted_collection_resumes(tmp_path: Path) -> None:
@@ -112,15 +180,15 @@ def test_interrupted_collection_resumes(tmp_path: Path) -> None:
         engine={"budget_tokens": 1500},
     )
     with pytest.raises(InputError, match="rerun to resume"):
-        rank(path, progress=False)
+        run_rank(path, progress=False)
     with Store(DEFAULT_STORE) as store:  # the shared store of the working directory
         kept = store.counts()["ok"]
     data = yaml.safe_load(path.read_text())
     del data["engine"]["budget_tokens"]
     path.write_text(yaml.safe_dump(data))
-    full = rank(path, progress=False)
-    total = full.record["run"]["accounting"]["total"]
-    assert total["cached"] == kept and not full.record["run"]["failures"]
+    full = run_rank(path, progress=False)
+    assert full.record.run is not None
+    assert full.record.run.accounting.total.cached == kept and not full.record.run.failures
 
 
 def test_parse_failures_are_repaired_or_counted_never_ties(tmp_path: Path) -> None:
@@ -132,24 +200,26 @@ def test_parse_failures_are_repaired_or_counted_never_ties(tmp_path: Path) -> No
         }
         for n, q in QUALITIES.items()
     ]
-    repaired = rank(
+    repaired = run_rank(
         config(tmp_path, population=population, judging={"reflections": False}), progress=False
-    ).record["run"]
-    assert repaired["repaired"] > 0 and not repaired["parse_failures_by_judge"]
-    strict = rank(
+    ).record.run
+    assert repaired is not None
+    assert repaired.repaired > 0 and not repaired.parse_failures_by_judge
+    strict = run_rank(
         config(
             tmp_path / "strict",
             population=population,
             judging={"reflections": False, "repair": False},
         ),
         progress=False,
-    ).record["run"]
-    assert strict["parse_failures_by_judge"] == {"cy": strict["failures"]["parse"]}
-    assert strict["verdicts"] == strict["comparisons"] - strict["failures"]["parse"]
+    ).record.run
+    assert strict is not None
+    assert strict.parse_failures_by_judge == {"cy": strict.failures["parse"]}
+    assert strict.verdicts == strict.comparisons - strict.failures["parse"]
 
 
 def test_criteria_mode_weights_each_judgment_once(tmp_path: Path) -> None:
-    run = rank(
+    run = run_rank(
         config(
             tmp_path, judging={"mode": "criteria", "reflections": False}, scenarios={"limit": 10}
         ),
@@ -157,11 +227,12 @@ def test_criteria_mode_weights_each_judgment_once(tmp_path: Path) -> None:
     )
     header = (run.out / "verdicts.csv").read_text().splitlines()[0]
     assert header.endswith(",criterion")
-    assert run.ranking.counts_.total == pytest.approx(run.record["run"]["verdicts"])
+    assert run.record.run is not None
+    assert run.ranking.counts_.total == pytest.approx(run.record.run.verdicts)
 
 
 def test_greenbeards_gain_and_exclusion_limits_it(tmp_path: Path) -> None:
-    run = rank(
+    run = run_rank(
         config(
             tmp_path,
             greenbeard={"members": ["di", "ed"]},
@@ -171,10 +242,12 @@ def test_greenbeards_gain_and_exclusion_limits_it(tmp_path: Path) -> None:
         ),
         progress=False,
     )
-    g = run.record["greenbeard"]
-    with_self = g["with_self_judgments"]
-    assert with_self["mean_shift_greenbeards"] > with_self["mean_shift_others"] + 50
-    assert set(g["without_self_judgments"]["elo_shift"]) == set(QUALITIES)
+    g = run.record.greenbeard
+    assert g is not None
+    with_self = g.with_self_judgments
+    assert with_self.mean_shift_greenbeards is not None and with_self.mean_shift_others is not None
+    assert with_self.mean_shift_greenbeards > with_self.mean_shift_others + 50
+    assert set(g.without_self_judgments.elo_shift) == set(QUALITIES)
 
 
 class _Tags(HTMLParser):
@@ -195,7 +268,7 @@ def test_the_report_parses_and_escapes_model_text(tmp_path: Path) -> None:
         }
         for n, q in QUALITIES.items()
     ]
-    run = rank(config(tmp_path, population=population, scenarios={"limit": 20}), progress=False)
+    run = run_rank(config(tmp_path, population=population, scenarios={"limit": 20}), progress=False)
     page = (run.out / "report.html").read_text()
     parser = _Tags()
     parser.feed(page)
@@ -292,13 +365,14 @@ def test_objective_mode_tracks_true_accuracy(tmp_path: Path) -> None:
         sampling={"design": "all"},
         judging={"reflections": False},
     )
-    run = rank(path, progress=False)
-    objective = run.record["objective"]
-    assert objective["questions"] == 40
-    accuracy = objective["accuracy"]
+    run = run_rank(path, progress=False)
+    objective = run.record.objective
+    assert objective is not None and objective.questions == 40
+    accuracy = objective.accuracy
     assert accuracy["sage"] > accuracy["lost"]
-    assert objective["kendall_tau_elo_vs_accuracy"] >= 0.8
-    assert run.record["run"]["constitution"]["title"] == "Correctness"
+    assert objective.kendall_tau_elo_vs_accuracy is not None
+    assert objective.kendall_tau_elo_vs_accuracy >= 0.8
+    assert run.record.run is not None and run.record.run.constitution.title == "Correctness"
 
 
 def test_every_shipped_config_is_valid() -> None:
@@ -325,7 +399,7 @@ def test_adaptive_design_spends_its_budget_where_the_order_is_open(tmp_path: Pat
         {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
         for n, q in qualities.items()
     ]
-    run = rank(
+    run = run_rank(
         config(
             tmp_path,
             population=population,
@@ -431,7 +505,7 @@ def test_config_paths_are_relative_to_the_config_not_the_working_directory(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    first = rank(path, progress=False)
+    first = run_rank(path, progress=False)
     assert first.out == tmp_path / "project" / "runs" / "first"
     assert (first.out / "results.json").is_file()
     assert (tmp_path / "project" / "cache" / "store.sqlite").is_file()

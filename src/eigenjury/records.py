@@ -20,7 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from eigenjury import __version__
 from eigenjury.errors import InputError
@@ -78,15 +84,25 @@ class Part(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+class Sparse(Part):
+    """A part whose `OMITTED` fields are left out of its JSON when they are None (as
+    eigenjury 0.1 wrote them: absent, not null)."""
+
+    OMITTED: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if not (v is None and k in self.OMITTED)}
+
+
 class Latency(Part):
     mean: float
     p50: float
     p95: float
 
 
-class Tally(Part):
-    """Calls, tokens, cost and latency of some calls (engine.accounting.Tally.record())."""
-
+class _Counts(Part):
     calls: int
     cached: int
     errors: dict[str, int]
@@ -97,9 +113,17 @@ class Tally(Part):
     latency_s: Latency | None
 
 
-class TallyByRole(Tally):
+class Tally(_Counts):
+    """Calls, tokens, cost and latency of some calls (engine.accounting.Tally.record())."""
+
+
+class _Labels(Part):
     model: str
     role: str
+
+
+class TallyByRole(_Counts, _Labels):
+    """A tally of one model in one role (model and role first, as they are written)."""
 
 
 class AccountingRecord(Part):

@@ -9,6 +9,7 @@ column, and what to do about it.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -87,15 +88,10 @@ def read_verdicts(path: str | Path, *, criterion: str | None = None) -> VerdictT
     )
 
 
-def write_verdicts(
-    table: VerdictTable, path: str | Path, *, criterion: Sequence[str] | None = None
-) -> None:
-    """Write a verdict table in the format its suffix names (with a criterion column
-    when `criterion` labels the rows, so that `read_verdicts` restores their weights),
-    atomically: a reader never sees a half-written file."""
-    target = Path(path)
-    fmt = file_format(target)
-    path = target.with_name(f".{target.name}.tmp{target.suffix}")
+def _columns(
+    table: VerdictTable, criterion: Sequence[str] | None
+) -> tuple[list[str], dict[str, Any]]:
+    """The file's column names, in order, and their values."""
     models = np.asarray(table.models, dtype=object)
     scenarios = np.asarray(table.scenarios, dtype=object)
     columns: dict[str, Any] = {
@@ -107,13 +103,34 @@ def write_verdicts(
     }
     if criterion is not None:
         columns["criterion"] = list(criterion)
-    names = [c for c in (*REQUIRED, *OPTIONAL) if c in columns]
+    return [c for c in (*REQUIRED, *OPTIONAL) if c in columns], columns
+
+
+def verdicts_csv(table: VerdictTable, *, criterion: Sequence[str] | None = None) -> str:
+    """A verdict table as the text of a CSV verdict file (see `write_verdicts`)."""
+    names, columns = _columns(table, criterion)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(names)
+    writer.writerows(zip(*(columns[c] for c in names), strict=True))
+    return text.getvalue()
+
+
+def write_verdicts(
+    table: VerdictTable, path: str | Path, *, criterion: Sequence[str] | None = None
+) -> None:
+    """Write a verdict table in the format its suffix names (with a criterion column
+    when `criterion` labels the rows, so that `read_verdicts` restores their weights),
+    atomically: a reader never sees a half-written file."""
+    target = Path(path)
+    fmt = file_format(target)
+    path = target.with_name(f".{target.name}.tmp{target.suffix}")
     if fmt == "csv":
-        with path.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(names)
-            writer.writerows(zip(*(columns[c] for c in names), strict=True))
-    elif fmt == "jsonl":
+        path.write_text(verdicts_csv(table, criterion=criterion), encoding="utf-8")
+        os.replace(path, target)
+        return
+    names, columns = _columns(table, criterion)
+    if fmt == "jsonl":
         with path.open("w", encoding="utf-8") as f:
             for row in zip(*(columns[c] for c in names), strict=True):
                 f.write(json.dumps(dict(zip(names, row, strict=True))) + "\n")

@@ -98,12 +98,9 @@ def read_profile(path: Path) -> SensitivityProfile:
     """The profile at `path`, or a located error that says where profiles come from."""
     try:
         return read_record(path, SensitivityProfile)
-    except InputError as exc:
-        raise InputError(
-            f"not a profile from `eigenjury bound measure`: {exc.message}",
-            path=exc.path,
-            field=exc.field,
-        ) from None
+    except InputError as exc:  # keeps its place: file, line, field
+        exc.message = f"not a profile from `eigenjury bound measure`: {exc.message}"
+        raise
 
 
 class DeltaSplitPart(Part):

@@ -220,7 +220,6 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.run import GradingInputs, run
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
-    from eigenjury.records import AccountingRecord
     from eigenjury.reports.accounting import print_accounting
     from eigenjury.reports.grading import outputs, print_summary
     from eigenjury.reports.output import write_outputs
@@ -246,8 +245,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         lambda engine: run(engine, inputs),
         progress=args.progress,
     )
-    accounting = AccountingRecord.model_validate(ran.accounting)
-    record = ran.value.model_copy(update={"accounting": accounting})
+    record = ran.value.model_copy(update={"accounting": ran.accounting})
     out: Path = args.out
     write_outputs(out, outputs(record, source.contract))
     print_summary(console, record)
@@ -269,7 +267,6 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.run import ComparisonInputs, compare
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
-    from eigenjury.records import AccountingRecord
     from eigenjury.reports.accounting import print_accounting
     from eigenjury.reports.grading import comparison_outputs, outputs, print_comparison
     from eigenjury.reports.output import write_outputs
@@ -295,8 +292,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         lambda engine: compare(engine, inputs),
         progress=args.progress,
     )
-    accounting = AccountingRecord.model_validate(ran.accounting)
-    record = ran.value.record.model_copy(update={"accounting": accounting})
+    record = ran.value.record.model_copy(update={"accounting": ran.accounting})
     print_comparison(console, record)
     print_accounting(console, ran.accounting)
     if args.out:

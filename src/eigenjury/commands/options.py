@@ -172,7 +172,9 @@ def check_output(out: Path, inputs: dict[str, Path]) -> None:
     """Refuse, before any call is made, an output path that is a folder or that would
     overwrite one of the command's inputs (named by what they are in `inputs`)."""
     if out.is_dir():
-        raise InputError("this is a folder; give --out the path of a file to write", path=out)
+        raise InputError(
+            "this is a folder where a file is to be written; give --out another path", path=out
+        )
     above = blocking_file(out.absolute().parent)
     if above is not None:
         raise InputError(

@@ -13,6 +13,7 @@ from eigenjury.commands.options import add_backend_options, bounded, check_outpu
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
+    from eigenjury.peer.run import RankRun
     from eigenjury.stats.simulate import Population
 
 VERDICT_FORMATS = ("csv", "jsonl", "parquet")  # = verdict_files.FORMATS (importing it loads scipy)
@@ -294,8 +295,10 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
 
 def fit_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.engine.backends import connect
-    from eigenjury.files import write_json
-    from eigenjury.reports.leaderboard import print_leaderboard, ranking_record
+    from eigenjury.peer.fitting import ranking_record
+    from eigenjury.peer.record import TruthRecovery
+    from eigenjury.records import write_record
+    from eigenjury.reports.ranking import print_summary
     from eigenjury.stats.bootstrap import rounds_problem
     from eigenjury.stats.consensus import PeerRanking
     from eigenjury.stats.elo import to_elo
@@ -337,27 +340,18 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         order = [truth.models.index(m) for m in ranking.models_]
         true_trust = truth.trust(exclude_self=args.exclude_self)[order]
         true_elo = to_elo(true_trust, anchor=ranking.anchor_index_, value=args.anchor_value)
-        record["truth_recovery"] = recovery(
-            true_trust,
-            ranking.trust_,
-            true_elo,
-            ranking.elo_,
-            ranking.elo_ci_ if args.bootstrap else None,
+        record.truth_recovery = TruthRecovery.model_validate(
+            recovery(
+                true_trust,
+                ranking.trust_,
+                true_elo,
+                ranking.elo_,
+                ranking.elo_ci_ if args.bootstrap else None,
+            )
         )
-    print_leaderboard(console, record)
-    if truth is not None:
-        rec = record["truth_recovery"]
-        tau = rec["kendall_tau"]
-        shown = "undefined (a ranking is constant)" if tau is None else f"{tau:.3f}"
-        line = (
-            f"against the truth: Kendall tau {shown}, "
-            f"largest Elo error {rec['max_abs_elo_error']:.1f}"
-        )
-        if "elo_ci_coverage" in rec:
-            line += f", {rec['elo_ci_coverage']:.0%} of true Elo inside their intervals"
-        console.print(line, highlight=False)
+    print_summary(console, record)
     if args.out:
-        write_json(args.out, record)
+        write_record(args.out, record)
         console.print(f"wrote {escape(str(args.out))}", highlight=False)
     return 0
 
@@ -385,16 +379,40 @@ def read_truth(path: Path, models: tuple[str, ...]) -> Population:
     return population
 
 
-def rank_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.peer.run import rank as run_rank
+def run_rank(config_path: Path, *, out: Path | None = None, progress: bool = True) -> RankRun:
+    """A rank config's whole run: check it, collect through the engine, fit, and write
+    results.json, verdicts.csv, transcripts.jsonl and report.html."""
+    from eigenjury.engine.runner import run_engine
+    from eigenjury.peer.run import assemble, collect, member_error, prepare
+    from eigenjury.reports.output import write_outputs
+    from eigenjury.reports.ranking import outputs
 
+    inputs = prepare(config_path, out)
+    config = inputs.config
+    try:
+        ran = run_engine(
+            config.engine,
+            [m.spec for m in config.population],
+            lambda engine: collect(engine, inputs),
+            base=inputs.path.parent,
+            progress=progress,
+            describe=member_error(inputs),
+        )
+    except InputError as exc:
+        if exc.field == "backend":  # the config's engine section names the backend
+            raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
+        raise
+    run = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
+    write_outputs(run.out, outputs(run))
+    return run
+
+
+def rank_command(args: argparse.Namespace, console: Console) -> int:
     return _report(run_rank(args.config, out=args.out, progress=args.progress), console)
 
 
 def demo_command(args: argparse.Namespace, console: Console) -> int:
     from importlib import resources
-
-    from eigenjury.peer.run import rank as run_rank
 
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:
@@ -402,51 +420,10 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
     return _report(run, console)
 
 
-def _report(run: Any, console: Console) -> int:
-    from eigenjury.reports.accounting import print_accounting
-    from eigenjury.reports.leaderboard import print_leaderboard
+def _report(run: RankRun, console: Console) -> int:
+    from eigenjury.reports.output import REPORT
+    from eigenjury.reports.ranking import print_summary
 
-    record = run.record
-    print_leaderboard(console, record)
-    summary = record["run"]
-    failures = summary["failures"]
-    console.print(
-        f"{summary['verdicts']} verdicts from {summary['comparisons']} comparisons"
-        + (
-            f"; not usable: {escape(', '.join(f'{k} {v}' for k, v in failures.items()))}"
-            if failures
-            else ""
-        )
-        + (f"; {summary['repaired']} repaired" if summary["repaired"] else ""),
-        highlight=False,
-    )
-    consistency = summary["order_consistency"]
-    if consistency:
-        console.print(
-            "order consistency (same model wins both orders): "
-            + escape(", ".join(f"{j} {v['consistent']:.0%}" for j, v in consistency.items())),
-            highlight=False,
-        )
-    if "objective" in record:
-        obj = record["objective"]
-        console.print(
-            f"objective check on {obj['questions']} questions: Kendall tau between Elo and true "
-            f"accuracy {obj['kendall_tau_elo_vs_accuracy']}; accuracy "
-            + escape(", ".join(f"{n} {a:.0%}" for n, a in obj["accuracy"].items())),
-            highlight=False,
-        )
-    if "greenbeard" in record:
-        g = record["greenbeard"]
-        for label in ("with_self_judgments", "without_self_judgments"):
-            clique, others = (
-                "-" if v is None else f"{v:+.1f}"
-                for v in (g[label]["mean_shift_greenbeards"], g[label]["mean_shift_others"])
-            )
-            console.print(
-                f"greenbeard Elo shift ({label.replace('_', ' ')}): clique {clique}, "
-                f"others {others}",
-                highlight=False,
-            )
-    print_accounting(console, summary["accounting"])
-    console.print(f"report: {escape(str(run.out / 'report.html'))}", highlight=False)
+    print_summary(console, run.record)
+    console.print(f"report: {escape(str(run.out / REPORT))}", highlight=False)
     return 0

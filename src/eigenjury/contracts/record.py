@@ -13,18 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from eigenjury.records import AccountingRecord, Overview, Part, Record
-
-
-class Sparse(Part):
-    """A part whose `OMITTED` fields are left out of its JSON when they are None."""
-
-    OMITTED: ClassVar[frozenset[str]] = frozenset()
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        return {k: v for k, v in data.items() if not (v is None and k in self.OMITTED)}
+from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse
 
 
 class Estimate(Part):

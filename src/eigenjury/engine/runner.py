@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -28,6 +28,7 @@ from eigenjury.engine.store import Store
 from eigenjury.errors import InputError
 from eigenjury.models.prices import PriceTable
 from eigenjury.models.spec import ModelSpec
+from eigenjury.records import AccountingRecord
 
 if TYPE_CHECKING:
     from eigenjury.stats.bootstrap import RoundMap
@@ -86,7 +87,7 @@ class Ran(Generic[T]):
     """What the work returned, what its calls cost, and where they are kept."""
 
     value: T
-    accounting: dict[str, Any]  # this run's calls (Accounting.record())
+    accounting: AccountingRecord  # this run's calls
     store: Path
     map_rounds: RoundMap | None = field(default=None, repr=False)  # the backend's bootstrap
 
@@ -170,4 +171,5 @@ def run_engine(
         engine.store.close()
         if engine.backend is not None:
             engine.backend.close()
-    return Ran(value, engine.session_accounting.record(), engine.store.path, map_rounds)
+    accounting = AccountingRecord.model_validate(engine.session_accounting.record())
+    return Ran(value, accounting, engine.store.path, map_rounds)

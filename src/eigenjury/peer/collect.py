@@ -25,6 +25,7 @@ from eigenjury.peer.prompts import (
     reflection_request,
     repair_request,
 )
+from eigenjury.peer.record import TranscriptLine
 
 Persona = Callable[[str, str], str | None]  # (member, role "evaluee" | "judge") -> system prompt
 
@@ -52,7 +53,7 @@ class Collector:
     # objective mode: per question, the option letters a local evaluee picks from
     answer_choices: dict[str, tuple[str, ...]] | None = None
     calls: list[tuple[str, CallResult]] = field(default_factory=list)  # (member, result)
-    transcripts: list[dict[str, Any]] = field(default_factory=list)
+    transcripts: list[TranscriptLine] = field(default_factory=list)
     responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
     reflections: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
     parse_failures: Counter[str] = field(default_factory=Counter)
@@ -66,32 +67,35 @@ class Collector:
 
     async def _run(
         self, role: str, jobs: Sequence[tuple[str, dict[str, Any], ChatRequest]]
-    ) -> list[CallResult]:
-        """One engine run; `jobs` are (member, transcript fields, request)."""
+    ) -> list[tuple[CallResult, TranscriptLine]]:
+        """One engine run; `jobs` are (member, transcript fields, request). Each result
+        comes with its transcript line, where a comparison's verdicts are filled in."""
         calls = [Call(self.members[m].spec, request, role=role) for m, _, request in jobs]
         results = await self.engine.run(calls)
+        done = []
         for (member, fields, request), result in zip(jobs, results, strict=True):
             self.calls.append((member, result))
-            self.transcripts.append(
-                {
-                    "role": role,
-                    "member": member,
-                    **fields,
-                    "messages": [[m.role, m.content] for m in request.messages],
-                    "reply": result.completion.text if result.completion else None,
-                    "choice_logprobs": dict(result.completion.choice_logprobs)
-                    if result.completion and result.completion.choice_logprobs
-                    else None,
-                    "error": None if result.ok else f"{result.error_kind}: {result.error_message}",
-                    "cached": result.cached,
-                }
+            completion = result.completion
+            line = TranscriptLine(
+                role=role,
+                member=member,
+                **fields,
+                messages=[[m.role, m.content] for m in request.messages],
+                reply=completion.text if completion else None,
+                choice_logprobs=dict(completion.choice_logprobs)
+                if completion and completion.choice_logprobs
+                else None,
+                error=None if result.ok else f"{result.error_kind}: {result.error_message}",
+                cached=result.cached,
             )
-        return results
+            self.transcripts.append(line)
+            done.append((result, line))
+        return done
 
     async def _respond(self, needed: set[tuple[str, str]]) -> None:
         todo = sorted(needed - self.responses.keys())
         jobs = [(m, {"scenario": s}, self._evaluee(m, s)) for m, s in todo]
-        for (m, s), result in zip(todo, await self._run("evaluee", jobs), strict=True):
+        for (m, s), (result, _) in zip(todo, await self._run("evaluee", jobs), strict=True):
             self.responses[m, s] = result.completion.text if result.completion else None
 
     def _evaluee(self, member: str, scenario: str) -> ChatRequest:
@@ -122,7 +126,7 @@ class Collector:
             )
             for j, e, s in todo
         ]
-        for key, result in zip(todo, await self._run("reflection", jobs), strict=True):
+        for key, (result, _) in zip(todo, await self._run("reflection", jobs), strict=True):
             self.reflections[key] = result.completion.text if result.completion else None
 
     def _comparison(self, c: Comparison) -> ChatRequest:
@@ -150,6 +154,13 @@ class Collector:
             return parse_criteria(text, len(self.constitution.criteria), ties=self.judging.ties)
         verdict = parse_verdict(text, ties=self.judging.ties)
         return None if verdict is None else [verdict]
+
+    def _read(self, result: CallResult) -> tuple[list[int] | None, str | None]:
+        """A judge's verdicts, or why there are none."""
+        if result.completion is None:
+            return None, "judge error"
+        verdicts = self._parse(result.completion.text)
+        return verdicts, None if verdicts is not None else "parse"
 
     async def collect(self, comparisons: Sequence[Comparison]) -> list[Outcome]:
         """Outcomes in the order of `comparisons`."""
@@ -180,17 +191,14 @@ class Collector:
             for o, r in zip(ready, requests, strict=True)
         ]
         repairs = []
-        for outcome, request, result in zip(
+        for outcome, request, (result, line) in zip(
             ready, requests, await self._run("comparison", jobs), strict=True
         ):
-            if result.completion is None:
-                outcome.failure = "judge error"
-                continue
-            outcome.verdicts = self._parse(result.completion.text)
-            if outcome.verdicts is None:
-                outcome.failure = "parse"
-                if self.judging.repair and not self._constrained(outcome.comparison.judge):
-                    repairs.append((outcome, request, result.completion.text))
+            line.verdicts, line.failure = self._read(result)
+            outcome.verdicts, outcome.failure = line.verdicts, line.failure
+            repairable = self.judging.repair and not self._constrained(outcome.comparison.judge)
+            if outcome.failure == "parse" and repairable and result.completion is not None:
+                repairs.append((outcome, request, result.completion.text))
         if repairs:
             jobs = [
                 (
@@ -206,12 +214,12 @@ class Collector:
                 )
                 for o, req, text in repairs
             ]
-            for (outcome, _, _), result in zip(
+            for (outcome, _, _), (result, line) in zip(
                 repairs, await self._run("repair", jobs), strict=True
             ):
-                verdicts = self._parse(result.completion.text) if result.completion else None
-                if verdicts is not None:
-                    outcome.verdicts, outcome.failure, outcome.repaired = verdicts, None, True
+                line.verdicts, line.failure = self._read(result)
+                if line.verdicts is not None:
+                    outcome.verdicts, outcome.failure, outcome.repaired = line.verdicts, None, True
         for outcome in outcomes:
             if outcome.failure == "parse":
                 self.parse_failures[outcome.comparison.judge] += 1

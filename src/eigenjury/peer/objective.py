@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from eigenjury.peer.data import Constitution, Question
+from eigenjury.peer.record import ObjectiveCheck
 
 CORRECTNESS = Constitution(
     "Correctness",
@@ -46,7 +46,7 @@ def objective_record(
     questions: Sequence[Question],
     responses: Mapping[tuple[str, str], str | None],
     elo: Mapping[str, float],
-) -> dict[str, Any]:
+) -> ObjectiveCheck:
     """True accuracy per member and Kendall tau between it and the recovered Elo."""
     from scipy.stats import kendalltau
 
@@ -57,8 +57,8 @@ def objective_record(
         accuracy[member] = round(float(np.mean(scored)), 4) if scored else 0.0
     names = list(elo)
     tau = kendalltau([accuracy[n] for n in names], [elo[n] for n in names]).statistic
-    return {
-        "questions": len(questions),
-        "accuracy": accuracy,
-        "kendall_tau_elo_vs_accuracy": None if np.isnan(tau) else round(float(tau), 4),
-    }
+    return ObjectiveCheck(
+        questions=len(questions),
+        accuracy=accuracy,
+        kendall_tau_elo_vs_accuracy=None if np.isnan(tau) else round(float(tau), 4),
+    )

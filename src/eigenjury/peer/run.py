@@ -1,26 +1,25 @@
-"""`eigenjury rank`: a config in; verdicts, a fitted leaderboard, transcripts and a report out.
+"""`eigenjury rank`: a config in; its verdicts, fitted leaderboard and transcripts out.
 
-Everything a run needs is checked before anything is spent: the config, the
-constitution and scenarios, every member's model (keys present, endpoint reachable,
-local model installed). Collection goes through the engine and its store (inside
-the output folder unless the config names one), so an interrupted or grown run
-resumes from what is already there. Paths in the config are relative to its folder.
+Everything a run needs is checked before anything is spent (`prepare`): the config,
+the constitution and scenarios, and the output folder; the engine runner then checks
+every member's model. `collect` makes the calls through the engine and its store, so
+an interrupted or grown run resumes from what is already there; `assemble` fits the
+verdicts and builds the ranking record. Paths in the config are relative to its
+folder. Nothing here writes a file or prints: reports.ranking does.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from eigenjury.config import load_config
 from eigenjury.engine import Engine
 from eigenjury.engine.accounting import Accounting
-from eigenjury.engine.runner import run_engine
+from eigenjury.engine.runner import Describe
 from eigenjury.errors import InputError
-from eigenjury.files import blocking_file, write_json, write_text
+from eigenjury.files import blocking_file
 from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
 from eigenjury.peer.collect import Collector, Outcome
@@ -39,22 +38,25 @@ from eigenjury.peer.designs import (
     design_balanced,
     design_random_groups,
 )
+from eigenjury.peer.fitting import fit_config, greenbeard_shift, ranking_record, verdict_table
 from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
-from eigenjury.reports.leaderboard import ranking_record
+from eigenjury.peer.record import RankingRecord, RunSummary, TranscriptLine
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.verdicts import DataError, VerdictTable
-from eigenjury.verdict_files import write_verdicts
 
 
-@dataclass
+@dataclass(frozen=True)
 class RankRun:
-    config: RankConfig
-    out: Path
+    """A fitted run: its record, and what its other outputs are made of."""
+
+    record: RankingRecord
     ranking: PeerRanking
     outcomes: list[Outcome]
-    collector: Collector
-    record: dict[str, Any]
+    table: VerdictTable
+    criterion: list[str] | None  # each verdict's criterion number in criteria mode
+    transcripts: list[TranscriptLine]
+    out: Path  # where its outputs go
 
 
 def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Comparison]:
@@ -102,49 +104,6 @@ def personas(config: RankConfig, *, greenbeard: bool) -> dict[tuple[str, str], s
         else:
             out[m.name, "evaluee"] = out[m.name, "judge"] = base
     return out
-
-
-def verdict_table(
-    outcomes: Sequence[Outcome], per_criterion: bool
-) -> tuple[VerdictTable, list[str] | None]:
-    """The verdicts as a table, and each row's criterion number in criteria mode."""
-    rows = [
-        (o.comparison, v, str(i + 1))
-        for o in outcomes
-        if o.verdicts is not None
-        for i, v in enumerate(o.verdicts)
-    ]
-    if not rows:
-        raise DataError("no comparison produced a usable verdict")
-    criterion = [k for _, _, k in rows] if per_criterion else None
-    table = VerdictTable.from_columns(
-        [c.scenario for c, _, _ in rows],
-        [c.judge for c, _, _ in rows],
-        [c.first for c, _, _ in rows],
-        [c.second for c, _, _ in rows],
-        [v for _, v, _ in rows],
-        criterion=criterion,
-    )
-    return table, criterion
-
-
-def fit(
-    config: RankConfig,
-    table: VerdictTable,
-    *,
-    exclude_self: bool | None = None,
-    bootstrap: bool = True,
-    map_rounds: RoundMap | None = None,
-) -> PeerRanking:
-    f = config.fit
-    return PeerRanking(
-        f.dim,
-        bootstrap=f.bootstrap if bootstrap else 0,
-        ci=f.ci,
-        seed=f.seed,
-        map_rounds=map_rounds,
-        exclude_self=f.exclude_self if exclude_self is None else exclude_self,
-    ).fit(table)
 
 
 def _collector(
@@ -228,7 +187,7 @@ async def _adaptive(
                 table
             )
         except DataError as exc:
-            raise _unfittable(exc, outcomes, path) from None
+            raise unfittable(exc, outcomes, path) from None
         batch = adaptive.choose(
             ranking, scenario_ids, comparisons, remaining // (s.rounds - r), seed=s.seed + r
         )
@@ -263,6 +222,7 @@ def check_output_folder(out: Path) -> None:
 
 
 def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
+    """Read and check everything a run needs, before anything is spent."""
     path = Path(config_path)
     config = load_config(RankConfig, path)
     base = path.parent
@@ -291,6 +251,9 @@ def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
 
 @dataclass(frozen=True)
 class Collected:
+    """What `collect` gathered: the outcomes, and the collectors that hold every call,
+    response and transcript line."""
+
     collector: Collector
     outcomes: list[Outcome]
     comparisons: list[Comparison]
@@ -321,62 +284,47 @@ async def collect(engine: Engine, inputs: Inputs) -> Collected:
     return Collected(collector, outcomes, comparisons, plain, control)
 
 
-def rank(
-    config_path: str | Path, *, out: str | Path | None = None, progress: bool = True
-) -> RankRun:
-    inputs = prepare(config_path, out)
-    config, path, out_dir = inputs.config, inputs.path, inputs.out
-    constitution, scenarios = inputs.constitution, inputs.scenarios
-    members = first_members(config)
+def member_error(inputs: Inputs) -> Describe:
+    """How a run names a model in an error: by the first member that uses it, in the
+    config's population."""
+    members = first_members(inputs.config)
 
-    def member_error(spec: ModelSpec, exc: InputError) -> InputError:
-        return InputError(f"member '{members[spec]}': {exc.message}", path=path, field="population")
-
-    async def work(engine: Engine) -> Collected:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        return await collect(engine, inputs)
-
-    try:
-        ran = run_engine(
-            config.engine,
-            list(members),
-            work,
-            base=path.parent,
-            progress=progress,
-            describe=member_error,
+    def describe(spec: ModelSpec, exc: InputError) -> InputError:
+        return InputError(
+            f"member '{members[spec]}': {exc.message}", path=inputs.path, field="population"
         )
-    except InputError as exc:
-        if exc.field == "backend":  # the config's engine section names the backend
-            raise InputError(exc.message, path=path, field="engine.backend") from None
-        raise
-    got, map_rounds = ran.value, ran.map_rounds
-    collector, outcomes, comparisons = got.collector, got.outcomes, got.comparisons
-    plain, control = got.control_collector, got.control
+
+    return describe
+
+
+def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = None) -> RankRun:
+    """Fit what was collected (bootstrap rounds through `map_rounds`, the backend's) and
+    build the run's record, with the objective check and greenbeard experiment when the
+    config has them."""
+    config, path = inputs.config, inputs.path
     per_criterion = config.judging.mode == "criteria"
     try:
-        table, criterion = verdict_table(outcomes, per_criterion)
-        ranking = fit(config, table, map_rounds=map_rounds)
+        table, criterion = verdict_table(got.outcomes, per_criterion)
+        ranking = fit_config(config, table, map_rounds=map_rounds)
     except DataError as exc:
-        raise _unfittable(exc, outcomes, path) from None
+        raise unfittable(exc, got.outcomes, path) from None
     record = ranking_record(ranking, source=str(path))
-    record["run"] = run_summary(
-        config, constitution, scenarios, comparisons, outcomes, collector, control_run=plain
-    )
+    record.run = run_summary(inputs, got)
     if inputs.questions is not None:
-        record["objective"] = objective_record(
+        record.objective = objective_record(
             inputs.questions,
-            collector.responses,
+            got.collector.responses,
             dict(zip(ranking.models_, ranking.elo_, strict=True)),
         )
-    if control is not None:
-        record["greenbeard"] = greenbeard_shift(
-            config, table, verdict_table(control, per_criterion)[0], ranking
-        )
-    write_outputs(out_dir, record, table, criterion, collector)
-    return RankRun(config, out_dir, ranking, outcomes, collector, record)
+    if got.control is not None:
+        control, _ = verdict_table(got.control, per_criterion)
+        record.greenbeard = greenbeard_shift(config, table, control, ranking)
+    return RankRun(
+        record, ranking, got.outcomes, table, criterion, got.collector.transcripts, inputs.out
+    )
 
 
-def _unfittable(exc: DataError, outcomes: Sequence[Outcome], path: Path) -> InputError:
+def unfittable(exc: DataError, outcomes: Sequence[Outcome], path: Path) -> InputError:
     """Why the verdicts cannot be fitted, and that what was collected is kept."""
     failed = {o.failure for o in outcomes if o.failure}
     hint = (
@@ -389,89 +337,43 @@ def _unfittable(exc: DataError, outcomes: Sequence[Outcome], path: Path) -> Inpu
     return InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path)
 
 
-def run_summary(
-    config: RankConfig,
-    constitution: Constitution,
-    scenarios: dict[str, str],
-    comparisons: Sequence[Comparison],
-    outcomes: Sequence[Outcome],
-    collector: Collector,
-    *,
-    control_run: Collector | None = None,
-) -> dict[str, Any]:
-    """The run's record; its accounting includes the greenbeard control run's calls."""
+def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
+    """What the run collected; its accounting includes the greenbeard control run's calls."""
+    config, collector = inputs.config, got.collector
     accounting = Accounting()
-    control_calls = control_run.calls if control_run is not None else []
+    control_calls = got.control_collector.calls if got.control_collector is not None else []
     for member, result in [*collector.calls, *control_calls]:
         accounting.add(
             member, result.call.role, result.completion, result.error_kind, result.cached
         )
     failures: dict[str, int] = {}
-    for o in outcomes:
+    for o in got.outcomes:
         if o.failure:
             failures[o.failure] = failures.get(o.failure, 0) + 1
-    return {
-        "name": config.name,
-        "constitution": {"title": constitution.title, "criteria": list(constitution.criteria)},
-        "scenarios": len(scenarios),
-        "design": config.sampling.model_dump(),
-        "judging": {
-            "reflections": config.judging.reflections,
-            "ties": config.judging.ties,
-            "mode": config.judging.mode,
-        },
-        "members": [
-            {"name": m.name, "model": str(m.spec), "persona": m.persona} for m in config.population
-        ],
-        "comparisons": len(comparisons),
-        "verdicts": sum(o.verdicts is not None for o in outcomes),
-        "repaired": sum(o.repaired for o in outcomes),
-        "failures": failures,
-        "parse_failures_by_judge": dict(collector.parse_failures),
-        "order_consistency": order_consistency(outcomes),
-        "accounting": accounting.record(),
-    }
-
-
-def greenbeard_shift(
-    config: RankConfig, with_clique: VerdictTable, control: VerdictTable, ranking: PeerRanking
-) -> dict[str, Any]:
-    """Elo of each member with the clique's instructions minus without, with and
-    without self-judgments. `ranking` is the run's fit of `with_clique` (its point
-    estimate is reused)."""
-    assert config.greenbeard is not None
-    out: dict[str, Any] = {"members": config.greenbeard.members, "marker": config.greenbeard.marker}
-    for label, exclude in (("with_self_judgments", False), ("without_self_judgments", True)):
-        # only point estimates enter the shift: no bootstrap for these fits
-        reuse = exclude == config.fit.exclude_self
-        a = ranking if reuse else fit(config, with_clique, exclude_self=exclude, bootstrap=False)
-        b = fit(config, control, exclude_self=exclude, bootstrap=False)
-        shift = {
-            name: round(float(a.elo_[a.models_.index(name)] - b.elo_[b.models_.index(name)]), 2)
-            for name in a.models_
-            if name in b.models_
+    return RunSummary.model_validate(
+        {
+            "name": config.name,
+            "constitution": {
+                "title": inputs.constitution.title,
+                "criteria": list(inputs.constitution.criteria),
+            },
+            "scenarios": len(inputs.scenarios),
+            "design": config.sampling.model_dump(),
+            "judging": {
+                "reflections": config.judging.reflections,
+                "ties": config.judging.ties,
+                "mode": config.judging.mode,
+            },
+            "members": [
+                {"name": m.name, "model": str(m.spec), "persona": m.persona}
+                for m in config.population
+            ],
+            "comparisons": len(got.comparisons),
+            "verdicts": sum(o.verdicts is not None for o in got.outcomes),
+            "repaired": sum(o.repaired for o in got.outcomes),
+            "failures": failures,
+            "parse_failures_by_judge": dict(collector.parse_failures),
+            "order_consistency": order_consistency(got.outcomes),
+            "accounting": accounting.record(),
         }
-        clique = [shift[n] for n in config.greenbeard.members if n in shift]
-        others = [v for n, v in shift.items() if n not in config.greenbeard.members]
-        out[label] = {
-            "elo_shift": shift,
-            "mean_shift_greenbeards": round(sum(clique) / len(clique), 2) if clique else None,
-            "mean_shift_others": round(sum(others) / len(others), 2) if others else None,
-        }
-    return out
-
-
-def write_outputs(
-    out: Path,
-    record: dict[str, Any],
-    table: VerdictTable,
-    criterion: list[str] | None,
-    collector: Collector,
-) -> None:
-    from eigenjury.reports.html import write_report
-
-    write_json(out / "results.json", record)
-    write_verdicts(table, out / "verdicts.csv", criterion=criterion)
-    lines = (json.dumps(line, ensure_ascii=False) + "\n" for line in collector.transcripts)
-    write_text(out / "transcripts.jsonl", "".join(lines))
-    write_report(out / "report.html", record, collector.transcripts)
+    )

@@ -8,13 +8,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-
-def accounting_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per (model, role), then the total."""
-    return [*record["by_model_and_role"], {"model": "total", "role": "", **record["total"]}]
+from eigenjury.records import AccountingRecord
 
 
-def print_accounting(console: Console, record: dict[str, Any]) -> None:
+def accounting_rows(accounting: AccountingRecord) -> list[dict[str, Any]]:
+    """One row per (model, role), then the total, as plain data."""
+    data = accounting.model_dump(mode="json")
+    return [*data["by_model_and_role"], {"model": "total", "role": "", **data["total"]}]
+
+
+def print_accounting(console: Console, accounting: AccountingRecord) -> None:
     table = Table(title="Calls and cost", title_justify="left")
     for name in (
         "model",
@@ -28,7 +31,7 @@ def print_accounting(console: Console, record: dict[str, Any]) -> None:
         "latency p50 / p95 s",
     ):
         table.add_column(name, justify="left" if name in ("model", "role") else "right")
-    rows = accounting_rows(record)
+    rows = accounting_rows(accounting)
     for row in rows:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(row["errors"].items())) or "0"
         cost = "unknown" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"

@@ -52,7 +52,7 @@ def print_profile(console: Console, profile: SensitivityProfile) -> None:
         )
     console.print(grid)
     if profile.accounting:
-        print_accounting(console, profile.accounting.model_dump())
+        print_accounting(console, profile.accounting)
 
 
 def failures_text(profile: SensitivityProfile) -> str:

@@ -1,0 +1,220 @@
+"""From verdicts to a ranking record: the verdict table, the fit a rank config asks for,
+the record of a fitted PeerRanking, and the greenbeard experiment's Elo shift.
+
+Pure: no engine, no files. `fit` (a verdict file) and `rank` (a config) both build
+their record here, so the two write the same fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from eigenjury import __version__
+from eigenjury.peer.collect import Outcome
+from eigenjury.peer.config import RankConfig
+from eigenjury.peer.record import (
+    FitSummary,
+    GreenbeardShift,
+    HeldOut,
+    JudgeRow,
+    ModelRow,
+    RankingRecord,
+    Settings,
+    Shift,
+    TrustMatrix,
+)
+from eigenjury.records import now
+from eigenjury.stats.bootstrap import RoundMap
+from eigenjury.stats.consensus import PeerRanking
+from eigenjury.stats.verdicts import DataError, VerdictTable
+
+METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
+
+
+def verdict_table(
+    outcomes: Sequence[Outcome], per_criterion: bool
+) -> tuple[VerdictTable, list[str] | None]:
+    """The verdicts as a table, and each row's criterion number in criteria mode."""
+    rows = [
+        (o.comparison, v, str(i + 1))
+        for o in outcomes
+        if o.verdicts is not None
+        for i, v in enumerate(o.verdicts)
+    ]
+    if not rows:
+        raise DataError("no comparison produced a usable verdict")
+    criterion = [k for _, _, k in rows] if per_criterion else None
+    table = VerdictTable.from_columns(
+        [c.scenario for c, _, _ in rows],
+        [c.judge for c, _, _ in rows],
+        [c.first for c, _, _ in rows],
+        [c.second for c, _, _ in rows],
+        [v for _, v, _ in rows],
+        criterion=criterion,
+    )
+    return table, criterion
+
+
+def fit_config(
+    config: RankConfig,
+    table: VerdictTable,
+    *,
+    exclude_self: bool | None = None,
+    bootstrap: bool = True,
+    map_rounds: RoundMap | None = None,
+) -> PeerRanking:
+    """The ranking a rank config's `fit` section asks for (`bootstrap=False`: the point
+    estimate only; `exclude_self` overrides the config's)."""
+    f = config.fit
+    return PeerRanking(
+        f.dim,
+        bootstrap=f.bootstrap if bootstrap else 0,
+        ci=f.ci,
+        seed=f.seed,
+        map_rounds=map_rounds,
+        exclude_self=f.exclude_self if exclude_self is None else exclude_self,
+    ).fit(table)
+
+
+def _interval(ci: np.ndarray | None, i: int, digits: int) -> list[float] | None:
+    return None if ci is None else [round(float(ci[i, 0]), digits), round(float(ci[i, 1]), digits)]
+
+
+def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> RankingRecord:
+    """Everything a fitted PeerRanking reports (models sorted by rank)."""
+    btd = ranking.btd_
+    boot = ranking.bootstrap > 0
+    elo_ci = ranking.elo_ci_ if boot else None
+    trust_ci = ranking.trust_ci_ if boot else None
+    rank_ci = ranking.rank_ci_ if boot else None
+    order = np.argsort(-ranking.elo_, kind="stable")  # tied ranks keep the input order
+    names = ranking.models_
+    evaluee_n = ranking.counts_.evaluee_totals()
+    judge_n = ranking.counts_.judge_totals()
+    models = [
+        ModelRow(
+            name=names[i],
+            elo=round(float(ranking.elo_[i]), 2),
+            elo_ci=_interval(elo_ci, i, 2),
+            trust=round(float(ranking.trust_[i]), 6),
+            trust_ci=_interval(trust_ci, i, 6),
+            rank=int(ranking.rank_[i]),
+            rank_ci=None if rank_ci is None else [int(rank_ci[i, 0]), int(rank_ci[i, 1])],
+            verdicts_as_evaluee=round(float(evaluee_n[i]), 3),
+        )
+        for i in order
+    ]
+    judges = [
+        JudgeRow(
+            name=names[i],
+            tie_propensity=round(float(btd.tie_propensity_[i]), 4),
+            tie_propensity_ci=_interval(ranking.tie_propensity_ci_ if boot else None, i, 4),
+            position_bias=round(float(btd.position_bias_[i]), 4) if btd.position_bias else None,
+            position_bias_ci=_interval(ranking.position_bias_ci_, i, 4)
+            if boot and btd.position_bias
+            else None,
+            lens=[round(float(x), 5) for x in btd.lenses_[i]],
+            verdicts=round(float(judge_n[i]), 3),
+        )
+        for i in range(len(names))
+        if btd.judge_mask_[i]
+    ]
+    heldout = None
+    if ranking.cv:
+        score = ranking.heldout_
+        heldout = HeldOut(
+            mean=round(score.mean, 6),
+            stderr=round(score.stderr, 6),
+            folds=ranking.cv,
+            fold_unit="scenario",
+        )
+    return RankingRecord(
+        eigenjury=__version__,
+        created=now(),
+        method=METHOD,
+        source=source,
+        settings=Settings(
+            dim=ranking.dim,
+            l2=ranking.l2,
+            position_bias=ranking.position_bias,
+            restarts=ranking.restarts,
+            exclude_self=ranking.exclude_self,
+            damping=ranking.damping,
+            anchor=ranking.anchor,
+            anchor_value=ranking.anchor_value,
+            bootstrap=ranking.bootstrap,
+            bootstrap_unit="scenario",
+            ci=ranking.ci,
+            seed=ranking.seed,
+        ),
+        models=models,
+        judges=judges,
+        dispositions={
+            n: [round(float(x), 5) for x in btd.dispositions_[i]] for i, n in enumerate(names)
+        },
+        trust_matrix=TrustMatrix(
+            judges=list(names),
+            evaluees=list(names),
+            rows=np.round(ranking.trust_matrix_, 6).tolist(),
+        ),
+        fit=FitSummary(
+            loglik=round(float(btd.loglik_), 4),
+            loglik_per_verdict=round(float(btd.loglik_ / btd.n_verdicts_), 6),
+            objective=float(btd.objective_),
+            iterations=int(btd.n_iter_),
+            converged=bool(btd.converged_),
+            grad_norm=float(btd.grad_norm_),
+            restart_losses=[float(x) for x in btd.restart_losses_],
+            starts_at_best_optimum=btd.n_agreeing_starts_,
+            dim=ranking.dim,
+            verdicts=round(float(btd.n_verdicts_), 3),
+            cells=int(btd.n_cells_),
+            scenarios=int(ranking.n_scenarios_),
+            bootstrap_converged=ranking.bootstrap_converged_ if boot else None,
+            fit_seconds=round(ranking.fit_seconds_, 3),
+            bootstrap_seconds=round(ranking.bootstrap_seconds_, 3),
+            heldout_loglik_per_verdict=heldout,
+        ),
+        warnings=list(ranking.warnings_),
+    )
+
+
+def greenbeard_shift(
+    config: RankConfig, with_clique: VerdictTable, control: VerdictTable, ranking: PeerRanking
+) -> GreenbeardShift:
+    """Elo of each member with the clique's instructions minus without, with and
+    without self-judgments. `ranking` is the run's fit of `with_clique` (its point
+    estimate is reused)."""
+    assert config.greenbeard is not None
+    members = config.greenbeard.members
+
+    def shift(exclude: bool) -> Shift:
+        # only point estimates enter the shift: no bootstrap for these fits
+        reuse = exclude == config.fit.exclude_self
+        a = (
+            ranking
+            if reuse
+            else fit_config(config, with_clique, exclude_self=exclude, bootstrap=False)
+        )
+        b = fit_config(config, control, exclude_self=exclude, bootstrap=False)
+        elo_shift = {
+            name: round(float(a.elo_[a.models_.index(name)] - b.elo_[b.models_.index(name)]), 2)
+            for name in a.models_
+            if name in b.models_
+        }
+        clique = [elo_shift[n] for n in members if n in elo_shift]
+        others = [v for n, v in elo_shift.items() if n not in members]
+        return Shift(
+            elo_shift=elo_shift,
+            mean_shift_greenbeards=round(sum(clique) / len(clique), 2) if clique else None,
+            mean_shift_others=round(sum(others) / len(others), 2) if others else None,
+        )
+
+    return GreenbeardShift(
+        members=members,
+        marker=config.greenbeard.marker,
+        with_self_judgments=shift(exclude=False),
+        without_self_judgments=shift(exclude=True),
+    )

@@ -1,0 +1,252 @@
+"""The records of peer ranking: the ranking (results.json of `fit`, `rank` and `demo`)
+and the lines of a run's transcripts.jsonl.
+
+Field names, order and values are those eigenjury 0.1 wrote, so its files still read.
+Parts 0.1 left out when they did not apply (a run's summary for `fit`, the objective
+check, the greenbeard experiment, recovery of a simulated truth) are still left out
+rather than written as null. Pydantic only: the viewer and `read_any_record` import it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+
+from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse
+
+Interval = list[float]  # [low, high]
+
+
+class Settings(Part):
+    """The estimator's settings (stats.consensus.PeerRanking)."""
+
+    dim: int
+    l2: float
+    position_bias: bool
+    restarts: int
+    exclude_self: bool
+    damping: float
+    anchor: str
+    anchor_value: float
+    bootstrap: int
+    bootstrap_unit: str
+    ci: float
+    seed: int
+
+
+class ModelRow(Part):
+    """A ranked model: Elo, trust and rank with their intervals (None without bootstrap)."""
+
+    name: str
+    elo: float
+    elo_ci: Interval | None
+    trust: float
+    trust_ci: Interval | None
+    rank: int
+    rank_ci: list[int] | None
+    verdicts_as_evaluee: float
+
+
+class JudgeRow(Part):
+    """A judge's tie propensity, first-slot bias (None when not fitted) and lens."""
+
+    name: str
+    tie_propensity: float
+    tie_propensity_ci: Interval | None
+    position_bias: float | None
+    position_bias_ci: Interval | None
+    lens: list[float]
+    verdicts: float
+
+
+class TrustMatrix(Part):
+    judges: list[str]
+    evaluees: list[str]
+    rows: list[list[float]]
+
+
+class HeldOut(Part):
+    """Held-out log-likelihood per verdict over scenario folds (`fit --cv`)."""
+
+    mean: float
+    stderr: float
+    folds: int
+    fold_unit: str
+
+
+class FitSummary(Part):
+    """How the fit went: likelihood, convergence, size, time."""
+
+    loglik: float
+    loglik_per_verdict: float
+    objective: float
+    iterations: int
+    converged: bool
+    grad_norm: float
+    restart_losses: list[float]
+    starts_at_best_optimum: int
+    dim: int
+    verdicts: float
+    cells: int
+    scenarios: int
+    bootstrap_converged: float | None
+    fit_seconds: float
+    bootstrap_seconds: float
+    heldout_loglik_per_verdict: HeldOut | None
+
+
+class ConstitutionPart(Part):
+    title: str
+    criteria: list[str]
+
+
+class Design(Part):
+    """The config's sampling section (peer.config.Sampling)."""
+
+    design: str
+    group_size: int
+    judges_per_group: int
+    comparisons: int | None
+    rounds: int
+    seed: int
+
+
+class JudgingPart(Part):
+    reflections: bool
+    ties: bool
+    mode: str
+
+
+class MemberPart(Part):
+    name: str
+    model: str
+    persona: str | None
+
+
+class OrderConsistency(Part):
+    """Pairs a judge saw in both orders; shares where the same model / slot won both."""
+
+    pairs: int
+    consistent: float
+    same_slot: float
+
+
+class RunSummary(Part):
+    """What a `rank` run collected; its accounting includes a greenbeard control run."""
+
+    name: str | None
+    constitution: ConstitutionPart
+    scenarios: int
+    design: Design
+    judging: JudgingPart
+    members: list[MemberPart]
+    comparisons: int
+    verdicts: int
+    repaired: int
+    failures: dict[str, int]
+    parse_failures_by_judge: dict[str, int]
+    order_consistency: dict[str, OrderConsistency]
+    accounting: AccountingRecord
+
+
+class ObjectiveCheck(Part):
+    """Objective mode: true accuracy per member, and how well Elo follows it."""
+
+    questions: int
+    accuracy: dict[str, float]
+    kendall_tau_elo_vs_accuracy: float | None
+
+
+class Shift(Part):
+    elo_shift: dict[str, float]
+    mean_shift_greenbeards: float | None
+    mean_shift_others: float | None
+
+
+class GreenbeardShift(Part):
+    """Elo with the clique's instructions minus without, with and without self-judgments."""
+
+    members: list[str]
+    marker: str
+    with_self_judgments: Shift
+    without_self_judgments: Shift
+
+
+class TruthRecovery(Sparse):
+    """`fit --truth`: how well the fit recovered a simulated population."""
+
+    OMITTED = frozenset({"elo_ci_coverage"})
+
+    kendall_tau: float | None
+    max_abs_elo_error: float
+    elo_ci_coverage: float | None = None
+
+
+class RankingRecord(Record, Sparse):
+    """A fitted peer ranking; from `rank` and `demo` also the run that collected it."""
+
+    KIND = "ranking"
+    FILE = "results.json"
+    OMITTED = frozenset({"run", "objective", "greenbeard", "truth_recovery"})
+
+    kind: str = KIND
+    method: str
+    source: str | None
+    settings: Settings
+    models: list[ModelRow]  # in rank order
+    judges: list[JudgeRow]
+    dispositions: dict[str, list[float]]
+    trust_matrix: TrustMatrix
+    fit: FitSummary
+    warnings: list[str]
+    run: RunSummary | None = None
+    objective: ObjectiveCheck | None = None
+    greenbeard: GreenbeardShift | None = None
+    truth_recovery: TruthRecovery | None = None
+
+    @classmethod
+    def legacy(cls, data: dict[str, Any]) -> bool:
+        return {"models", "judges", "trust_matrix"} <= data.keys()
+
+    def overview(self) -> Overview:
+        name = self.run.name if self.run is not None else None
+        if name is None and self.source is not None:
+            name = Path(self.source).name
+        return Overview(
+            name=name,
+            models=tuple(m.name for m in self.models),
+            cost_usd=self.run.accounting.total.cost_usd if self.run is not None else None,
+        )
+
+
+class TranscriptLine(Part):
+    """One call of a `rank` run (a line of transcripts.jsonl). `evaluee` belongs to
+    reflections; `first`, `second`, `verdicts` and `failure` to comparisons and their
+    repairs. The viewer reads who and which verdict from the first bytes of each line,
+    so these fields come first, in this order."""
+
+    role: str
+    member: str
+    scenario: str
+    evaluee: str | None = None
+    first: str | None = None
+    second: str | None = None
+    verdicts: list[int] | None = None  # per criterion: 0 tie, 1 first, 2 second; None unread
+    failure: str | None = None  # "parse", "judge error", ...
+    messages: list[list[str]]  # [role, content]
+    reply: str | None
+    choice_logprobs: dict[str, float] | None
+    error: str | None
+    cached: bool
+
+    @model_serializer(mode="wrap")
+    def _omit_other_roles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.role != "reflection":
+            del data["evaluee"]
+        if self.role not in ("comparison", "repair"):
+            for key in ("first", "second", "verdicts", "failure"):
+                del data[key]
+        return data

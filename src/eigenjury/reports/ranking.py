@@ -1,0 +1,458 @@
+"""The reports of a peer ranking (`fit`, `rank`, `demo`): the terminal summary, the
+static HTML report, and the files a run writes.
+
+Names and model text come from users and models: rich would read them as markup, so
+they are escaped and printed without rich's highlighting (its patterns take minutes
+over a name of a few hundred thousand characters); in HTML they go through the kit's
+escaping. The static report carries no scripts; charts are inline SVG drawn here. It
+shows a few sample judgments; `eigenjury view` browses them all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from eigenjury.peer.record import GreenbeardShift, ModelRow, RankingRecord, Shift, TranscriptLine
+from eigenjury.records import dump_lines
+from eigenjury.reports.accounting import accounting_rows, print_accounting
+from eigenjury.reports.kit import e, fmt, page, table, with_ci
+from eigenjury.reports.output import Outputs
+
+if TYPE_CHECKING:
+    from eigenjury.peer.run import RankRun
+
+SAMPLE_JUDGMENTS = 6  # judgments the static report shows in full
+
+
+def outputs(run: RankRun) -> Outputs:
+    """A rank run's files: results.json, verdicts.csv (an input of `fit`),
+    transcripts.jsonl and report.html."""
+    from eigenjury.verdict_files import verdicts_csv
+
+    return Outputs(
+        run.record,
+        files={
+            "verdicts.csv": verdicts_csv(run.table, criterion=run.criterion),
+            "transcripts.jsonl": dump_lines(run.transcripts),
+        },
+        html=render(run.record, run.transcripts),
+    )
+
+
+def _elo_ci(m: ModelRow) -> str:
+    return "-" if not m.elo_ci else f"[{m.elo_ci[0]:.0f}, {m.elo_ci[1]:.0f}]"
+
+
+def _rank_ci(m: ModelRow) -> str:
+    return "-" if not m.rank_ci else f"{m.rank_ci[0]}-{m.rank_ci[1]}"
+
+
+def print_summary(console: Console, record: RankingRecord) -> None:
+    """The leaderboard, judge diagnostics and fit; then what the run collected and cost
+    (`rank`) or how well a simulated truth was recovered (`fit --truth`)."""
+    ci_pct = f"{100 * record.settings.ci:g}%"
+    board = Table(title="Peer ranking (low-rank BTD + EigenTrust)", title_justify="left")
+    board.add_column("rank", justify="right")
+    board.add_column(f"rank {ci_pct}", justify="center")
+    board.add_column("model")
+    board.add_column("Elo", justify="right")
+    board.add_column(f"Elo {ci_pct}", justify="center")
+    board.add_column("trust", justify="right")
+    board.add_column("verdicts", justify="right")
+    for m in record.models:
+        board.add_row(
+            str(m.rank),
+            _rank_ci(m),
+            escape(m.name),
+            f"{m.elo:.0f}",
+            _elo_ci(m),
+            f"{m.trust:.4f}",
+            f"{m.verdicts_as_evaluee:g}",
+        )
+    console.print(board)
+
+    judges = Table(title="Judges", title_justify="left")
+    judges.add_column("judge")
+    judges.add_column("tie propensity", justify="right")
+    judges.add_column("position bias (first slot, log-odds)", justify="right")
+    judges.add_column("verdicts", justify="right")
+    for j in record.judges:
+        judges.add_row(
+            escape(j.name),
+            with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
+            with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
+            f"{j.verdicts:g}",
+        )
+    console.print(judges)
+
+    fit = record.fit
+    status = "converged" if fit.converged else "[bold red]NOT converged[/]"
+    boot = record.settings.bootstrap
+    console.print(
+        f"fit: {fit.verdicts:g} verdicts in {fit.cells} cells over {fit.scenarios} "
+        f"scenarios; d={fit.dim}; log-lik/verdict {fit.loglik_per_verdict:.4f}; "
+        f"{fit.iterations} iterations, {status}; "
+        f"{fit.fit_seconds:.2f}s fit"
+        + (f", {boot} scenario-bootstrap rounds in {fit.bootstrap_seconds:.2f}s" if boot else ""),
+        highlight=False,
+    )
+    heldout = fit.heldout_loglik_per_verdict
+    if heldout:
+        console.print(
+            f"held-out log-lik/verdict ({heldout.folds} scenario folds): "
+            f"{heldout.mean:.4f} ± {heldout.stderr:.4f}",
+            highlight=False,
+        )
+    for w in record.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+    if record.truth_recovery is not None:
+        rec = record.truth_recovery
+        tau = rec.kendall_tau
+        shown = "undefined (a ranking is constant)" if tau is None else f"{tau:.3f}"
+        line = (
+            f"against the truth: Kendall tau {shown}, largest Elo error {rec.max_abs_elo_error:.1f}"
+        )
+        if rec.elo_ci_coverage is not None:
+            line += f", {rec.elo_ci_coverage:.0%} of true Elo inside their intervals"
+        console.print(line, highlight=False)
+    if record.run is not None:
+        _print_run(console, record)
+
+
+def _print_run(console: Console, record: RankingRecord) -> None:
+    """What a rank run collected, its objective and greenbeard checks, and its cost."""
+    summary = record.run
+    assert summary is not None
+    failures = summary.failures
+    console.print(
+        f"{summary.verdicts} verdicts from {summary.comparisons} comparisons"
+        + (
+            f"; not usable: {escape(', '.join(f'{k} {v}' for k, v in failures.items()))}"
+            if failures
+            else ""
+        )
+        + (f"; {summary.repaired} repaired" if summary.repaired else ""),
+        highlight=False,
+    )
+    consistency = summary.order_consistency
+    if consistency:
+        console.print(
+            "order consistency (same model wins both orders): "
+            + escape(", ".join(f"{j} {v.consistent:.0%}" for j, v in consistency.items())),
+            highlight=False,
+        )
+    if record.objective is not None:
+        obj = record.objective
+        console.print(
+            f"objective check on {obj.questions} questions: Kendall tau between Elo and true "
+            f"accuracy {obj.kendall_tau_elo_vs_accuracy}; accuracy "
+            + escape(", ".join(f"{n} {a:.0%}" for n, a in obj.accuracy.items())),
+            highlight=False,
+        )
+    if record.greenbeard is not None:
+        for label, shift in _shifts(record.greenbeard):
+            clique, others = (
+                "-" if v is None else f"{v:+.1f}"
+                for v in (shift.mean_shift_greenbeards, shift.mean_shift_others)
+            )
+            console.print(
+                f"greenbeard Elo shift ({label}): clique {clique}, others {others}",
+                highlight=False,
+            )
+    print_accounting(console, summary.accounting)
+
+
+def _shifts(g: GreenbeardShift) -> list[tuple[str, Shift]]:
+    """The experiment's two fits, labelled."""
+    return [
+        ("with self judgments", g.with_self_judgments),
+        ("without self judgments", g.without_self_judgments),
+    ]
+
+
+def leaderboard_svg(models: list[ModelRow]) -> str:
+    """Elo with its interval, one row per model, best on top."""
+    rows = len(models)
+    if not rows:
+        return ""
+    lows = [m.elo_ci[0] if m.elo_ci else m.elo for m in models]
+    highs = [m.elo_ci[1] if m.elo_ci else m.elo for m in models]
+    lo, hi = min(lows), max(highs)
+    pad = max(10.0, (hi - lo) * 0.08)
+    lo, hi = lo - pad, hi + pad
+    width, left, row_h = 760, 190, 26
+    plot = width - left - 20
+
+    def x(v: float) -> float:
+        return float(left + (v - lo) / (hi - lo) * plot)
+
+    parts = [
+        f'<svg width="{width}" height="{rows * row_h + 30}" role="img" '
+        'aria-label="Elo with intervals">'
+    ]
+    for i, (m, a, b) in enumerate(zip(models, lows, highs, strict=True)):
+        y = 15 + i * row_h
+        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{e(m.name)}</text>')
+        parts.append(
+            f'<line x1="{x(a):.1f}" x2="{x(b):.1f}" y1="{y}" y2="{y}" '
+            'stroke="#7a8aa8" stroke-width="4" stroke-linecap="round"/>'
+        )
+        parts.append(
+            f'<circle cx="{x(m.elo):.1f}" cy="{y}" r="5" fill="#2f5aa8">'
+            f"<title>{e(m.name)}: {m.elo:.0f} [{a:.0f}, {b:.0f}]</title></circle>"
+        )
+    base = rows * row_h + 12
+    for tick in _ticks(lo, hi):
+        parts.append(
+            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="5" y2="{base}" stroke="#eef1f5"/>'
+        )
+        parts.append(
+            f'<text x="{x(tick):.1f}" y="{base + 14}" text-anchor="middle">{tick:.0f}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
+    step = 10 ** math.floor(math.log10(max((hi - lo) / n, 1e-9)))
+    for mult in (1, 2, 5, 10):
+        if (hi - lo) / (step * mult) <= n:
+            step *= mult
+            break
+    start = math.ceil(lo / step) * step
+    return [start + i * step for i in range(int((hi - start) / step) + 1)]
+
+
+def heatmap_svg(names: list[str], rows: list[list[float]]) -> str:
+    """The trust matrix: row = judge, column = evaluee; darker = more trust."""
+    n = len(names)
+    if not n:
+        return ""
+    longest = max(len(str(n)) for n in names)
+    cell, left, top = 34, 20 + 7 * longest, 20 + 5 * longest  # room for the labels
+    top_value = max(max(r) for r in rows) or 1.0
+    parts = [
+        f'<svg width="{left + n * cell + 10}" height="{top + n * cell + 10}" role="img" '
+        'aria-label="trust matrix">'
+    ]
+    for j, name in enumerate(names):
+        cx = left + j * cell + cell / 2
+        parts.append(
+            f'<text transform="translate({cx:.1f},{top - 6}) rotate(-45)">{e(name)}</text>'
+        )
+    for i, (name, row) in enumerate(zip(names, rows, strict=True)):
+        y = top + i * cell
+        parts.append(
+            f'<text x="{left - 6}" y="{y + cell / 2 + 4:.1f}" text-anchor="end">{e(name)}</text>'
+        )
+        for j, value in enumerate(row):
+            shade = int(245 - 200 * (value / top_value))
+            parts.append(
+                f'<rect x="{left + j * cell}" y="{y}" width="{cell - 1}" height="{cell - 1}" '
+                f'fill="rgb({shade},{shade + 5 if shade < 250 else 250},250)">'
+                f"<title>{e(name)} trusts {e(names[j])}: {value:.3f}</title></rect>"
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def plane_svg(dispositions: dict[str, list[float]], lenses: dict[str, list[float]]) -> str:
+    """Dispositions (dots) and judge lenses (arrows) on the first two latent axes."""
+    points = [(n, v[0], v[1] if len(v) > 1 else 0.0, "d") for n, v in dispositions.items()]
+    points += [(n, v[0], v[1] if len(v) > 1 else 0.0, "l") for n, v in lenses.items()]
+    if not points:
+        return ""
+    reach = max(max(abs(p[1]), abs(p[2])) for p in points) or 1.0
+    size, mid = 460, 230
+    scale = (mid - 40) / reach
+
+    def at(a: float, b: float) -> tuple[float, float]:
+        return mid + a * scale, mid - b * scale
+
+    parts = [
+        f'<svg width="{size}" height="{size}" role="img" aria-label="latent plane">',
+        f'<line x1="20" x2="{size - 20}" y1="{mid}" y2="{mid}" stroke="#dde2ea"/>',
+        f'<line y1="20" y2="{size - 20}" x1="{mid}" x2="{mid}" stroke="#dde2ea"/>',
+        '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="6" refY="3" '
+        'orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#c2571a"/></marker></defs>',
+    ]
+    for name, a, b, kind in points:
+        x, y = at(a, b)
+        if kind == "l":
+            parts.append(
+                f'<line x1="{mid}" y1="{mid}" x2="{x:.1f}" y2="{y:.1f}" '
+                'stroke="#c2571a" marker-end="url(#arrow)">'
+                f"<title>lens of {e(name)}</title></line>"
+            )
+        else:
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="#2f5aa8"/>'
+                f'<text x="{x + 7:.1f}" y="{y - 6:.1f}">{e(name)}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render(
+    record: RankingRecord, transcripts: list[TranscriptLine], *, samples: int = SAMPLE_JUDGMENTS
+) -> str:
+    """The whole static report of a rank run (a `fit` record renders without the run's
+    parts)."""
+    run = record.run
+    models = record.models
+    ci = f"{100 * record.settings.ci:g}%"
+    title = (run.name if run else None) or "Peer ranking"
+    out = [f"<h1>{e(title)}</h1>"]
+    out.append(
+        f'<p class="muted">Constitution: {e(run.constitution.title if run else None)} · '
+        f"{len(models)} models · {run.scenarios if run else '?'} scenarios · "
+        f"{e(run.design.design if run else '')} design · "
+        f"{run.verdicts if run else record.fit.verdicts} verdicts · eigenjury "
+        f"{e(record.eigenjury)}</p>"
+    )
+    out.extend(f'<p class="warn">{e(w)}</p>' for w in record.warnings)
+    out.append(
+        f"<h2>Leaderboard</h2><p class=muted>Elo from EigenTrust over the low-rank "
+        f"BTD fit; bars are {ci} scenario-bootstrap intervals.</p>"
+    )
+    out.append(leaderboard_svg(models))
+    out.append(
+        table(
+            ["model", "rank", f"rank {ci}", "Elo", f"Elo {ci}", "trust"],
+            [
+                [m.name, m.rank, _rank_ci(m), fmt(m.elo), _elo_ci(m), f"{m.trust:.4f}"]
+                for m in models
+            ],
+        )
+    )
+    tm = record.trust_matrix
+    out.append(
+        "<h2>Trust matrix</h2><p class=muted>Row: judge; column: evaluee; darker = "
+        "more trust.</p>" + heatmap_svg(tm.judges, tm.rows)
+    )
+    lenses = {j.name: j.lens for j in record.judges}
+    out.append(
+        "<h2>Dispositions and lenses</h2><p class=muted>Dots: evaluees' dispositions; "
+        "arrows: judges' lenses (first two latent axes; axis 1 is the consensus).</p>"
+        + plane_svg(record.dispositions, lenses)
+    )
+    consistency = run.order_consistency if run else {}
+    parse = run.parse_failures_by_judge if run else {}
+    out.append("<h2>Judges</h2>")
+    rows = []
+    for j in record.judges:
+        order = consistency.get(j.name)
+        rows.append(
+            [
+                j.name,
+                with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
+                with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
+                order.pairs if order else 0,
+                fmt(order.consistent if order else None, ".0%"),
+                fmt(order.same_slot if order else None, ".0%"),
+                parse.get(j.name, 0),
+            ]
+        )
+    out.append(
+        table(
+            [
+                "judge",
+                "tie propensity",
+                "position bias",
+                "pairs in both orders",
+                "consistent",
+                "same slot won both",
+                "parse failures",
+            ],
+            rows,
+        )
+    )
+    if record.greenbeard is not None:
+        out.append(_greenbeard(record.greenbeard))
+    if record.objective is not None:
+        obj = record.objective
+        elo = {m.name: m.elo for m in models}
+        out.append(
+            f"<h2>Objective check</h2><p class=muted>{obj.questions} questions with a hidden "
+            f"key; Kendall tau between Elo and true accuracy: "
+            f"{fmt(obj.kendall_tau_elo_vs_accuracy, '.3f')}.</p>"
+            + table(
+                ["model", "Elo", "accuracy"],
+                [[n, fmt(elo.get(n)), f"{a:.0%}"] for n, a in obj.accuracy.items()],
+            )
+        )
+    if run is not None:
+        out.append("<h2>Calls, tokens and cost</h2>")
+        out.append(
+            table(
+                [
+                    "member",
+                    "role",
+                    "calls",
+                    "cached",
+                    "errors",
+                    "tokens in",
+                    "tokens out",
+                    "cost USD",
+                    "latency p50 s",
+                ],
+                [
+                    [
+                        r["model"],
+                        r["role"],
+                        r["calls"],
+                        r["cached"],
+                        sum(r["errors"].values()),
+                        r["input_tokens"],
+                        r["output_tokens"],
+                        "unknown" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
+                        "-" if not r["latency_s"] else f"{r['latency_s']['p50']:.2f}",
+                    ]
+                    for r in accounting_rows(run.accounting)
+                ],
+                left=2,
+            )
+        )
+    out.append(_transcript_samples(transcripts, samples))
+    fit = record.fit
+    out.append(
+        f'<p class="muted">Fit: {fit.verdicts:g} verdicts, {fit.cells} cells, '
+        f"d = {fit.dim}, log-likelihood per verdict {fit.loglik_per_verdict:.4f}, "
+        f"{'converged' if fit.converged else 'NOT converged'}.</p>"
+    )
+    return page(title, "\n".join(out))
+
+
+def _greenbeard(g: GreenbeardShift) -> str:
+    rows = [
+        [label, fmt(s.mean_shift_greenbeards, "+.1f"), fmt(s.mean_shift_others, "+.1f")]
+        for label, s in _shifts(g)
+    ]
+    return (
+        "<h2>Greenbeard experiment</h2><p class=muted>Members "
+        + e(", ".join(g.members))
+        + " share a marker and were told to favour it; Elo shift against the same run "
+        "without those instructions.</p>"
+        + table(["fit", "mean shift, greenbeards", "mean shift, others"], rows)
+    )
+
+
+def _transcript_samples(transcripts: list[TranscriptLine], n: int) -> str:
+    comparisons = [t for t in transcripts if t.role == "comparison" and t.reply][:n]
+    if not comparisons:
+        return ""
+    out = ["<h2>Sample judgments</h2><p class=muted>Model text is shown as text, escaped.</p>"]
+    for t in comparisons:
+        prompt = t.messages[-1][1] if t.messages else ""
+        out.append(
+            f"<details><summary>{e(t.member)} judges {e(t.first)} (A) vs "
+            f"{e(t.second)} (B) on {e(t.scenario)}</summary>"
+            f"<pre>{e(prompt)}</pre><p><b>Judge reply</b></p><pre>{e(t.reply)}</pre>"
+            "</details>"
+        )
+    return "".join(out)
