@@ -21,8 +21,8 @@ Decided here:
   would be equivalent (converting a contract onto itself).
 - A huge --bootstrap or --restarts of `fit` (and rank's fit.bootstrap) is only
   parsed: it asks for that much work. Other sizes are run: 2**70 of anything must be
-  refused, not attempted. `demo` (minutes on CPU with the bundled llama.cpp models) is
-  only parsed.
+  refused, not attempted. `demo` (minutes on CPU with the bundled llama.cpp models) and
+  `view` (it serves until interrupted) are only parsed.
 """
 
 from __future__ import annotations

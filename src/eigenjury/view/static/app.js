@@ -1,0 +1,504 @@
+// eigenjury view: renders the viewer's JSON API. Every piece of text from a run goes
+// into the page as a text node (el() below); nothing is ever parsed as markup.
+"use strict";
+
+const main = document.getElementById("main");
+let current = null; // the run on screen: {id, data}
+
+// --- building blocks --------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "onclick" || key === "onchange") node.addEventListener(key.slice(2), value);
+    else if (value !== null && value !== undefined) node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  return node;
+}
+
+function num(value, digits = 2) {
+  return value === null || value === undefined ? "-" : Number(value).toFixed(digits);
+}
+
+function withCi(value, ci, digits = 2) {
+  if (value === null || value === undefined) return "-";
+  return ci && ci.length === 2 && ci[0] !== null
+    ? `${num(value, digits)} [${num(ci[0], digits)}, ${num(ci[1], digits)}]`
+    : num(value, digits);
+}
+
+function estimate(e, digits = 3) {
+  return e && typeof e === "object" && "value" in e ? withCi(e.value, e.ci, digits) : "-";
+}
+
+function money(value) {
+  return value === null || value === undefined ? "-" : `$${Number(value).toFixed(4)}`;
+}
+
+// A table: headers, rows of cells (text or nodes); the first `left` columns align left.
+function table(headers, rows, attrs = {}, left = 1) {
+  const cls = (i) => (i < left ? "l" : null);
+  return el(
+    "table",
+    attrs,
+    el("tr", {}, headers.map((h, i) => el("th", { class: cls(i) }, h))),
+    rows.map((row) =>
+      row instanceof Node ? row : el("tr", {}, row.map((c, i) => el("td", { class: cls(i) }, c))),
+    ),
+  );
+}
+
+function section(title, ...content) {
+  return el("section", {}, el("h2", {}, title), content);
+}
+
+function pre(text) {
+  return el("pre", {}, text === null || text === undefined ? "-" : String(text));
+}
+
+function tag(text, kind) {
+  return el("span", { class: `tag ${kind || text}` }, text);
+}
+
+async function api(path) {
+  const response = await fetch(path, { headers: { Accept: "application/json" } });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes);
+}
+
+// --- routing: #/, #/run/ID?filters, #/compare/A/B -----------------------------------
+
+function route() {
+  const [path, query] = location.hash.slice(1).split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const params = new URLSearchParams(query || "");
+  const done =
+    parts[0] === "run" && parts[1]
+      ? openRun(parts[1], params)
+      : parts[0] === "compare" && parts[2]
+        ? openComparison(parts[1], parts[2])
+        : openList();
+  done.catch((error) => show(el("p", { class: "warn", id: "error" }, error.message)));
+}
+
+window.addEventListener("hashchange", route);
+route();
+
+// --- the list of runs ---------------------------------------------------------------
+
+async function openList() {
+  current = null;
+  const { runs, damaged } = await api("/api/runs");
+  const rows = runs.map((run) => [
+    run.kind,
+    el("a", { href: `#/run/${run.id}`, class: "run" }, run.name),
+    run.date,
+    run.models.join(", "),
+    money(run.cost_usd),
+    run.where,
+  ]);
+  const ranking = runs.filter((run) => run.kind === "ranking");
+  const parts = [
+    el("h1", {}, "Runs"),
+    table(["kind", "name", "date", "models", "cost", "where"], rows, { id: "runs" }, 4),
+  ];
+  if (ranking.length >= 2) parts.push(compareForm(ranking));
+  if (damaged.length) {
+    parts.push(
+      section(
+        "Records that could not be read",
+        damaged.map((d) => el("p", { class: "warn" }, d.problem)),
+      ),
+    );
+  }
+  show(...parts);
+}
+
+function compareForm(ranking) {
+  const choice = (id, selected) =>
+    el(
+      "select",
+      { id },
+      ranking.map((run, i) =>
+        el("option", { value: run.id, selected: i === selected ? "" : null }, `${run.name} (${run.date})`),
+      ),
+    );
+  const a = choice("compare-a", 1); // newest first: compare the one before with the latest
+  const b = choice("compare-b", 0);
+  const go = () => (location.hash = `#/compare/${a.value}/${b.value}`);
+  return section(
+    "Compare two ranking runs",
+    el("div", { class: "filters" }, a, el("span", {}, "→"), b, el("button", { onclick: go, id: "compare" }, "Compare")),
+  );
+}
+
+async function openComparison(a, b) {
+  current = null;
+  const [runA, runB, change] = await Promise.all([
+    api(`/api/runs/${encodeURIComponent(a)}`),
+    api(`/api/runs/${encodeURIComponent(b)}`),
+    api(`/api/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`),
+  ]);
+  const signed = (value, digits) => {
+    const text = value > 0 ? `+${num(value, digits)}` : num(value, digits);
+    return el("span", { class: value > 0 ? "up" : value < 0 ? "down" : null }, text);
+  };
+  const rows = change.models.map((m) => [
+    m.model,
+    String(m.rank_a),
+    String(m.rank_b),
+    signed(-m.rank_change, 0),
+    num(m.elo_a, 1),
+    num(m.elo_b, 1),
+    signed(m.elo_change, 1),
+  ]);
+  show(
+    el("h1", {}, `${runA.name} → ${runB.name}`),
+    el("p", { class: "muted" }, `${runA.date} → ${runB.date}; models in both runs`),
+    table(["model", "rank A", "rank B", "places up", "Elo A", "Elo B", "Elo change"], rows, { id: "change" }),
+  );
+}
+
+// --- a run --------------------------------------------------------------------------
+
+async function openRun(id, params) {
+  if (current && current.id === id) {
+    if (current.data.kind === "ranking") await showTranscripts(params);
+    return;
+  }
+  const data = await api(`/api/runs/${encodeURIComponent(id)}`);
+  current = { id, data };
+  const head = [el("h1", {}, data.name), el("p", { class: "muted" }, `${data.kind} · ${data.date} · ${data.where}`)];
+  const render = { ranking: rankingRun, grading: gradingRun, "jury-comparison": juryComparison,
+    "bound-certificate": certificate, "sensitivity-profile": profile }[data.kind];
+  show(...head, ...(render ? render(data.record) : [pre(JSON.stringify(data.record, null, 2))]));
+  if (data.kind === "ranking") await showTranscripts(params);
+}
+
+function warnings(record) {
+  return (record.warnings || []).map((w) => el("p", { class: "warn" }, w));
+}
+
+// Interval bars: one row per model, the point and its interval on a shared axis.
+function intervalBar(value, ci, low, high) {
+  const width = 240;
+  const x = (v) => (6 + ((v - low) / (high - low || 1)) * (width - 12)).toFixed(1);
+  const bar = svg("svg", { width, height: 16, role: "img" });
+  bar.append(svg("line", { x1: 6, x2: width - 6, y1: 8, y2: 8, class: "axis" }));
+  if (ci && ci[0] !== null) bar.append(svg("line", { x1: x(ci[0]), x2: x(ci[1]), y1: 8, y2: 8, class: "ci" }));
+  bar.append(svg("circle", { cx: x(value), cy: 8, r: 4, class: "bar" }));
+  return bar;
+}
+
+function rankingRun(record) {
+  const models = record.models;
+  const ends = models.flatMap((m) => (m.elo_ci && m.elo_ci[0] !== null ? m.elo_ci : [m.elo]));
+  const low = Math.min(...ends);
+  const high = Math.max(...ends);
+  const leaderboard = table(
+    ["rank", "model", "Elo", "", "trust", "rank interval"],
+    models.map((m) => [
+      String(m.rank),
+      m.name,
+      withCi(m.elo, m.elo_ci, 0),
+      intervalBar(m.elo, m.elo_ci, low, high),
+      withCi(m.trust, m.trust_ci, 3),
+      m.rank_ci ? `${m.rank_ci[0]}–${m.rank_ci[1]}` : "-",
+    ]),
+    { id: "leaderboard" },
+    2,
+  );
+  const run = record.run || {};
+  const consistency = run.order_consistency || {};
+  const parseFailures = run.parse_failures_by_judge || {};
+  const judges = table(
+    ["judge", "tie propensity", "position bias", "order consistency", "same slot", "pairs", "parse failures", "verdicts"],
+    record.judges.map((j) => {
+      const c = consistency[j.name] || {};
+      return [
+        j.name,
+        withCi(j.tie_propensity, j.tie_propensity_ci, 3),
+        withCi(j.position_bias, j.position_bias_ci, 3),
+        num(c.consistent, 3),
+        num(c.same_slot, 3),
+        c.pairs === undefined ? "-" : String(c.pairs),
+        String(parseFailures[j.name] || 0),
+        num(j.verdicts, 0),
+      ];
+    }),
+    { id: "judges" },
+  );
+  const dims = Math.max(0, ...record.judges.map((j) => (j.lens || []).length));
+  const axes = Array.from({ length: dims }, (_, i) => `d${i + 1}`);
+  const lenses = table(
+    ["model", ...axes.map((a) => `disposition ${a}`), ...axes.map((a) => `lens ${a}`)],
+    models.map((m) => {
+      const judge = record.judges.find((j) => j.name === m.name) || {};
+      const disposition = (record.dispositions || {})[m.name] || [];
+      return [m.name, ...axes.map((_, i) => num(disposition[i], 3)), ...axes.map((_, i) => num((judge.lens || [])[i], 3))];
+    }),
+    { id: "lenses" },
+  );
+  const accounting = run.accounting || { by_model_and_role: [], total: {} };
+  const cost = table(
+    ["member", "role", "calls", "cached", "input tokens", "output tokens", "cost"],
+    accounting.by_model_and_role
+      .map((r) => [r.model, r.role, String(r.calls), String(r.cached), String(r.input_tokens), String(r.output_tokens), money(r.cost_usd)])
+      .concat([["total", "", String(accounting.total.calls), String(accounting.total.cached),
+        String(accounting.total.input_tokens), String(accounting.total.output_tokens), money(accounting.total.cost_usd)]]),
+    { id: "cost" },
+    2,
+  );
+  return [
+    ...warnings(record),
+    section("Leaderboard", leaderboard),
+    section("Trust", el("p", { class: "muted" }, "how much each judge (row) trusts each evaluee (column)"), heatmap(record.trust_matrix)),
+    section("Dispositions and lenses", lenses),
+    section("Judges", judges),
+    section("Cost by member and role", cost),
+    el("section", { id: "transcripts" }, el("h2", {}, "Transcripts")),
+  ];
+}
+
+function heatmap(matrix) {
+  if (!matrix || !matrix.rows) return el("p", { class: "muted" }, "no trust matrix");
+  const high = Math.max(...matrix.rows.flat().filter((v) => v !== null), 1e-9);
+  const rows = matrix.rows.map((row, i) =>
+    el("tr", {}, el("td", { class: "l" }, matrix.judges[i]), row.map((v) => {
+      const cell = el("td", {}, num(v, 3));
+      if (v !== null) cell.style.backgroundColor = `rgba(36, 81, 179, ${(0.75 * v) / high})`;
+      return cell;
+    })),
+  );
+  return table(["judge \\ evaluee", ...matrix.evaluees], rows, { id: "trust", class: "heat" });
+}
+
+// --- a ranking run's transcripts ------------------------------------------------------
+
+async function showTranscripts(params) {
+  const box = document.getElementById("transcripts");
+  if (!box) return;
+  const query = new URLSearchParams(params);
+  let data;
+  try {
+    data = await api(`/api/runs/${encodeURIComponent(current.id)}/transcripts?${query}`);
+  } catch (error) { // a damaged transcript: the rest of the run stays on screen
+    box.replaceChildren(el("h2", {}, "Transcripts"), el("p", { class: "warn" }, error.message));
+    return;
+  }
+  if (!data.ready) {
+    const share = data.bytes ? Math.floor((100 * data.bytes_read) / data.bytes) : 0;
+    box.replaceChildren(el("h2", {}, "Transcripts"), el("p", { class: "muted", id: "indexing" }, `Indexing the transcripts… ${share}%`));
+    const asked = location.hash; // ask again unless the user has moved on
+    setTimeout(() => location.hash === asked && showTranscripts(params), 300);
+    return;
+  }
+  const members = current.data.record.models.map((m) => m.name).sort();
+  const filter = (name, label, options) => {
+    const select = el(
+      "select",
+      { id: `f-${name}`, onchange: () => setFilter(name, select.value) },
+      el("option", { value: "" }, "any"),
+      options.map((o) => el("option", { value: o, selected: params.get(name) === o ? "" : null }, o)),
+    );
+    return el("label", {}, label, select);
+  };
+  const page = data.page;
+  const pages = Math.max(1, Math.ceil(data.total / data.size));
+  const turn = (to) => () => setFilter("page", String(to));
+  box.replaceChildren(
+    el("h2", {}, "Transcripts"),
+    el(
+      "div",
+      { class: "filters" },
+      filter("judge", "judge", members),
+      filter("evaluee", "evaluee", members),
+      filter("scenario", "scenario", data.scenarios),
+      filter("verdict", "verdict", data.verdicts),
+    ),
+    el(
+      "div",
+      { class: "pager" },
+      el("button", { id: "prev", onclick: turn(page - 1), disabled: page <= 1 ? "" : null }, "← previous"),
+      el("span", { id: "t-total" }, `${data.total} comparisons · page ${page} of ${pages}`),
+      el("button", { id: "next", onclick: turn(page + 1), disabled: page >= pages ? "" : null }, "next →"),
+    ),
+    ...data.items.map(comparisonCard),
+  );
+}
+
+function setFilter(name, value) {
+  const [path, query] = location.hash.slice(1).split("?");
+  const params = new URLSearchParams(query || "");
+  if (value) params.set(name, value);
+  else params.delete(name);
+  if (name !== "page") params.delete("page");
+  location.hash = `${path}?${params}`;
+}
+
+function comparisonCard(item) {
+  const verdicts = item.verdicts ? ` (${item.verdicts.map((v) => (v === null ? "?" : v)).join(" ")})` : "";
+  const side = (label, name, reply, reflection) =>
+    el("div", {}, el("h4", {}, `${label}: ${name}`), pre(reply),
+      reflection === null || reflection === undefined ? null : [el("h4", {}, `${item.judge}'s notes on ${name}`), pre(reflection)]);
+  return el(
+    "details",
+    { class: "comparison" },
+    el("summary", {}, `#${item.row + 1} ${item.judge} judges ${item.first} vs ${item.second} on ${item.scenario}`,
+      tag(item.verdict), item.role === "repair" ? tag("repair", "mixed") : null),
+    item.question === null ? null : [el("h4", {}, "The message"), pre(item.question)],
+    el("div", { class: "pair" },
+      side("first", item.first, item.first_reply, item.first_reflection),
+      side("second", item.second, item.second_reply, item.second_reflection)),
+    el("h4", {}, `${item.judge}'s reply${verdicts}`),
+    pre(item.reply),
+    item.failure || item.error ? el("p", { class: "warn" }, item.failure || item.error) : null,
+    el("details", {}, el("summary", {}, "the judge's prompt"),
+      (item.messages || []).map(([role, content]) => [el("h4", {}, role), pre(content)])),
+  );
+}
+
+// --- a grading run ----------------------------------------------------------------------
+
+function gradingRun(record) {
+  const summary = table(
+    ["candidate", "tasks", "mean score", "pass rate", "split criteria", "jury cost"],
+    record.summary.map((s) => [s.candidate, String(s.tasks), estimate(s.mean_score, 1), estimate(s.pass_rate, 3),
+      `${s.split_criteria} of ${s.judged_criteria}`, money(s.jury_cost_usd)]),
+    { id: "summary" },
+  );
+  const detail = el("div", { id: "task" });
+  const tasks = table(
+    ["task", "candidate", "score", "passed", "threshold", "split", "jury cost", ""],
+    record.tasks.map((t) => [
+      t.task_id,
+      t.candidate === null ? "-" : t.candidate,
+      num(t.score, 1),
+      tag(t.passed ? "pass" : "fail"),
+      num(t.threshold, 0),
+      String(t.criteria.filter((c) => c.split).length),
+      money(t.jury_cost_usd),
+      el("button", { class: "open-task", onclick: () => openTask(record, t, detail) }, "votes"),
+    ]),
+    { id: "tasks" },
+    2,
+  );
+  const total = (record.accounting || {}).total || {};
+  return [
+    ...warnings(record),
+    el("p", {}, `contract ${record.contract} · jurors ${record.jury.jurors.join(", ") || "none"} · cost ${money(total.cost_usd)}`),
+    section("Candidates", summary),
+    section("Tasks", tasks, detail),
+  ];
+}
+
+async function openTask(record, task, box) {
+  const query = new URLSearchParams({ task: task.task_id });
+  if (task.candidate !== null) query.set("candidate", task.candidate);
+  const { votes } = await api(`/api/runs/${encodeURIComponent(current.id)}/votes?${query}`);
+  const jurors = [...new Set([...record.jury.jurors, ...votes.filter((v) => v.juror).map((v) => v.juror)])];
+  const cell = (criterion, juror) => {
+    const vote = votes.find((v) => v.criterion_id === criterion && (juror === null ? v.stage !== "jury" : v.juror === juror));
+    return el("td", { class: "vote" }, vote ? tag(vote.error ? "error" : vote.grade || "unparsed") : "");
+  };
+  const grid = table(
+    ["criterion", "grader", "weight", "passed", "rule", ...jurors],
+    task.criteria.map((c) =>
+      el("tr", { class: c.split ? "split" : null }, el("td", { class: "l" }, c.id), el("td", { class: "l" }, c.grader),
+        el("td", {}, num(c.weight, 0)), el("td", {}, tag(c.passed ? "pass" : "fail")), cell(c.id, null),
+        jurors.map((j) => cell(c.id, j))),
+    ),
+    { id: "votes" },
+    2,
+  );
+  const replies = votes.map((v) =>
+    el("details", { class: "vote-reply" },
+      el("summary", {}, `${v.criterion_id} · ${v.juror || v.stage}`, tag(v.error ? "error" : v.grade || "unparsed"),
+        v.cost_usd === undefined ? null : el("span", { class: "muted" }, ` ${money(v.cost_usd)}`)),
+      pre(v.text), v.retry_text ? [el("h4", {}, "after the retry"), pre(v.retry_text)] : null,
+      v.error ? el("p", { class: "warn" }, v.error) : null),
+  );
+  box.replaceChildren(
+    el("h3", {}, `${task.task_id} · ${task.candidate === null ? "" : task.candidate}`),
+    el("h4", {}, "Submission"), pre(task.submission),
+    el("h4", {}, "Criterion × juror (split criteria highlighted)"), grid,
+    el("div", { class: "votes" }, el("h4", {}, "Each vote in full"), replies),
+  );
+}
+
+// --- a jury comparison, a certificate, a profile -----------------------------------------
+
+function juryComparison(record) {
+  const side = (measure, p) => estimate((record[measure] || {})[p]);
+  const pools = table(["pool", "jurors", "split rate", "pass rate"],
+    ["a", "b"].map((p) => [p, record.pools[p].jurors.join(", "), side("split_rate", p), side("pass_rate", p)]),
+    { id: "pools" }, 2);
+  const agreement = table(["measure", "value [interval]"], [
+    ["criterion majority agreement", estimate(record.agreement)],
+    ["agreement on common criteria", estimate(record.agreement_common)],
+    ["identical task scores", estimate(record.identical_task_scores)],
+    ["task pass agreement", estimate(record.task_pass_agreement)],
+    ["task score Pearson", estimate(record.task_score_pearson)],
+  ], { id: "agreement" });
+  const relative = table(["per criterion, a relative to b", "value [interval]"],
+    Object.entries(record.a_relative_to_b || {}).map(([k, v]) => [k, estimate(v)]));
+  const parts = [
+    ...warnings(record),
+    el("p", {}, `contract ${record.contract} · ${record.submissions} submissions · ${record.criteria} criteria`),
+    record.note ? el("p", { class: "warn" }, record.note) : null,
+    section("Pools", pools), section("Agreement", agreement), section("Cost and speed", relative),
+  ];
+  const cascade = record.cascade;
+  if (cascade) {
+    const rows = Object.entries(cascade).filter(([, v]) => v && typeof v === "object" && "value" in v)
+      .map(([k, v]) => [k, estimate(v)]);
+    parts.push(section(`Cascade: ${cascade.first} first, escalate to ${cascade.escalate_to}`,
+      table(["measure", "value [interval]"], rows, { id: "cascade" })));
+  }
+  return parts.filter((part) => part !== null);
+}
+
+function generators(record, id) {
+  return table(["generator", "estimate", "upper bound", "confidence", "m", "method"],
+    Object.entries(record.generators || {}).map(([name, g]) =>
+      [name, num(g.estimate, 4), num(g.upper_bound, 4), num(g.confidence, 2), String(g.m), g.method || "-"]),
+    { id });
+}
+
+function certificate(record) {
+  const numbers = ["tau", "delta", "dim", "sensitivity", "alpha", "sigma", "sigma_max", "threshold", "noise_radius", "smallest_feasible_tau"]
+    .map((k) => [k, record[k] === null || record[k] === undefined ? "-" : String(record[k])]);
+  const utility = Object.entries(record.utility || {}).map(([level, u]) =>
+    [level, num(u.pearson, 4), num(u.spearman, 4), num(u.kendall, 4)]);
+  return [
+    ...warnings(record),
+    el("p", { id: "guarantee" }, record.feasible ? tag("certified", "pass") : tag("infeasible", "fail"), " ", record.guarantee),
+    el("p", { class: "muted" }, `bounded: ${record.bounded}; not bounded: ${record.not_bounded}`),
+    section("Certificate", table(["quantity", "value"], numbers, { id: "numbers" })),
+    section("Sensitivity profile per generator", generators(record, "generators")),
+    section("Utility retained", table(["level", "Pearson", "Spearman", "Kendall"], utility)),
+  ];
+}
+
+function profile(record) {
+  return [
+    ...warnings(record),
+    el("p", {}, `judge ${record.judge} · ${record.items} items · m ${record.m} · scale ${(record.scale || {}).name}`),
+    section("Sensitivity per generator", generators(record, "generators")),
+  ];
+}
