@@ -13,7 +13,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import Any
 
 from eigenjury.models.providers.scripted import register_script
 from eigenjury.models.types import ChatRequest
@@ -79,3 +82,29 @@ register_script("juror-mute", lambda r: "I cannot decide.")
 register_script("juror-seeded", lambda r: f"GRADE: {'C' if (r.seed or 0) % 2 == 0 else 'I'}")
 register_script("juror-late", lambda r: "GRADE: C" if _is_repair(r) else "Thinking it over.")
 register_script("candidate-paris", lambda r: "The capital is lovely.\nAnswer: Paris")
+
+
+CONTRACT = """\
+name: capitals
+tasks:
+  - task_id: france
+    execution: {prompt: "What is the capital of France?"}
+    evaluation:
+      pass_threshold: 60
+      criteria:
+        - {id: city, weight: 50, grader: exact_match, prompt: Paris}
+        - {id: lovely, weight: 50, grader: llm_judge, prompt: The answer says lovely}
+  - task_id: italy
+    execution: {prompt: "What is the capital of Italy?"}
+    evaluation:
+      criteria:
+        - {id: city, weight: 100, grader: exact_match, prompt: Rome}
+"""
+
+
+XSS = "<script>alert('x')</script>"
+
+
+def write_submissions(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

@@ -13,6 +13,10 @@ import hashlib
 import math
 import random
 import re
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 from eigenjury.models.providers.scripted import register_script
 from eigenjury.models.types import ChatRequest
@@ -102,3 +106,32 @@ def objective_truth(request: ChatRequest) -> str:
 
 
 register_script("objective-truth", objective_truth)
+
+
+QUALITIES = {"ada": 1.2, "bo": 0.6, "cy": 0.0, "di": -0.6, "ed": -1.2}
+
+
+def config(tmp_path: Path, **overrides: Any) -> Path:
+    data: dict[str, Any] = {
+        "name": "scripted truth",
+        "population": [
+            {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
+            for n, q in QUALITIES.items()
+        ],
+        "constitution": "kindness",
+        "scenarios": {"source": "everyday", "limit": 40},
+        "sampling": {"design": "random-groups", "group_size": 4},
+        "judging": {"reflections": True},
+        "fit": {"bootstrap": 30, "ci": 0.9},
+        "engine": {"concurrency": 16},
+        "output": str(tmp_path / "run"),
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path

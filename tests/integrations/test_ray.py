@@ -23,6 +23,7 @@ if not os.environ.get("EIGENJURY_REQUIRE_RAY"):
 import ray
 
 import peer_scripts  # noqa: F401  (registers the scripted population)
+from batch_scripts import essence, read_results, write_requests
 from eigenjury.cli import main
 from eigenjury.engine import Call, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.engine.backends import task_map
@@ -31,8 +32,7 @@ from eigenjury.integrations.ray_backend import RayBackend, init, map_rounds
 from eigenjury.models import ChatRequest, ModelSpec
 from eigenjury.stats import PeerRanking, make_population, simulate_verdicts
 from eigenjury.testing.server import Faults, ServerThread
-from test_batch_cli import essence, read_results, write_requests
-from test_peer import config
+from peer_scripts import config
 
 pytestmark = pytest.mark.ray
 SECRET = "sk-ray-test-never-logged-7731"
@@ -42,9 +42,10 @@ SECRET = "sk-ray-test-never-logged-7731"
 def cluster() -> Iterator[None]:
     """One local Ray instance for the module. Workers import the test helpers (scripted
     members are shipped to them by reference) from the tests folder."""
-    here = str(Path(__file__).parent)
+    here = Path(__file__).parent  # this module, and the helpers in tests/ above it
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "OPENAI_COMPATIBLE_API_KEY")}
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, saved["PYTHONPATH"]) if p)
+    paths = (str(here), str(here.parent), saved["PYTHONPATH"])
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     os.environ["OPENAI_COMPATIBLE_API_KEY"] = SECRET  # the workers inherit it
     init(num_cpus=2)
     yield

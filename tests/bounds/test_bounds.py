@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bound_scripts import write_dataset, write_scores
 from eigenjury.bounds import (
     LOCAL_GENERATORS,
     JudgedItem,
@@ -128,16 +129,6 @@ def biased_judge(request: ChatRequest) -> str:
 register_script("bounds-biased", biased_judge)
 
 
-def write_dataset(path: Path, n: int = 40) -> Path:
-    with path.open("w") as f:
-        for i in range(n):
-            text = f"Answer {i}. It covers the point, and then some [quality {2 + i % 6}]"
-            if i == 3:
-                text += " mumble"
-            f.write(json.dumps({"id": f"i{i}", "prompt": "Q?", "response": text}) + "\n")
-    return path
-
-
 def test_measurement_through_the_engine_recovers_the_known_sensitivity(tmp_path: Path) -> None:
     from eigenjury.bounds import read_dataset
 
@@ -202,11 +193,6 @@ def profile_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     )
     assert code == 0 and "Sensitivity of scripted:bounds-biased" in text
     return out
-
-
-def write_scores(path: Path, rows: list[tuple[str, Any, str]]) -> Path:
-    path.write_text("item,score,model\n" + "".join(f"{i},{s},{m}\n" for i, s, m in rows))
-    return path
 
 
 def test_measure_then_apply_writes_scores_and_a_consistent_certificate(

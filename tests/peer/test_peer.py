@@ -12,7 +12,6 @@ import pytest
 import yaml
 from scipy.stats import kendalltau
 
-import peer_scripts  # noqa: F401  (registers the scripted population)
 from eigenjury.cli import main
 from eigenjury.commands.peer import run_rank
 from eigenjury.engine import Store
@@ -23,34 +22,7 @@ from eigenjury.peer.consistency import order_consistency
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.record import RankingRecord, TranscriptLine
 from eigenjury.records import read_any_record, read_record
-
-QUALITIES = {"ada": 1.2, "bo": 0.6, "cy": 0.0, "di": -0.6, "ed": -1.2}
-
-
-def config(tmp_path: Path, **overrides: Any) -> Path:
-    data: dict[str, Any] = {
-        "name": "scripted truth",
-        "population": [
-            {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
-            for n, q in QUALITIES.items()
-        ],
-        "constitution": "kindness",
-        "scenarios": {"source": "everyday", "limit": 40},
-        "sampling": {"design": "random-groups", "group_size": 4},
-        "judging": {"reflections": True},
-        "fit": {"bootstrap": 30, "ci": 0.9},
-        "engine": {"concurrency": 16},
-        "output": str(tmp_path / "run"),
-    }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+from peer_scripts import QUALITIES, config
 
 
 def test_rank_recovers_the_scripted_truth_and_writes_every_output(tmp_path: Path) -> None:
@@ -384,7 +356,7 @@ def test_every_shipped_config_is_valid() -> None:
 
     bundled = resources.files("eigenjury") / "data" / "configs"
     paths = [Path(str(p)) for p in bundled.iterdir() if p.name.endswith(".yaml")]
-    paths += sorted(Path(__file__).parent.parent.glob("examples/*.yaml"))
+    paths += sorted(Path(__file__).parents[2].glob("examples/*.yaml"))
     assert len(paths) >= 6
     for path in paths:
         config = load_config(RankConfig, path)

@@ -1,5 +1,5 @@
 """Tiny valid inputs for every `eigenjury` command, and the tables of bad contents that
-tests/test_fuzz_cli.py crosses them with.
+tests/commands/test_fuzz_commands.py crosses them with.
 
 Every command has a `Command`: `setup(cwd)` writes its valid inputs into the (empty)
 working directory and returns a command line that succeeds on them in well under a
@@ -445,7 +445,7 @@ COMMANDS: dict[str, Command] = {
         Command("bound measure", _measure, ("profile-new.json", STORE), "file"),
         Command("bound apply", _apply, ("released",), "folder"),
         Command("bound certify", _certify, ()),
-        Command("view", None, ()),  # serves until interrupted: tests/test_view.py runs it
+        Command("view", None, ()),  # serves until interrupted: tests/view/test_view.py runs it
     )
 }
 

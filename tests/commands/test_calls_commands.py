@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from batch_scripts import essence, read_results, write_requests
 from eigenjury.batch import RequestLine
 from eigenjury.cli import main
 from eigenjury.engine import Store, StoredResult
@@ -33,27 +34,6 @@ from eigenjury.files import (
 )
 from eigenjury.models import Completion
 from eigenjury.testing.server import Faults, ServerThread
-
-
-def write_requests(path: Path, n: int, prefix: str = "q") -> Path:
-    with path.open("w") as f:
-        for i in range(n):
-            line = {
-                "id": f"r{i}",
-                "messages": [{"role": "user", "content": f"{prefix} {i}"}],
-                "temperature": 0,
-            }
-            f.write(json.dumps(line) + "\n")
-    return path
-
-
-def read_results(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def essence(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """What must be identical between runs (timings and cache flags may differ)."""
-    return [(r["id"], r["text"], json.dumps(r["usage"]), json.dumps(r["error"])) for r in rows]
 
 
 def test_batch_runs_then_reuses_everything(

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from test_grade_cli import XSS
 from test_view import SCRIPT, make_runs
+
+from contract_scripts import XSS
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

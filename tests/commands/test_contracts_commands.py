@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import contract_scripts  # noqa: F401  (registers the scripted jurors)
+from contract_scripts import CONTRACT, XSS, write_submissions
 from eigenjury.cli import main
 from eigenjury.contracts.compare import compare_pools
 from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
@@ -21,34 +21,11 @@ from eigenjury.records import read_any_record, read_record
 from eigenjury.reports.grading import render_comparison
 from eigenjury.testing.server import Faults, ServerThread
 
-CONTRACT = """\
-name: capitals
-tasks:
-  - task_id: france
-    execution: {prompt: "What is the capital of France?"}
-    evaluation:
-      pass_threshold: 60
-      criteria:
-        - {id: city, weight: 50, grader: exact_match, prompt: Paris}
-        - {id: lovely, weight: 50, grader: llm_judge, prompt: The answer says lovely}
-  - task_id: italy
-    execution: {prompt: "What is the capital of Italy?"}
-    evaluation:
-      criteria:
-        - {id: city, weight: 100, grader: exact_match, prompt: Rome}
-"""
-XSS = "<script>alert('x')</script>"
-
 
 @pytest.fixture
 def contract(tmp_path: Path) -> Path:
     path = tmp_path / "contract.yaml"
     path.write_text(CONTRACT)
-    return path
-
-
-def write_submissions(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 

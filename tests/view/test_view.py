@@ -21,14 +21,14 @@ from aiohttp.test_utils import TestClient, TestServer
 
 import contract_scripts  # noqa: F401  (registers the scripted jurors)
 import peer_scripts  # noqa: F401  (registers the scripted population)
+from bound_scripts import write_dataset, write_scores
+from contract_scripts import CONTRACT, XSS, write_submissions
 from eigenjury.cli import main
 from eigenjury.records import Found
 from eigenjury.view.index import Filters, TranscriptIndex, verdict_category
 from eigenjury.view.server import Catalogue, load_catalogue, make_app
-from test_bounds import write_dataset, write_scores
-from test_grade_cli import CONTRACT, XSS, write_submissions
-from test_peer import QUALITIES
-from test_peer import config as rank_config
+from peer_scripts import QUALITIES
+from peer_scripts import config as rank_config
 
 SCRIPT = "<script>alert('pwned')</script>"  # what the "[script]" evaluee writes
 

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
+import fuzz_inputs as fz
 import pytest
 from pydantic import BaseModel
 
-import fuzz_inputs as fz
 from eigenjury.cli import build_parser, main
 from eigenjury.engine import Store
 from eigenjury.errors import InputError

@@ -148,7 +148,7 @@ def test_the_inspect_extra_brings_the_openai_client_inspect_needs() -> None:
 
     from packaging.requirements import Requirement
 
-    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
     for extra in ("inspect", "dev"):
         [openai] = [r for r in map(Requirement, extras[extra]) if r.name == "openai"]
