@@ -6,10 +6,11 @@ that needs no statistics) stays fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from eigenjury.lazy import exports
+
+__version__ = "0.2.0"
 
 _EXPORTS = {
     "BradleyTerry": "eigenjury.stats",
@@ -86,7 +87,4 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'eigenjury' has no attribute '{name}'")
+__getattr__ = exports(__name__, _EXPORTS)

@@ -11,8 +11,9 @@ The names below are imported on first use, so reading a bounds record
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eigenjury.lazy import exports
 
 # name: (module, its name there)
 _EXPORTS = {
@@ -79,8 +80,4 @@ if TYPE_CHECKING:
     from eigenjury.bounds.scores import SCALES, Scale, ScoreSet, read_scores
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        module, attribute = _EXPORTS[name]
-        return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'eigenjury.bounds' has no attribute '{name}'")
+__getattr__ = exports(__name__, _EXPORTS)

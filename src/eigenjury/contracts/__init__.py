@@ -10,8 +10,9 @@ The names below are imported on first use, so reading a contracts record
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eigenjury.lazy import exports
 
 _EXPORTS = {
     "ContractSource": "eigenjury.contracts.bundle",
@@ -92,7 +93,4 @@ if TYPE_CHECKING:
     from eigenjury.contracts.submissions import read_submissions
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'eigenjury.contracts' has no attribute '{name}'")
+__getattr__ = exports(__name__, _EXPORTS)
