@@ -90,3 +90,22 @@ def test_backends_are_found_by_name() -> None:
     assert connect("local") == (None, None)
     with pytest.raises(InputError, match="unknown backend 'slurm'; use one of local, ray"):
         connect("slurm")
+
+
+def test_a_run_folder_of_eigenjury_0_1_gives_its_calls_to_the_shared_store(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """0.1 kept a rank run's calls in its output folder: a rerun takes them into the
+    shared store (keeping the old file) and pays for nothing."""
+    path = _config(Path("project"))
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "engine": {"store": "run/store.sqlite"}}))
+    assert main(["rank", str(path), "--out", "project/run", "--no-progress"]) == 0
+    path.write_text(yaml.safe_dump(data))  # as 0.1 left it: no store named
+    capsys.readouterr()
+    assert main(["rank", str(path), "--out", "project/run", "--no-progress"]) == 0
+    total = json.loads(Path("project/run/results.json").read_text())["run"]["accounting"]
+    assert total["total"]["cached"] == total["total"]["calls"] > 0
+    assert "into the shared store" in capsys.readouterr().err
+    assert Path("project/run/store.sqlite.moved").is_file() and DEFAULT_STORE.is_file()
+    assert not Path("project/run/store.sqlite").exists()

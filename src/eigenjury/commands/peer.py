@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ from eigenjury.commands.options import add_backend_options, bounded, check_outpu
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
-    from eigenjury.peer.run import RankRun
+    from eigenjury.peer.run import Inputs, RankRun
     from eigenjury.stats.simulate import Population
 
 VERDICT_FORMATS = ("csv", "jsonl", "parquet")  # = verdict_files.FORMATS (importing it loads scipy)
@@ -379,6 +380,28 @@ def read_truth(path: Path, models: tuple[str, ...]) -> Population:
     return population
 
 
+def _adopt_run_store(inputs: Inputs) -> None:
+    """eigenjury 0.1 kept a rank run's calls in a store inside its output folder. Where
+    one is found (and the config names no store), its results move into the shared
+    store once, and the old file is renamed, not deleted: a rerun pays for nothing."""
+    from eigenjury.engine.store import Store
+
+    old = inputs.out / "store.sqlite"
+    if inputs.config.engine.store is not None or not old.is_file():
+        return
+    shared = inputs.config.engine.store_path(inputs.path.parent)
+    with Store(shared) as store:
+        moved = store.absorb(old)
+    kept = old.with_name("store.sqlite.moved")
+    old.rename(kept)
+    print(
+        f"note: moved {moved} stored calls of this run folder ({old}, from eigenjury 0.1) "
+        f"into the shared store {shared}; the old file is kept as {kept}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def run_rank(config_path: Path, *, out: Path | None = None, progress: bool = True) -> RankRun:
     """A rank config's whole run: check it, collect through the engine, fit, and write
     results.json, verdicts.csv, transcripts.jsonl and report.html."""
@@ -389,6 +412,7 @@ def run_rank(config_path: Path, *, out: Path | None = None, progress: bool = Tru
 
     inputs = prepare(config_path, out)
     config = inputs.config
+    _adopt_run_store(inputs)
     try:
         ran = run_engine(
             config.engine,

@@ -419,6 +419,14 @@ class Store:
 
         return self._patiently("read it", count)
 
+    def absorb(self, other: Path) -> int:
+        """Add every result of the store at `other` (a success never replaced by an
+        error, as always); returns how many it holds."""
+        with Store(other, create=False) as source:
+            results = list(source)
+        left_out = self.put_many(results)
+        return len(results) - len(left_out)
+
     def export(self, path: str | Path) -> int:
         """Write every result to .jsonl or .parquet; returns the number written."""
         path = Path(path)
