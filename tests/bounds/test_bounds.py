@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -106,27 +105,6 @@ def test_judges_bind_to_the_last_verdict_and_never_score_failures() -> None:
     swapped = LOCAL_GENERATORS["position"].perturb(pair, np.random.default_rng(0))
     assert pairwise.parse("[[A>B]]", swapped) == 4.0  # B>A in the original order
     assert "[[A>>B]]" in pairwise.request(pair, 0).messages[0].content
-
-
-QUALITY = re.compile(r"\[quality (\d+)\]")
-
-
-def biased_judge(request: ChatRequest) -> str:
-    """Scores the hidden quality; +3 points for bold text (a markdown bias); +-1 jitter
-    on a quarter of judgments, drawn from the request (so from its seed); no verdict
-    when the response says 'mumble'."""
-    user = request.messages[-1].content
-    if "mumble" in user:
-        return "I cannot decide."
-    score = int(QUALITY.search(user).group(1))  # type: ignore[union-attr]
-    score += 3 if "**" in user else 0
-    digest = hashlib.sha256(repr(request.identity()).encode()).digest()
-    if digest[0] < 64:
-        score += 1 if digest[1] % 2 else -1
-    return f"Fine. [[{min(max(score, 1), 10)}]]"
-
-
-register_script("bounds-biased", biased_judge)
 
 
 def test_measurement_through_the_engine_recovers_the_known_sensitivity(tmp_path: Path) -> None:

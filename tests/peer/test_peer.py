@@ -249,6 +249,34 @@ def test_the_report_parses_and_escapes_model_text(tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in page
 
 
+def test_the_trust_matrix_has_room_for_its_last_slanted_label() -> None:
+    """Column labels rise at 45 degrees from their column: the last one reaches as far
+    right of its column as it rises above the grid, and the picture must hold it."""
+    from eigenjury.reports.ranking import heatmap_svg
+
+    names = ["blunt-gemma", "blunt-smol", "warm-gemma", "warm-smol"]
+    svg = heatmap_svg(names, [[0.25] * 4] * 4)
+    width = float(re.search(r'<svg width="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    x, rise = (float(v) for v in re.findall(r"translate\(([\d.]+),([\d.]+)\)", svg)[-1])
+    assert width >= x + rise - 20  # the rise, less the margin above the labels
+
+
+def test_one_degenerate_interval_does_not_squash_the_leaderboard() -> None:
+    """A trust of zero in some bootstrap draw puts an Elo bound near minus infinity: the
+    axis stays near the points, and that interval ends in an arrowhead at the edge."""
+    from eigenjury.peer.record import ModelRow
+    from eigenjury.reports.ranking import leaderboard_svg
+
+    def row(name: str, elo: float, low: float) -> ModelRow:
+        return ModelRow(name=name, elo=elo, elo_ci=(low, elo + 50), trust=0.2, trust_ci=None,
+                        rank=1, rank_ci=None, verdicts_as_evaluee=10)  # fmt: skip
+
+    svg = leaderboard_svg([row("a", 1600, 1550), row("b", 1500, 1450), row("c", 1400, -118189)])
+    dots = [float(x) for x in re.findall(r'<circle cx="([\d.]+)"', svg)]
+    assert dots[0] - dots[2] > 100  # of 550 pixels: the three points stay apart
+    assert svg.count('class="beyond"') == 1 and "[-118189, 1450]" in svg
+
+
 def test_order_consistency_arithmetic() -> None:
     def o(judge: str, first: str, second: str, verdict: int, scenario: str = "s") -> Outcome:
         return Outcome(Comparison(scenario, judge, first, second), [verdict])

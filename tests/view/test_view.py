@@ -181,8 +181,12 @@ def test_every_answer_carries_the_security_headers(catalogue: Catalogue) -> None
     for answer in get(catalogue, "/", "/static/app.js", "/kit.css", "/api/runs", "/nowhere"):
         assert answer.headers["Content-Security-Policy"].startswith("default-src 'self'")
         assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    # the page names its icon, so a browser never asks for /favicon.ico (a 404 in the log)
+    [icon] = get(catalogue, "/static/favicon.svg")
+    assert icon.status == 200 and icon.headers["Content-Type"] == "image/svg+xml"
     page, script = get(catalogue, "/", "/static/app.js")
     assert b'<script src="/static/app.js"' in page.body and b"innerHTML" not in script.body
+    assert b'<link rel="icon" href="/static/favicon.svg"' in page.body
 
 
 def test_a_ranking_run_has_its_record_and_the_comparison_of_two_runs(
@@ -370,6 +374,48 @@ def test_damaged_transcripts_are_named_and_the_rest_of_the_run_still_shows(
     assert "transcripts.jsonl, line " in listing.json()["error"]
 
 
+def test_a_line_damaged_past_its_start_is_named_not_a_crash(tmp_path: Path, runs: Path) -> None:
+    """A line whose first bytes index well but whose rest is damaged (a transcript or a
+    trace cut or edited by hand) is named, with its file, in a JSON answer."""
+    shutil.copytree(runs / "before", tmp_path / "before")
+    shutil.copytree(runs / "grade", tmp_path / "grade")
+    transcripts = tmp_path / "before" / "transcripts.jsonl"
+    lines = transcripts.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith('{"role": "comparison"'))
+    lines[first] = lines[first][:200] + "\n"  # the head (who, what, verdicts) survives
+    transcripts.write_text("".join(lines))
+    trace = tmp_path / "grade" / "trace.jsonl"
+    trace.write_text(trace.read_text() + '{"task_id": "france", "candidate": "a", "crit\n')
+    catalogue = load_catalogue([tmp_path], _no_damage)
+    ranking, grading = run_id(catalogue, "before"), run_id(catalogue, "grade")
+    index = catalogue.runs[ranking].transcripts
+    assert index is not None and index.wait(30) and index.error is None
+    listing, later, votes = get(
+        catalogue,
+        f"/api/runs/{ranking}/transcripts",
+        f"/api/runs/{ranking}/transcripts?page=2",
+        f"/api/runs/{grading}/votes?task=france&candidate=a",
+    )
+    assert listing.status == 500 and later.status == 200
+    assert listing.json()["error"].startswith(f"{transcripts}: cannot read the line at byte ")
+    assert votes.status == 500 and votes.json()["error"].startswith(f"{trace}: cannot read")
+    for answer in (listing, votes):
+        assert answer.headers["Content-Security-Policy"].startswith("default-src 'self'")
+
+
+def test_a_fault_of_the_viewer_is_json_with_the_security_headers(
+    catalogue: Catalogue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(a: object, b: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("eigenjury.view.server.ranking_change", broken)
+    before = run_id(catalogue, "before")
+    [answer] = get(catalogue, f"/api/compare?a={before}&b={before}")
+    assert answer.status == 500 and "RuntimeError('a bug')" in answer.json()["error"]
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+
+
 def test_verdict_categories() -> None:
     assert verdict_category([1]) == "first" and verdict_category([2, 2]) == "second"
     assert verdict_category([0, None]) == "tie" and verdict_category([1, 2]) == "mixed"
@@ -409,6 +455,10 @@ def test_a_damaged_record_is_named_and_the_others_are_served(tmp_path: Path, run
     skipped: list[Found] = []
     catalogue = load_catalogue([folder], skipped.append)
     assert [f.path.parent.name for f in skipped] == ["bad"] and len(catalogue.runs) == 1
+    skipped.clear()  # a folder given twice, or within another given, is named once
+    again = load_catalogue([folder, folder / "bad", folder / "good", folder], skipped.append)
+    assert [f.path.parent.name for f in skipped] == ["bad"] and len(again.damaged) == 1
+    assert [run.path.parent.name for run in again.runs.values()] == ["good"]
     [answer] = get(catalogue, "/api/runs")
     [damaged] = answer.json()["damaged"]
     assert damaged["where"] == "bad/results.json" and "models" in damaged["problem"]

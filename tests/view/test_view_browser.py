@@ -5,16 +5,22 @@ text is shown as text and never runs."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_view import SCRIPT, make_runs
 
 from contract_scripts import XSS
+from peer_scripts import QUALITIES
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -52,12 +58,72 @@ def browser() -> WebDriver:
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(flag)
     options.add_argument("--window-size=1400,1000")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, read back
     return webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+
+
+def edited(source: Path, target: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """A copy of the run folder `source` at `target`, its record changed by `edit`."""
+    shutil.copytree(source.parent, target.parent)
+    record = json.loads(source.read_text())
+    edit(record)
+    target.write_text(json.dumps(record))
+
+
+def add_odd_runs(runs: Path) -> None:
+    """Runs a user meets that the commands' own tests do not make: the latest ranking
+    (`again`) with a run of another population (`other`) between it and the ones it
+    shares models with; a grading run whose trace was cut short (`cut`); a certificate
+    of a score file without models (no model-level utility); a ranking whose first
+    judgment had no verdict and whose second call failed (`failed`); a ranking fitted
+    from a verdict file, so with no calls nor transcripts, and one interval degenerate
+    (`fitted`)."""
+    after = runs / "after" / "results.json"
+    edited(
+        after,
+        runs / "again" / "results.json",
+        lambda r: r.update(created="2100-01-02T00:00:00+00:00"),
+    )
+
+    def renamed(record: dict[str, Any]) -> None:
+        text = json.dumps(record)
+        for name in QUALITIES:
+            text = text.replace(f'"{name}"', f'"{name}-other"')
+        record.clear()
+        record.update(json.loads(text), created="2100-01-01T00:00:00+00:00")
+
+    edited(after, runs / "other" / "results.json", renamed)
+    grade = runs / "grade" / "results.json"
+    edited(grade, runs / "cut" / "results.json", lambda r: None)
+    with (runs / "cut" / "trace.jsonl").open("a") as trace:
+        trace.write('{"task_id": "france", "candidate": "a", "crit\n')
+    certificate = runs / "bound" / "certificate.json"
+    edited(
+        certificate,
+        runs / "single" / "certificate.json",
+        lambda r: r["utility"].update(models=None),
+    )
+    edited(runs / "before" / "results.json", runs / "failed" / "results.json", lambda r: None)
+
+    def fitted(record: dict[str, Any]) -> None:  # as `eigenjury fit --out` writes it
+        del record["run"]
+        record.update(source="verdicts.csv", created="2000-01-01T00:00:00+00:00")
+        record["models"][-1]["elo_ci"][0] = -118189.0  # trust 0 in some bootstrap draw
+
+    edited(after, runs / "fitted" / "results.json", fitted)
+    (runs / "fitted" / "transcripts.jsonl").unlink()
+    transcripts = runs / "failed" / "transcripts.jsonl"
+    lines = [json.loads(line) for line in transcripts.read_text().splitlines()]
+    first, second = [line for line in lines if line["role"] == "comparison"][:2]
+    first.update(verdicts=[None], failure="parse", reply="No opinion.")
+    second.update(verdicts=[None], error="RateLimitError: slow down", reply=None)
+    transcripts.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 @pytest.fixture(scope="module")
 def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     runs = make_runs(tmp_path_factory.mktemp("browser"))
+    add_odd_runs(runs)
     process = subprocess.Popen(
         [sys.executable, "-m", "eigenjury", "view", str(runs)],
         stdout=subprocess.PIPE,
@@ -157,3 +223,159 @@ def test_a_certificate_shows_its_profile_per_generator(viewer: str, driver: WebD
     visible(driver, "#generators")
     assert "formatting" in driver.find_element(By.ID, "generators").text
     assert "certified" in driver.find_element(By.ID, "guarantee").text
+
+
+# What a page must never show: a value the page failed to fill in, or a list of nodes
+# turned into text.
+PLACEHOLDERS = re.compile(r"\b(undefined|NaN|null|Infinity)\b|\[object \w+\]")
+
+
+def loaded(driver: WebDriver) -> None:
+    """The page has left "Loading…", and a ranking run's transcripts have come."""
+    WebDriverWait(driver, WAIT_S).until(
+        lambda d: "Loading" not in d.find_element(By.ID, "main").text
+        and not d.find_elements(By.ID, "indexing")
+        and (not d.find_elements(By.ID, "transcripts") or d.find_elements(By.ID, "t-total")
+             or d.find_elements(By.CSS_SELECTOR, "#transcripts .warn"))
+    )  # fmt: skip
+
+
+def test_every_page_renders_without_an_error_or_a_placeholder(
+    viewer: str, driver: WebDriver
+) -> None:
+    """The list, every run (odd ones included) and the comparison of two rankings, with
+    each card and vote opened: nothing on the console, nothing unfilled on screen."""
+    with urllib.request.urlopen(f"{viewer}api/runs") as answer:
+        runs = json.load(answer)["runs"]
+    where = {run["where"]: run["id"] for run in runs}
+    compare = f"#/compare/{where['before/results.json']}/{where['after/results.json']}"
+    pages = ["", compare, *(f"#/run/{run['id']}" for run in runs)]
+    driver.get(viewer)
+    driver.get_log("browser")
+    for page in pages:
+        driver.get(f"{viewer}{page}")
+        loaded(driver)
+        for button in driver.find_elements(By.CSS_SELECTOR, ".open-task")[:1]:
+            button.click()
+            visible(driver, "#task *")
+        for details in driver.find_elements(By.TAG_NAME, "details"):
+            driver.execute_script("arguments[0].open = true", details)
+        text = driver.find_element(By.TAG_NAME, "body").text
+        assert not PLACEHOLDERS.search(text), (page, [m[0] for m in PLACEHOLDERS.finditer(text)])
+        assert not driver.find_elements(By.ID, "error"), page
+        problems = [entry["message"] for entry in driver.get_log("browser")]
+        if page.endswith(where["cut/results.json"]):  # its damaged trace: a 500, logged
+            assert all("votes?task=france" in problem for problem in problems), problems
+        else:
+            assert problems == [], (page, problems)
+
+
+def test_a_comparison_shows_the_judges_prompt_and_its_verdict_in_words(
+    viewer: str, driver: WebDriver
+) -> None:
+    open_run(driver, viewer, "before/results.json")
+    visible(driver, "details.comparison")
+    card = driver.find_element(By.CSS_SELECTOR, "details.comparison")
+    for details in (card, *card.find_elements(By.TAG_NAME, "details")):
+        driver.execute_script("arguments[0].open = true", details)
+    prompt = card.find_element(By.CSS_SELECTOR, "details details")
+    headings = [h.text for h in prompt.find_elements(By.TAG_NAME, "h4")]
+    assert headings[:2] == ["system", "user"]  # each message: its role, then its text
+    assert "[object" not in prompt.text and "Reply A" in prompt.text
+    assert re.search(r"'s reply \(verdicts?: (first better|second better|tie|unread)", card.text)
+
+
+def test_the_comparison_form_picks_runs_that_share_models_and_says_when_none_do(
+    viewer: str, driver: WebDriver
+) -> None:
+    driver.get(viewer)
+    visible(driver, "#compare")
+    driver.find_element(By.ID, "compare").click()
+    visible(driver, "#change")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#change tr")) == 1 + 5
+    with urllib.request.urlopen(f"{viewer}api/runs") as answer:
+        runs = {run["where"]: run["id"] for run in json.load(answer)["runs"]}
+    assert runs["again/results.json"] in driver.current_url  # the latest, against
+    assert runs["other/results.json"] not in driver.current_url  # not the run before it
+    other, before = runs["other/results.json"], runs["before/results.json"]
+    driver.get(f"{viewer}#/compare/{other}/{before}")
+    visible(driver, "#no-common")
+    assert "No model is in both runs" in driver.find_element(By.ID, "no-common").text
+
+
+def test_a_task_whose_trace_is_damaged_names_it(viewer: str, driver: WebDriver) -> None:
+    open_run(driver, viewer, "cut/results.json")
+    visible(driver, "#tasks")
+    driver.find_element(By.CSS_SELECTOR, "#tasks .open-task").click()  # france, candidate a
+    visible(driver, "#votes-error")
+    assert (
+        "trace.jsonl: cannot read the line at byte"
+        in driver.find_element(By.ID, "votes-error").text
+    )
+    assert driver.find_element(By.ID, "tasks").is_displayed()
+
+
+def test_a_jury_comparison_shows_each_pools_cost_and_speed(viewer: str, driver: WebDriver) -> None:
+    open_run(driver, viewer, "juries/comparison.json")
+    visible(driver, "#figures")
+    rows = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#figures tr")]
+    assert rows[0] == "per jury-graded criterion pool a pool b a relative to b"
+    assert [r.split(" [")[0] for r in rows[1:]] == ["cost (USD) 0.000000", "juror seconds 0.00",
+                                                    "output tokens 18.0"]  # fmt: skip
+    assert "output_tokens relative to b" in driver.find_element(By.ID, "cascade").text
+
+
+def test_a_certificate_without_models_and_its_numbers_as_the_report_writes_them(
+    viewer: str, driver: WebDriver
+) -> None:
+    open_run(driver, viewer, "single/certificate.json")
+    visible(driver, "#utility")
+    assert [r.text.split()[0] for r in driver.find_elements(By.CSS_SELECTOR, "#utility tr")] == [
+        "level", "items",
+    ]  # fmt: skip
+    with urllib.request.urlopen(f"{viewer}api/runs") as answer:
+        run = next(r for r in json.load(answer)["runs"] if r["where"] == "single/certificate.json")
+    with urllib.request.urlopen(f"{viewer}api/runs/{run['id']}") as answer:
+        record = json.load(answer)["record"]
+    numbers = dict(
+        row.text.rsplit(" ", 1) for row in driver.find_elements(By.CSS_SELECTOR, "#numbers tr")[1:]
+    )
+    assert numbers["sensitivity"] == f"{record['sensitivity']:.4g}"
+    assert numbers["sigma"] == f"{record['sigma']:.4g}" and numbers["dim"] == str(record["dim"])
+    assert "judge scripted:bounds-biased" in driver.find_element(By.ID, "main").text
+    assert driver.find_element(By.ID, "stability").is_displayed()
+
+
+def test_a_judgment_without_a_verdict_says_why(viewer: str, driver: WebDriver) -> None:
+    open_run(driver, viewer, "failed/results.json")
+    visible(driver, "#f-verdict")
+    Select(driver.find_element(By.ID, "f-verdict")).select_by_value("unread")
+    WebDriverWait(driver, WAIT_S).until(
+        lambda d: d.find_element(By.ID, "t-total").text.startswith("2 comparisons")
+    )
+    cards = driver.find_elements(By.CSS_SELECTOR, "details.comparison")
+    for card in cards:
+        driver.execute_script("arguments[0].open = true", card)
+    assert "no verdict counted: parse" in cards[0].text and "No opinion." in cards[0].text
+    assert "the call failed: RateLimitError: slow down" in cards[1].text
+
+
+def test_a_ranking_fitted_from_a_verdict_file_has_no_calls_and_a_readable_leaderboard(
+    viewer: str, driver: WebDriver
+) -> None:
+    open_run(driver, viewer, "fitted/results.json")
+    visible(driver, "#leaderboard")
+    assert (
+        "no calls: fitted from the verdict file verdicts.csv"
+        in driver.find_element(By.ID, "cost").text
+    )
+    assert driver.find_element(By.ID, "no-transcripts").is_displayed()
+    assert not driver.find_elements(By.ID, "transcripts")  # and none asked for
+    judge = driver.find_element(By.CSS_SELECTOR, "#judges tr + tr").text.split()
+    assert judge[-2] == "-"  # parse failures: unknown, not 0 (then the verdicts)
+    dots = [
+        float(c.get_attribute("cx"))
+        for c in driver.find_elements(By.CSS_SELECTOR, "#leaderboard circle")
+    ]
+    assert max(dots) - min(dots) > 60  # of 228 pixels, despite a bound at -118189
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#leaderboard .beyond")) == 1

@@ -182,14 +182,19 @@ def leaderboard_svg(models: list[ModelRow]) -> str:
         return ""
     lows = [m.elo_ci[0] if m.elo_ci else m.elo for m in models]
     highs = [m.elo_ci[1] if m.elo_ci else m.elo for m in models]
-    lo, hi = min(lows), max(highs)
+    # every interval, but no wider than twice the spread of the points either side of them
+    # (at least 100): one degenerate interval (a trust of zero in some bootstrap draw
+    # puts Elo near minus infinity) must not squash the others; it ends in an arrowhead
+    elos = [m.elo for m in models]
+    spread = max(max(elos) - min(elos), 100.0)
+    lo, hi = max(min(lows), min(elos) - 2 * spread), min(max(highs), max(elos) + 2 * spread)
     pad = max(10.0, (hi - lo) * 0.08)
     lo, hi = lo - pad, hi + pad
     width, left, row_h = 760, 190, 26
     plot = width - left - 20
 
     def x(v: float) -> float:
-        return float(left + (v - lo) / (hi - lo) * plot)
+        return float(left + (min(max(v, lo), hi) - lo) / (hi - lo) * plot)
 
     parts = [
         f'<svg width="{width}" height="{rows * row_h + 30}" role="img" '
@@ -202,6 +207,11 @@ def leaderboard_svg(models: list[ModelRow]) -> str:
             f'<line x1="{x(a):.1f}" x2="{x(b):.1f}" y1="{y}" y2="{y}" '
             'stroke="#7a8aa8" stroke-width="4" stroke-linecap="round"/>'
         )
+        for end, tip, back in ((a, x(lo), 8), (b, x(hi), -8)):
+            if not lo <= end <= hi:  # runs past the axis: an arrowhead at its edge
+                parts.append(
+                    f'<path class="beyond" d="M{tip:.1f} {y} l{back} -6 v12 z" fill="#7a8aa8"/>'
+                )
         parts.append(
             f'<circle cx="{x(m.elo):.1f}" cy="{y}" r="5" fill="#2f5aa8">'
             f"<title>{e(m.name)}: {m.elo:.0f} [{a:.0f}, {b:.0f}]</title></circle>"
@@ -234,10 +244,13 @@ def heatmap_svg(names: list[str], rows: list[list[float]]) -> str:
     if not n:
         return ""
     longest = max(len(str(n)) for n in names)
-    cell, left, top = 34, 20 + 7 * longest, 20 + 5 * longest  # room for the labels
+    # room for the labels: row labels to the left, column labels slanted up and to the
+    # right (the last one past the grid by as much as it rises)
+    cell, left, top = 34, 20 + 7 * longest, 20 + 5 * longest
+    right = max(10, top - cell // 2)
     top_value = max(max(r) for r in rows) or 1.0
     parts = [
-        f'<svg width="{left + n * cell + 10}" height="{top + n * cell + 10}" role="img" '
+        f'<svg width="{left + n * cell + right}" height="{top + n * cell + 10}" role="img" '
         'aria-label="trust matrix">'
     ]
     for j, name in enumerate(names):

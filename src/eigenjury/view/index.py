@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eigenjury.errors import InputError
+
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 _TRANSCRIPT_HEAD = re.compile(
     rb'\{"role": "(evaluee|reflection|comparison|repair)", "member": (' + _STRING + rb"), "
@@ -50,15 +52,21 @@ def verdict_category(verdicts: list[int | None] | None, recorded: bool = True) -
 
 
 def read_lines(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any] | None]:
-    """The JSON objects starting at `offsets` in `path` (None for no line)."""
-    with path.open("rb") as f:
-        for offset in offsets:
-            if offset == _NO_LINE:
-                yield None
-                continue
-            f.seek(offset)
-            value = json.loads(f.readline())
-            yield value if isinstance(value, dict) else None
+    """The JSON objects starting at `offsets` in `path` (None for no line). A line
+    damaged past what the index read of it (or a file gone since) is an InputError."""
+    offset = _NO_LINE
+    try:
+        with path.open("rb") as f:
+            for offset in offsets:
+                if offset == _NO_LINE:
+                    yield None
+                    continue
+                f.seek(offset)
+                value = json.loads(f.readline())
+                yield value if isinstance(value, dict) else None
+    except (OSError, ValueError) as exc:
+        where = f"the line at byte {offset}" if offset != _NO_LINE else "the file"
+        raise InputError(f"cannot read {where}: {exc}", path=path) from None
 
 
 class _Names:
@@ -310,21 +318,31 @@ class TraceIndex:
         self._by_task: dict[tuple[str, str | None], list[int]] | None = None
 
     def _build(self) -> dict[tuple[str, str | None], list[int]]:
+        """Offsets by (task, candidate); a damaged or vanished trace is an InputError
+        naming the file and line, so the page can say which."""
         by_task: dict[tuple[str, str | None], list[int]] = {}
-        with self.path.open("rb") as f:
-            offset = 0
-            for line in f:
-                head = _TRACE_HEAD.match(line)
-                if head is not None:
-                    task, candidate = (json.loads(g) for g in head.group(1, 2))
-                elif line.strip():
-                    data = json.loads(line)
-                    task, candidate = data.get("task_id"), data.get("candidate")
-                else:
-                    task = None
-                if task is not None:
-                    by_task.setdefault((str(task), candidate), []).append(offset)
-                offset += len(line)
+        number = 0
+        try:
+            with self.path.open("rb") as f:
+                offset = 0
+                for number, line in enumerate(f, 1):  # noqa: B007 (read after the loop)
+                    head = _TRACE_HEAD.match(line)
+                    if head is not None:
+                        task, candidate = (json.loads(g) for g in head.group(1, 2))
+                    elif line.strip():
+                        data = json.loads(line)
+                        if not isinstance(data, dict):
+                            raise ValueError("not a JSON object")
+                        task, candidate = data.get("task_id"), data.get("candidate")
+                    else:
+                        task = None
+                    if task is not None:
+                        by_task.setdefault((str(task), candidate), []).append(offset)
+                    offset += len(line)
+        except (OSError, ValueError) as exc:
+            raise InputError(
+                f"cannot read the trace: {exc}", path=self.path, line=number or None
+            ) from None
         return by_task
 
     def votes(self, task: str, candidate: str | None) -> list[dict[str, Any]]:

@@ -123,7 +123,8 @@ def load_catalogue(paths: Iterable[Path], skipped: Callable[[Found], None]) -> C
         if not path.exists():
             raise InputError("no such file or folder", path=path)
         roots.append(path.resolve())
-    found = find_records(roots)
+    # a folder given twice, or inside another given, is searched twice: each file once
+    found = list({item.path: item for item in find_records(roots)}.values())
     runs = {}
     for item in found:
         if item.record is not None:
@@ -160,6 +161,11 @@ async def _secure(
     except web.HTTPException as exc:
         exc.headers.update(SECURITY_HEADERS)
         raise
+    except Exception as exc:  # a fault of the viewer's: told on its terminal, JSON here
+        request.app.logger.exception("cannot answer %s", request.path_qs)
+        failure = _fail(web.HTTPInternalServerError, f"the viewer failed: {exc!r}")
+        failure.headers.update(SECURITY_HEADERS)
+        raise failure from None
     response.headers.update(SECURITY_HEADERS)
     return response
 
@@ -249,6 +255,10 @@ async def transcripts(request: web.Request) -> web.Response:
     )
     rows = index.matching(filters)
     shown = rows[(page - 1) * size : page * size]
+    try:
+        items = index.comparisons(shown)
+    except InputError as exc:  # a line damaged after its start: named on the page
+        raise _fail(web.HTTPInternalServerError, str(exc)) from None
     return web.json_response(
         {
             **index.progress(),
@@ -257,7 +267,7 @@ async def transcripts(request: web.Request) -> web.Response:
             "size": size,
             "scenarios": index.scenarios(),
             "verdicts": list(VERDICTS),
-            "items": index.comparisons(shown),
+            "items": items,
         }
     )
 
@@ -271,7 +281,10 @@ async def votes(request: web.Request) -> web.Response:
     if not task:
         raise _fail(web.HTTPBadRequest, "which task? (?task=...&candidate=...)")
     # the first question reads the whole trace: off the event loop
-    found = await asyncio.to_thread(run.trace.votes, task, request.query.get("candidate"))
+    try:
+        found = await asyncio.to_thread(run.trace.votes, task, request.query.get("candidate"))
+    except InputError as exc:  # a damaged trace: the page names it, the run still shows
+        raise _fail(web.HTTPInternalServerError, str(exc)) from None
     return web.json_response({"votes": found})
 
 

@@ -13,7 +13,7 @@ function el(tag, attrs, ...children) {
     if (key === "onclick" || key === "onchange") node.addEventListener(key.slice(2), value);
     else if (value !== null && value !== undefined) node.setAttribute(key, value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -24,6 +24,12 @@ function svg(tag, attrs) {
   const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
   for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
   return node;
+}
+
+// Four significant digits (integers whole), as the static reports write numbers.
+function sig(value) {
+  if (value === null || value === undefined) return "-";
+  return Number.isInteger(value) ? String(value) : String(Number(Number(value).toPrecision(4)));
 }
 
 function num(value, digits = 2) {
@@ -41,13 +47,19 @@ function estimate(e, digits = 3) {
   return e && typeof e === "object" && "value" in e ? withCi(e.value, e.ci, digits) : "-";
 }
 
+// An ISO time as a person reads it: "2026-11-30 18:41 UTC" (other offsets kept).
+function when(iso) {
+  return String(iso).replace("T", " ").replace(/:\d\d(\+00:00|Z)$/, " UTC");
+}
+
 function money(value) {
   return value === null || value === undefined ? "-" : `$${Number(value).toFixed(4)}`;
 }
 
-// A table: headers, rows of cells (text or nodes); the first `left` columns align left.
+// A table: headers, rows of cells (text or nodes); the first `left` columns align left
+// (or the columns listed, when `left` is a list).
 function table(headers, rows, attrs = {}, left = 1) {
-  const cls = (i) => (i < left ? "l" : null);
+  const cls = (i) => ((Array.isArray(left) ? left.includes(i) : i < left) ? "l" : null);
   return el(
     "table",
     attrs,
@@ -72,8 +84,8 @@ function tag(text, kind) {
 
 async function api(path) {
   const response = await fetch(path, { headers: { Accept: "application/json" } });
-  const body = await response.json();
-  if (!response.ok) throw new Error(body.error || response.statusText);
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
   return body;
 }
 
@@ -107,7 +119,7 @@ async function openList() {
   const rows = runs.map((run) => [
     run.kind,
     el("a", { href: `#/run/${run.id}`, class: "run" }, run.name),
-    run.date,
+    when(run.date),
     run.models.join(", "),
     money(run.cost_usd),
     run.where,
@@ -115,7 +127,7 @@ async function openList() {
   const ranking = runs.filter((run) => run.kind === "ranking");
   const parts = [
     el("h1", {}, "Runs"),
-    table(["kind", "name", "date", "models", "cost", "where"], rows, { id: "runs" }, 4),
+    table(["kind", "name", "date", "models", "cost", "where"], rows, { id: "runs" }, [0, 1, 2, 3, 5]),
   ];
   if (ranking.length >= 2) parts.push(compareForm(ranking));
   if (damaged.length) {
@@ -135,10 +147,14 @@ function compareForm(ranking) {
       "select",
       { id },
       ranking.map((run, i) =>
-        el("option", { value: run.id, selected: i === selected ? "" : null }, `${run.name} (${run.date})`),
+        el("option", { value: run.id, selected: i === selected ? "" : null }, `${run.name} (${when(run.date)})`),
       ),
     );
-  const a = choice("compare-a", 1); // newest first: compare the one before with the latest
+  // newest first: compare the latest with the newest run before it that shares the most
+  // models with it (runs of other populations have nothing to compare)
+  const shared = (run) => run.models.filter((m) => ranking[0].models.includes(m)).length;
+  const before = ranking.reduce((best, run, i) => (i > 0 && shared(run) > shared(ranking[best]) ? i : best), 1);
+  const a = choice("compare-a", before);
   const b = choice("compare-b", 0);
   const go = () => (location.hash = `#/compare/${a.value}/${b.value}`);
   return section(
@@ -167,10 +183,14 @@ async function openComparison(a, b) {
     num(m.elo_b, 1),
     signed(m.elo_change, 1),
   ]);
+  const names = (run) => run.record.models.map((m) => m.name).join(", ");
   show(
     el("h1", {}, `${runA.name} → ${runB.name}`),
-    el("p", { class: "muted" }, `${runA.date} → ${runB.date}; models in both runs`),
-    table(["model", "rank A", "rank B", "places up", "Elo A", "Elo B", "Elo change"], rows, { id: "change" }),
+    el("p", { class: "muted" }, `${when(runA.date)} → ${when(runB.date)}; models in both runs`),
+    rows.length
+      ? table(["model", "rank A", "rank B", "places up", "Elo A", "Elo B", "Elo change"], rows, { id: "change" })
+      : el("p", { class: "warn", id: "no-common" },
+        `No model is in both runs. A ranks ${names(runA)}; B ranks ${names(runB)}.`),
   );
 }
 
@@ -183,10 +203,10 @@ async function openRun(id, params) {
   }
   const data = await api(`/api/runs/${encodeURIComponent(id)}`);
   current = { id, data };
-  const head = [el("h1", {}, data.name), el("p", { class: "muted" }, `${data.kind} · ${data.date} · ${data.where}`)];
+  const head = [el("h1", {}, data.name), el("p", { class: "muted" }, `${data.kind} · ${when(data.date)} · ${data.where}`)];
   const render = { ranking: rankingRun, grading: gradingRun, "jury-comparison": juryComparison,
     "bound-certificate": certificate, "sensitivity-profile": profile }[data.kind];
-  show(...head, ...(render ? render(data.record) : [pre(JSON.stringify(data.record, null, 2))]));
+  show(...head, ...(render ? render(data.record, data) : [pre(JSON.stringify(data.record, null, 2))]));
   if (data.kind === "ranking") await showTranscripts(params);
 }
 
@@ -194,22 +214,37 @@ function warnings(record) {
   return (record.warnings || []).map((w) => el("p", { class: "warn" }, w));
 }
 
-// Interval bars: one row per model, the point and its interval on a shared axis.
+// Interval bars: one row per model, the point and its interval on a shared axis
+// [low, high]; an interval running past the axis ends in an arrowhead at its edge.
 function intervalBar(value, ci, low, high) {
   const width = 240;
-  const x = (v) => (6 + ((v - low) / (high - low || 1)) * (width - 12)).toFixed(1);
+  const x = (v) => (6 + ((Math.min(Math.max(v, low), high) - low) / (high - low || 1)) * (width - 12)).toFixed(1);
   const bar = svg("svg", { width, height: 16, role: "img" });
   bar.append(svg("line", { x1: 6, x2: width - 6, y1: 8, y2: 8, class: "axis" }));
-  if (ci && ci[0] !== null) bar.append(svg("line", { x1: x(ci[0]), x2: x(ci[1]), y1: 8, y2: 8, class: "ci" }));
+  if (ci && ci[0] !== null) {
+    bar.append(svg("line", { x1: x(ci[0]), x2: x(ci[1]), y1: 8, y2: 8, class: "ci" }));
+    if (ci[0] < low) bar.append(svg("path", { d: "M1 8 l7 -5 v10 z", class: "beyond" }));
+    if (ci[1] > high) bar.append(svg("path", { d: `M${width - 1} 8 l-7 -5 v10 z`, class: "beyond" }));
+  }
   bar.append(svg("circle", { cx: x(value), cy: 8, r: 4, class: "bar" }));
   return bar;
 }
 
-function rankingRun(record) {
-  const models = record.models;
+// The Elo axis: every interval, but no wider than twice the spread of the points (at
+// least 100) either side of them, so one degenerate interval (a trust of zero in some
+// bootstrap draw puts Elo near minus infinity) does not squash the others. As the
+// static report draws it (reports/ranking.py leaderboard_svg).
+function eloAxis(models) {
+  const elos = models.map((m) => m.elo);
   const ends = models.flatMap((m) => (m.elo_ci && m.elo_ci[0] !== null ? m.elo_ci : [m.elo]));
-  const low = Math.min(...ends);
-  const high = Math.max(...ends);
+  const spread = 2 * Math.max(Math.max(...elos) - Math.min(...elos), 100);
+  return [Math.max(Math.min(...ends), Math.min(...elos) - spread), Math.min(Math.max(...ends), Math.max(...elos) + spread)];
+}
+
+// `run`: the run as listed (whether it has transcripts).
+function rankingRun(record, run) {
+  const models = record.models;
+  const [low, high] = eloAxis(models);
   const leaderboard = table(
     ["rank", "model", "Elo", "", "trust", "rank interval"],
     models.map((m) => [
@@ -223,9 +258,9 @@ function rankingRun(record) {
     { id: "leaderboard" },
     2,
   );
-  const run = record.run || {};
-  const consistency = run.order_consistency || {};
-  const parseFailures = run.parse_failures_by_judge || {};
+  const calls = record.run || {}; // absent when fitted from a verdict file (`eigenjury fit`)
+  const consistency = calls.order_consistency || {};
+  const parseFailures = calls.parse_failures_by_judge || {};
   const judges = table(
     ["judge", "tie propensity", "position bias", "order consistency", "same slot", "pairs", "parse failures", "verdicts"],
     record.judges.map((j) => {
@@ -237,7 +272,7 @@ function rankingRun(record) {
         num(c.consistent, 3),
         num(c.same_slot, 3),
         c.pairs === undefined ? "-" : String(c.pairs),
-        String(parseFailures[j.name] || 0),
+        record.run ? String(parseFailures[j.name] || 0) : "-", // unknown when fitted from a file
         num(j.verdicts, 0),
       ];
     }),
@@ -254,8 +289,9 @@ function rankingRun(record) {
     }),
     { id: "lenses" },
   );
-  const accounting = run.accounting || { by_model_and_role: [], total: {} };
-  const cost = table(
+  const fitted = `no calls: fitted from the verdict file ${record.source || ""}`;
+  const accounting = calls.accounting;
+  const cost = !accounting ? el("p", { class: "muted", id: "cost" }, fitted) : table(
     ["member", "role", "calls", "cached", "input tokens", "output tokens", "cost"],
     accounting.by_model_and_role
       .map((r) => [r.model, r.role, String(r.calls), String(r.cached), String(r.input_tokens), String(r.output_tokens), money(r.cost_usd)])
@@ -264,6 +300,10 @@ function rankingRun(record) {
     { id: "cost" },
     2,
   );
+  const transcripts = run.transcripts
+    ? el("section", { id: "transcripts" }, el("h2", {}, "Transcripts"))
+    : section("Transcripts", el("p", { class: "muted", id: "no-transcripts" },
+      accounting ? "no transcripts.jsonl beside this run's results" : fitted));
   return [
     ...warnings(record),
     section("Leaderboard", leaderboard),
@@ -271,7 +311,7 @@ function rankingRun(record) {
     section("Dispositions and lenses", lenses),
     section("Judges", judges),
     section("Cost by member and role", cost),
-    el("section", { id: "transcripts" }, el("h2", {}, "Transcripts")),
+    transcripts,
   ];
 }
 
@@ -351,8 +391,11 @@ function setFilter(name, value) {
   location.hash = `${path}?${params}`;
 }
 
+const VERDICT_WORDS = { 0: "tie", 1: "first better", 2: "second better" };
+
 function comparisonCard(item) {
-  const verdicts = item.verdicts ? ` (${item.verdicts.map((v) => (v === null ? "?" : v)).join(" ")})` : "";
+  const said = (item.verdicts || []).map((v) => VERDICT_WORDS[v] || "unread");
+  const verdicts = said.length ? ` (verdict${said.length > 1 ? "s" : ""}: ${said.join(", ")})` : "";
   const side = (label, name, reply, reflection) =>
     el("div", {}, el("h4", {}, `${label}: ${name}`), pre(reply),
       reflection === null || reflection === undefined ? null : [el("h4", {}, `${item.judge}'s notes on ${name}`), pre(reflection)]);
@@ -367,7 +410,8 @@ function comparisonCard(item) {
       side("second", item.second, item.second_reply, item.second_reflection)),
     el("h4", {}, `${item.judge}'s reply${verdicts}`),
     pre(item.reply),
-    item.failure || item.error ? el("p", { class: "warn" }, item.failure || item.error) : null,
+    item.failure ? el("p", { class: "warn failure" }, `no verdict counted: ${item.failure}`) : null,
+    item.error ? el("p", { class: "warn error" }, `the call failed: ${item.error}`) : null,
     el("details", {}, el("summary", {}, "the judge's prompt"),
       (item.messages || []).map(([role, content]) => [el("h4", {}, role), pre(content)])),
   );
@@ -410,7 +454,13 @@ function gradingRun(record) {
 async function openTask(record, task, box) {
   const query = new URLSearchParams({ task: task.task_id });
   if (task.candidate !== null) query.set("candidate", task.candidate);
-  const { votes } = await api(`/api/runs/${encodeURIComponent(current.id)}/votes?${query}`);
+  let votes;
+  try {
+    ({ votes } = await api(`/api/runs/${encodeURIComponent(current.id)}/votes?${query}`));
+  } catch (error) { // a damaged trace: the task's table stays, the problem is named
+    box.replaceChildren(el("p", { class: "warn", id: "votes-error" }, error.message));
+    return;
+  }
   const jurors = [...new Set([...record.jury.jurors, ...votes.filter((v) => v.juror).map((v) => v.juror)])];
   const cell = (criterion, juror) => {
     const vote = votes.find((v) => v.criterion_id === criterion && (juror === null ? v.stage !== "jury" : v.juror === juror));
@@ -455,18 +505,29 @@ function juryComparison(record) {
     ["task pass agreement", estimate(record.task_pass_agreement)],
     ["task score Pearson", estimate(record.task_score_pearson)],
   ], { id: "agreement" });
-  const relative = table(["per criterion, a relative to b", "value [interval]"],
-    Object.entries(record.a_relative_to_b || {}).map(([k, v]) => [k, estimate(v)]));
+  // per jury-graded criterion: each pool's cost, juror seconds and output tokens, and a / b
+  const figures = [["cost_usd", "cost (USD)", 6], ["latency_s", "juror seconds", 2], ["output_tokens", "output tokens", 1]];
+  const per = record.per_criterion || {};
+  const relative = table(["per jury-graded criterion", "pool a", "pool b", "a relative to b"],
+    figures.map(([key, label, digits]) => [label, estimate((per.a || {})[key], digits), estimate((per.b || {})[key], digits),
+      estimate((record.a_relative_to_b || {})[key])]),
+    { id: "figures" });
+  const total = (record.accounting || {}).total || {};
+  const incomplete = record.incomplete_submissions
+    ? el("p", { class: "warn" }, `${record.incomplete_submissions} graded submission(s) rest on failed calls; rerun to try them again`)
+    : null;
   const parts = [
     ...warnings(record),
-    el("p", {}, `contract ${record.contract} · ${record.submissions} submissions · ${record.criteria} criteria`),
+    el("p", {}, `contract ${record.contract} · ${record.submissions} submissions · ${record.criteria} criteria · cost ${money(total.cost_usd)}`),
     record.note ? el("p", { class: "warn" }, record.note) : null,
+    incomplete,
     section("Pools", pools), section("Agreement", agreement), section("Cost and speed", relative),
   ];
   const cascade = record.cascade;
   if (cascade) {
     const rows = Object.entries(cascade).filter(([, v]) => v && typeof v === "object" && "value" in v)
-      .map(([k, v]) => [k, estimate(v)]);
+      .map(([k, v]) => [k, estimate(v)])
+      .concat(Object.entries(cascade.relative_to_b || {}).map(([k, v]) => [`${k} relative to b`, estimate(v)]));
     parts.push(section(`Cascade: ${cascade.first} first, escalate to ${cascade.escalate_to}`,
       table(["measure", "value [interval]"], rows, { id: "cascade" })));
   }
@@ -474,31 +535,41 @@ function juryComparison(record) {
 }
 
 function generators(record, id) {
-  return table(["generator", "estimate", "upper bound", "confidence", "m", "method"],
+  const failures = (g) => Object.entries(g.failures || {}).map(([why, n]) => `${n} ${why}`).join(", ") || "0";
+  return table(["generator", "estimate", "upper bound", "confidence", "beyond jitter", "m", "method", "failures"],
     Object.entries(record.generators || {}).map(([name, g]) =>
-      [name, num(g.estimate, 4), num(g.upper_bound, 4), num(g.confidence, 2), String(g.m), g.method || "-"]),
+      [name, num(g.estimate, 4), num(g.upper_bound, 4), num(g.confidence, 2), num(g.beyond_jitter, 4), String(g.m),
+        g.method || "-", failures(g)]),
     { id });
 }
 
 function certificate(record) {
   const numbers = ["tau", "delta", "dim", "sensitivity", "alpha", "sigma", "sigma_max", "threshold", "noise_radius", "smallest_feasible_tau"]
-    .map((k) => [k, record[k] === null || record[k] === undefined ? "-" : String(record[k])]);
-  const utility = Object.entries(record.utility || {}).map(([level, u]) =>
+    .map((k) => [k, sig(record[k])]);
+  // a score file without models has no model-level utility (null)
+  const utility = Object.entries(record.utility || {}).filter(([, u]) => u).map(([level, u]) =>
     [level, num(u.pearson, 4), num(u.spearman, 4), num(u.kendall, 4)]);
+  const judge = record.profile || {};
+  const stability = record.stability;
   return [
     ...warnings(record),
     el("p", { id: "guarantee" }, record.feasible ? tag("certified", "pass") : tag("infeasible", "fail"), " ", record.guarantee),
     el("p", { class: "muted" }, `bounded: ${record.bounded}; not bounded: ${record.not_bounded}`),
     section("Certificate", table(["quantity", "value"], numbers, { id: "numbers" })),
-    section("Sensitivity profile per generator", generators(record, "generators")),
-    section("Utility retained", table(["level", "Pearson", "Spearman", "Kendall"], utility)),
+    section("Sensitivity profile per generator",
+      el("p", { class: "muted" }, `judge ${judge.judge} (${judge.protocol}) · m ${judge.m} · jitter ${num(judge.jitter, 4)}`),
+      generators(record, "generators")),
+    section("Utility retained", table(["level", "Pearson", "Spearman", "Kendall"], utility, { id: "utility" }),
+      stability ? table(["noise draws", "Kendall mean", "Kendall 5th percentile", "same top model"],
+        [[String(stability.draws), num(stability.kendall_mean, 4), num(stability.kendall_p05, 4), num(stability.same_top_model, 2)]],
+        { id: "stability" }, 0) : null),
   ];
 }
 
 function profile(record) {
   return [
     ...warnings(record),
-    el("p", {}, `judge ${record.judge} · ${record.items} items · m ${record.m} · scale ${(record.scale || {}).name}`),
+    el("p", {}, `judge ${record.judge} · ${record.items} items · m ${record.m} · scale ${(record.scale || {}).name} · jitter ${num(record.jitter, 4)}`),
     section("Sensitivity per generator", generators(record, "generators")),
   ];
 }
