@@ -37,7 +37,7 @@ pytestmark = [
 
 if HAVE_BROWSER or os.environ.get("EIGENJURY_REQUIRE_BROWSER"):
     from selenium import webdriver
-    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -45,6 +45,11 @@ if HAVE_BROWSER or os.environ.get("EIGENJURY_REQUIRE_BROWSER"):
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
 WAIT_S = 20
+
+
+def wait(driver: WebDriver) -> WebDriverWait[WebDriver]:
+    """Waits that look again when the page redraws what they were reading."""
+    return WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def browser() -> WebDriver:
@@ -149,7 +154,7 @@ def driver() -> Iterator[WebDriver]:
 
 
 def visible(driver: WebDriver, css: str) -> None:
-    WebDriverWait(driver, WAIT_S).until(ready.visibility_of_element_located((By.CSS_SELECTOR, css)))
+    wait(driver).until(ready.visibility_of_element_located((By.CSS_SELECTOR, css)))
 
 
 def no_script_ran(driver: WebDriver) -> None:
@@ -185,10 +190,13 @@ def test_a_ranking_run_its_transcripts_filtered_and_model_text_as_text(
     total = driver.find_element(By.ID, "t-total").text
     assert total.startswith("96 comparisons")
     Select(driver.find_element(By.ID, "f-evaluee")).select_by_value("ada")
-    WebDriverWait(driver, WAIT_S).until(lambda d: "evaluee=ada" in d.current_url)
-    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_element(By.ID, "t-total").text != total)
+    wait(driver).until(lambda d: "evaluee=ada" in d.current_url)
+    wait(driver).until(lambda d: d.find_element(By.ID, "t-total").text != total)
+    total = driver.find_element(By.ID, "t-total").text  # ada's, before the verdict filter
     Select(driver.find_element(By.ID, "f-verdict")).select_by_value("first")
-    WebDriverWait(driver, WAIT_S).until(lambda d: "verdict=first" in d.current_url)
+    wait(driver).until(lambda d: "verdict=first" in d.current_url)
+    # the new page is drawn once its total changes (until then the cards are the old ones)
+    wait(driver).until(lambda d: d.find_element(By.ID, "t-total").text != total)
     visible(driver, "details.comparison")
     cards = driver.find_elements(By.CSS_SELECTOR, "details.comparison")
     assert cards and all("ada" in card.text for card in cards)
@@ -232,7 +240,7 @@ PLACEHOLDERS = re.compile(r"\b(undefined|NaN|null|Infinity)\b|\[object \w+\]")
 
 def loaded(driver: WebDriver) -> None:
     """The page has left "Loading…", and a ranking run's transcripts have come."""
-    WebDriverWait(driver, WAIT_S).until(
+    wait(driver).until(
         lambda d: "Loading" not in d.find_element(By.ID, "main").text
         and not d.find_elements(By.ID, "indexing")
         and (not d.find_elements(By.ID, "transcripts") or d.find_elements(By.ID, "t-total")
@@ -253,6 +261,7 @@ def test_every_page_renders_without_an_error_or_a_placeholder(
     driver.get(viewer)
     driver.get_log("browser")
     for page in pages:
+        driver.get("about:blank")  # a fresh document each time, not a change of hash
         driver.get(f"{viewer}{page}")
         loaded(driver)
         for button in driver.find_elements(By.CSS_SELECTOR, ".open-task")[:1]:
@@ -350,9 +359,7 @@ def test_a_judgment_without_a_verdict_says_why(viewer: str, driver: WebDriver) -
     open_run(driver, viewer, "failed/results.json")
     visible(driver, "#f-verdict")
     Select(driver.find_element(By.ID, "f-verdict")).select_by_value("unread")
-    WebDriverWait(driver, WAIT_S).until(
-        lambda d: d.find_element(By.ID, "t-total").text.startswith("2 comparisons")
-    )
+    wait(driver).until(lambda d: d.find_element(By.ID, "t-total").text.startswith("2 comparisons"))
     cards = driver.find_elements(By.CSS_SELECTOR, "details.comparison")
     for card in cards:
         driver.execute_script("arguments[0].open = true", card)

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from eigenjury.peer.record import GreenbeardShift, ModelRow, RankingRecord, Shift, TranscriptLine
 from eigenjury.records import dump_lines
-from eigenjury.reports.accounting import accounting_rows, print_accounting
+from eigenjury.reports.accounting import ACCOUNTING_COLUMNS, accounting_cells, print_accounting
 from eigenjury.reports.kit import e, fmt, page, table, with_ci
 from eigenjury.reports.output import Outputs
 
@@ -401,36 +401,7 @@ def render(
         )
     if run is not None:
         out.append("<h2>Calls, tokens and cost</h2>")
-        out.append(
-            table(
-                [
-                    "member",
-                    "role",
-                    "calls",
-                    "cached",
-                    "errors",
-                    "tokens in",
-                    "tokens out",
-                    "cost USD",
-                    "latency p50 s",
-                ],
-                [
-                    [
-                        r["model"],
-                        r["role"],
-                        r["calls"],
-                        r["cached"],
-                        sum(r["errors"].values()),
-                        r["input_tokens"],
-                        r["output_tokens"],
-                        "unknown" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
-                        "-" if not r["latency_s"] else f"{r['latency_s']['p50']:.2f}",
-                    ]
-                    for r in accounting_rows(run.accounting)
-                ],
-                left=2,
-            )
-        )
+        out.append(table(list(ACCOUNTING_COLUMNS), accounting_cells(run.accounting), left=2))
     out.append(_transcript_samples(transcripts, samples))
     fit = record.fit
     out.append(
