@@ -15,8 +15,7 @@ from rich.markup import escape
 
 from eigenjury import __version__
 from eigenjury.commands import COMMANDS
-from eigenjury.engine.runner import Interrupted
-from eigenjury.errors import InputError
+from eigenjury.errors import InputError, Interrupted
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
 
 

@@ -46,3 +46,12 @@ class InputError(Exception):
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run of model calls; everything finished is in `store`, so the
+    CLI says where, and that rerunning sends only the rest."""
+
+    def __init__(self, store: Path) -> None:
+        super().__init__(str(store))
+        self.store = store

@@ -596,15 +596,17 @@ def test_a_path_under_a_regular_file_is_refused_before_any_call(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "req.jsonl"]  # no calls made
 
 
-def test_the_commands_and_the_records_load_no_statistics() -> None:
-    """`eigenjury batch`, `export` and `view` start without scipy: the command modules
-    import what a handler needs only when it runs, and records are plain pydantic."""
+def test_the_commands_and_the_records_load_neither_engine_nor_statistics() -> None:
+    """Every command starts without scipy, numpy or the engine (aiohttp): the command
+    modules import what a handler needs only when it runs, their options come from the
+    light engine settings, and records are plain pydantic."""
     code = (
         "import sys\n"
         "from eigenjury.cli import build_parser\n"
         "from eigenjury.records import kinds\n"
         "build_parser(); kinds()\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n"
+        "heavy = ('scipy', 'numpy', 'aiohttp', 'eigenjury.engine.engine')\n"
+        "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] == 'scipy'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

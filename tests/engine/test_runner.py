@@ -13,7 +13,7 @@ import peer_scripts  # noqa: F401  (registers the scripted population)
 from eigenjury.cli import build_parser, main
 from eigenjury.commands.options import engine_settings
 from eigenjury.engine.backends import backend_names, connect
-from eigenjury.engine.runner import DEFAULT_STORE, EngineSettings
+from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
 from eigenjury.errors import InputError
 from eigenjury.peer.config import RankConfig
 

@@ -15,7 +15,7 @@ from scipy.stats import kendalltau
 from eigenjury.cli import main
 from eigenjury.commands.peer import run_rank
 from eigenjury.engine import Store
-from eigenjury.engine.runner import DEFAULT_STORE
+from eigenjury.engine.settings import DEFAULT_STORE
 from eigenjury.errors import InputError
 from eigenjury.peer.collect import Outcome
 from eigenjury.peer.consistency import order_consistency

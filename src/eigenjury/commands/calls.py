@@ -15,7 +15,7 @@ from eigenjury.commands.options import (
     engine_settings,
     store_path,
 )
-from eigenjury.engine.runner import DEFAULT_STORE
+from eigenjury.engine.settings import DEFAULT_STORE
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_SOME_FAILED
 

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from eigenjury.engine.backends import backend_names
-from eigenjury.engine.runner import DEFAULT_STORE, EngineSettings
+from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
 from eigenjury.errors import InputError
 from eigenjury.files import blocking_file
 

@@ -17,10 +17,10 @@ from importlib.metadata import entry_points
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eigenjury.engine.engine import Backend
 from eigenjury.errors import InputError
 
-if TYPE_CHECKING:  # the statistics (scipy) load only where a bootstrap runs
+if TYPE_CHECKING:  # the engine and the statistics load only where they run
+    from eigenjury.engine.engine import Backend
     from eigenjury.stats.bootstrap import RoundMap
 
 LOCAL = "local"

@@ -1,14 +1,13 @@
 """One way to run a method's model calls, for every command and config.
 
-`EngineSettings` holds the engine's knobs with one set of defaults, whether they come
-from a rank config's `engine:` section or from a command's options. `run_engine` opens
-the engine the settings describe (every model checked first, so a refused run leaves no
-store behind), checks each endpoint answers, runs the method's work, and closes the
-store and the backend whatever happens. A Ctrl-C becomes `Interrupted`, which names the
-store: everything finished is in it, and rerunning sends only the rest.
+`run_engine` opens the engine that `EngineSettings` (engine/settings.py) describe, every
+model checked first (so a refused run leaves no store behind), checks each endpoint
+answers, runs the method's work, and closes the store and the backend whatever
+happens. A Ctrl-C becomes `Interrupted`, which names the store: everything finished is
+in it, and rerunning sends only the rest.
 
-Every command shares one store per working directory (DEFAULT_STORE) unless told
-otherwise, so a call one method made is a cache hit for every other.
+Every command shares one store per working directory (settings.DEFAULT_STORE) unless
+told otherwise, so a call one method made is a cache hit for every other.
 """
 
 from __future__ import annotations
@@ -19,76 +18,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from eigenjury.engine.backends import connect
 from eigenjury.engine.engine import Budget, Engine, check_specs
-from eigenjury.engine.limits import MIN_PER_MINUTE, EndpointLimits, RetryPolicy
+from eigenjury.engine.limits import EndpointLimits, RetryPolicy
+from eigenjury.engine.settings import EngineSettings
 from eigenjury.engine.store import Store
-from eigenjury.errors import InputError
-from eigenjury.models.prices import PriceTable
+from eigenjury.errors import InputError, Interrupted
 from eigenjury.models.spec import ModelSpec
 from eigenjury.records import AccountingRecord
 
 if TYPE_CHECKING:
     from eigenjury.stats.bootstrap import RoundMap
 
-DEFAULT_STORE = Path(".eigenjury/store.sqlite")
 T = TypeVar("T")
-
-
-class EngineSettings(BaseModel):
-    """The engine's knobs. Relative `store` and `prices` paths are resolved against
-    `base` (a config file's folder; the working directory for command options)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    store: str | None = Field(None, description=f"SQLite store of call results ({DEFAULT_STORE})")
-    concurrency: int = Field(16, ge=1, description="calls in flight per endpoint; halved on 429")
-    rpm: float | None = Field(None, description="requests per minute per endpoint")
-    tpm: float | None = Field(None, description="tokens per minute per endpoint")
-    timeout_s: float = Field(120.0, gt=0, description="seconds per attempt")
-    max_attempts: int = Field(6, ge=1)
-    budget_usd: float | None = Field(None, ge=0)
-    budget_tokens: int | None = Field(None, gt=0)  # 0 would stop the run before any call
-    prices: str | None = Field(None, description="price table (TOML or JSON)")
-    retry_errors: bool = True  # try again calls stored as errors
-    backend: str = "local"  # or a registered backend such as "ray"
-    ray_address: str | None = None  # a cluster to join; none starts a local one
-
-    @field_validator("rpm", "tpm")
-    @classmethod
-    def _rate(cls, rate: float | None) -> float | None:
-        if rate is not None and rate < MIN_PER_MINUTE:  # hours per call, silently
-            raise ValueError(
-                f"must be at least 1/60 (one an hour), got {rate:g}; leave it out for no limit"
-            )
-        return rate
-
-    def store_path(self, base: Path | None = None) -> Path:
-        if self.store is None:
-            return DEFAULT_STORE
-        return (base or Path()) / self.store
-
-    def price_table(self, base: Path | None = None) -> PriceTable:
-        return PriceTable.from_file((base or Path()) / self.prices) if self.prices else PriceTable()
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during a run; everything finished is in `store`."""
-
-    def __init__(self, store: Path) -> None:
-        super().__init__(str(store))
-        self.store = store
 
 
 @dataclass(frozen=True)
 class Ran(Generic[T]):
-    """What the work returned, what its calls cost, and where they are kept."""
+    """What the work returned and what its calls cost."""
 
     value: T
     accounting: AccountingRecord  # this run's calls
-    store: Path
     map_rounds: RoundMap | None = field(default=None, repr=False)  # the backend's bootstrap
 
 
@@ -157,7 +107,6 @@ def run_engine(
         async with engine:
             for spec in dict.fromkeys(specs):  # each model once, before anything is spent
                 try:
-                    engine.prepare([spec])
                     await engine.check_endpoints([spec])
                 except InputError as exc:
                     raise describe(spec, exc) from None
@@ -172,4 +121,4 @@ def run_engine(
         if engine.backend is not None:
             engine.backend.close()
     accounting = AccountingRecord.model_validate(engine.session_accounting.record())
-    return Ran(value, accounting, engine.store.path, map_rounds)
+    return Ran(value, accounting, map_rounds)

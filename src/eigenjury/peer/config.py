@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from eigenjury.config import located
-from eigenjury.engine.runner import EngineSettings
+from eigenjury.engine.settings import EngineSettings
 from eigenjury.models.spec import ModelSpec, SpecError
 from eigenjury.stats.bootstrap import rounds_problem
 

@@ -1,0 +1,56 @@
+"""The engine's settings: one model with one set of defaults, whether they come from a
+rank config's `engine:` section or from a command's options. Light on purpose (pydantic
+only): every command builds its options from it at start-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from eigenjury.engine.limits import MIN_PER_MINUTE
+
+if TYPE_CHECKING:
+    from eigenjury.models.prices import PriceTable
+
+DEFAULT_STORE = Path(".eigenjury/store.sqlite")
+
+
+class EngineSettings(BaseModel):
+    """The engine's knobs. Relative `store` and `prices` paths are resolved against
+    `base` (a config file's folder; the working directory for command options)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    store: str | None = Field(None, description=f"SQLite store of call results ({DEFAULT_STORE})")
+    concurrency: int = Field(16, ge=1, description="calls in flight per endpoint; halved on 429")
+    rpm: float | None = Field(None, description="requests per minute per endpoint")
+    tpm: float | None = Field(None, description="tokens per minute per endpoint")
+    timeout_s: float = Field(120.0, gt=0, description="seconds per attempt")
+    max_attempts: int = Field(6, ge=1)
+    budget_usd: float | None = Field(None, ge=0)
+    budget_tokens: int | None = Field(None, gt=0)  # 0 would stop the run before any call
+    prices: str | None = Field(None, description="price table (TOML or JSON)")
+    retry_errors: bool = True  # try again calls stored as errors
+    backend: str = "local"  # or a registered backend such as "ray"
+    ray_address: str | None = None  # a cluster to join; none starts a local one
+
+    @field_validator("rpm", "tpm")
+    @classmethod
+    def _rate(cls, rate: float | None) -> float | None:
+        if rate is not None and rate < MIN_PER_MINUTE:  # hours per call, silently
+            raise ValueError(
+                f"must be at least 1/60 (one an hour), got {rate:g}; leave it out for no limit"
+            )
+        return rate
+
+    def store_path(self, base: Path | None = None) -> Path:
+        if self.store is None:
+            return DEFAULT_STORE
+        return (base or Path()) / self.store
+
+    def price_table(self, base: Path | None = None) -> PriceTable:
+        from eigenjury.models.prices import PriceTable
+
+        return PriceTable.from_file((base or Path()) / self.prices) if self.prices else PriceTable()
