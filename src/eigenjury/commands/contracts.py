@@ -213,7 +213,7 @@ def _answers(args: argparse.Namespace, source: ContractSource) -> Answers:
 def _check_out(args: argparse.Namespace, record_file: Path) -> None:
     """Before any call is paid for: the record can be written there, over no input."""
     inputs = {"submissions file": args.submissions, "store": store_path(args)}
-    check_output(record_file, {what: path for what, path in inputs.items() if path})
+    check_output(record_file, inputs)
 
 
 def grade_command(args: argparse.Namespace, console: Console) -> int:

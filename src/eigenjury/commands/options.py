@@ -168,9 +168,10 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_output(out: Path, inputs: dict[str, Path]) -> None:
+def check_output(out: Path, inputs: dict[str, Path | None]) -> None:
     """Refuse, before any call is made, an output path that is a folder or that would
-    overwrite one of the command's inputs (named by what they are in `inputs`)."""
+    overwrite one of the command's inputs (named by what they are in `inputs`; an input
+    not given is None)."""
     if out.is_dir():
         raise InputError(
             "this is a folder where a file is to be written; give --out another path", path=out
@@ -182,7 +183,7 @@ def check_output(out: Path, inputs: dict[str, Path]) -> None:
             path=out,
         )
     for what, path in inputs.items():
-        if _same_file(out, path):
+        if path is not None and _same_file(out, path):
             raise InputError(
                 f"this is also the {what}: writing the results here would overwrite it; "
                 "give --out another path",

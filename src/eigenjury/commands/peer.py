@@ -312,7 +312,7 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         raise InputError(problem, field="--bootstrap")
     if args.out:
         inputs = {"verdict file": args.verdicts, "truth file": args.truth}
-        check_output(args.out, {what: path for what, path in inputs.items() if path})
+        check_output(args.out, inputs)
     table = read_verdicts(args.verdicts, criterion=args.criterion)
     truth = read_truth(args.truth, table.models) if args.truth else None
     tuning = {k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None}

@@ -9,10 +9,7 @@ becomes markup. Static reports carry no scripts and load nothing from elsewhere.
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
-
-from eigenjury.files import write_text
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1080px;
@@ -58,10 +55,6 @@ def page(title: str, body: str, *, css: str = "") -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
         f"<style>{CSS}{css}</style></head><body>{body}</body></html>"
     )
-
-
-def write_page(path: Path, title: str, body: str, *, css: str = "") -> None:
-    write_text(path, page(title, body, css=css))
 
 
 def with_ci(value: float | None, ci: list[float] | None, fmt: str) -> str:
