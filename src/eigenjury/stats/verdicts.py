@@ -44,7 +44,9 @@ class VerdictTable:
 
     `judge`, `first` and `second` index `models`; `scenario` indexes `scenarios`.
     `weight` gives each row's share of one judgment (1 unless several criterion rows
-    come from the same judgment, which then share a total weight of 1).
+    come from the same judgment, which then share a total weight of 1; a reader that
+    merges equal rows gives the merged row their summed weight). `lengths`, where the
+    verdicts came with the replies' lengths or texts, holds (first, second) per row.
     """
 
     scenario: IntArray
@@ -55,6 +57,7 @@ class VerdictTable:
     models: tuple[str, ...]
     scenarios: tuple[str, ...]
     weight: FloatArray
+    lengths: FloatArray | None = None
 
     @classmethod
     def from_columns(
@@ -105,6 +108,7 @@ class VerdictTable:
             self.models,
             self.scenarios,
             np.asarray(weight, dtype=np.float64),
+            self.lengths,
         )
 
     def select(self, mask: NDArray[np.bool_]) -> VerdictTable:
@@ -118,6 +122,7 @@ class VerdictTable:
             self.models,
             self.scenarios,
             self.weight[mask],
+            None if self.lengths is None else self.lengths[mask],
         )
 
     def without_self_judgments(self) -> VerdictTable:
