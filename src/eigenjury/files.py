@@ -64,19 +64,6 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-PARQUET_HINT = "reading or writing Parquet needs pyarrow: pip install 'eigenjury[parquet]'"
-
-
-def pyarrow(path: Path) -> tuple[Any, Any]:
-    """pyarrow and pyarrow.parquet (the `parquet` extra), or an InputError saying so."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(PARQUET_HINT, path=path) from None
-    return pa, pq
-
-
 def validation_problem(exc: ValidationError) -> str:
     """The first problem pydantic found, as "field 'x.y': what is wrong"."""
     error = exc.errors()[0]
@@ -164,17 +151,7 @@ def read_csv(
     check_file(path)
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
-        try:
-            header = [h.strip() for h in next(reader)]
-        except UnicodeDecodeError:
-            raise not_text(path) from None
-        except StopIteration:
-            raise InputError(
-                f"the file is empty; expected a header line naming {', '.join(required)}",
-                path=path,
-            ) from None
-        except csv.Error as exc:
-            raise InputError(f"not readable as CSV ({exc})", path=path, line=1) from None
+        header = csv_header(reader, path, what)
         missing = [c for c in required if c not in header]
         if missing:
             raise InputError(
@@ -200,6 +177,20 @@ def read_csv(
             ) from None
         except UnicodeDecodeError:
             raise not_text(path) from None
+
+
+def csv_header(reader: Any, path: Path, what: str) -> list[str]:
+    """The column names (stripped) on the first line of a CSV file that `reader` reads;
+    an empty file or an unreadable first line is an InputError saying what the file
+    needs (`what`)."""
+    try:
+        return [h.strip() for h in next(reader)]
+    except UnicodeDecodeError:
+        raise not_text(path) from None
+    except StopIteration:
+        raise InputError(f"the file is empty; {what}", path=path) from None
+    except csv.Error as exc:
+        raise InputError(f"not readable as CSV ({exc})", path=path, line=1) from None
 
 
 TOO_DEEP = "nested too deeply to read (more than a few hundred levels of [ or {)"

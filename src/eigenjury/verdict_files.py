@@ -1,9 +1,21 @@
-"""Read and write verdict files (CSV, JSONL, Parquet) with errors that point at the bad cell.
+"""Read and write verdict files, column by column, with errors that point at the bad cell.
 
-A verdict file has the columns scenario, judge, first, second, verdict and
-optionally criterion. Verdict values are 0 (tie), 1 (first better), 2 (second
-better). Every problem is reported with the file, the line (or Parquet row) and the
-column, and what to do about it.
+Two conventions are read, told apart by their columns (any other column is not read):
+
+- a verdict table: scenario, judge, first, second, verdict (0 tie, 1 first better,
+  2 second better), optionally criterion, and the replies' lengths as first_length and
+  second_length (numbers) or first_text and second_text (texts);
+- battles in the Chatbot Arena convention: model_a, model_b and winner (model_a,
+  model_b, tie or tie (bothbad): both tie kinds are ties), optionally judge (default:
+  one judge named 'crowd'), question_id (the scenario; default: each battle its own),
+  length_a and length_b or response_a and response_b; Kaggle's arena-human-preference
+  files give the winner as three 0/1 columns instead (winner_model_a, winner_model_b,
+  winner_tie).
+
+Files are CSV, JSONL, a JSON array of objects, Parquet, or a folder of Parquet files
+(a dataset). Reading is columnar (pyarrow): names are dictionary-encoded and every
+check runs on whole columns, so a million rows cost no million Python steps. A problem
+is reported with the file, the line (or Parquet row), the column and what to do.
 """
 
 from __future__ import annotations
@@ -13,24 +25,58 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from eigenjury.errors import InputError
-from eigenjury.files import json_kind, pyarrow, read_csv, read_json_lines, text_value
-from eigenjury.stats.verdicts import VerdictTable
+from eigenjury.files import (
+    check_file,
+    csv_header,
+    json_kind,
+    json_object,
+    lines,
+    load_json,
+    read_csv,
+    read_json_lines,
+    read_text,
+)
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE, VerdictTable, tally
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
 OPTIONAL = ("criterion",)
+BATTLE_REQUIRED = ("model_a", "model_b", "winner")
+# The Kaggle "arena-human-preference" form: the winner as three 0/1 columns.
+ONE_HOT = ("winner_model_a", "winner_model_b", "winner_tie")
+WINNERS = {"model_a": FIRST, "model_b": SECOND, "tie": TIE, "tie (bothbad)": TIE}
+CROWD = "crowd"  # the one judge of battles without a judge column
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+READ_FORMATS = {**FORMATS, ".json": "json"}  # a JSON array is read, never written
+Collapse = Literal["rows", "scenarios", "cells"]
+COLLAPSES: tuple[str, ...] = get_args(Collapse)
+# Rows per Parquet batch (pyarrow's default row group): memory while streaming a
+# dataset is a few times this.
+BATCH_ROWS = 1 << 20
 _MISSING = {"", "nan", "null", "none", "na", "n/a"}
-Location = tuple[str, int]  # ("line" | "row", number)
+_NEEDS = (
+    "a verdict file needs scenario, judge, first, second, verdict (criterion optional); "
+    "a battle file (the Chatbot Arena convention) needs model_a, model_b, winner "
+    "(judge and question_id optional), or winner_model_a, winner_model_b, winner_tie "
+    "(0/1) for winner"
+)
+
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+Locate = Callable[[int], dict[str, Any]]  # a row's index in its batch -> InputError place
 
 
 def file_format(path: Path) -> str:
+    """The format `write_verdicts` writes for this suffix."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise InputError(
@@ -40,52 +86,885 @@ def file_format(path: Path) -> str:
     return fmt
 
 
-def read_verdicts(path: str | Path, *, criterion: str | None = None) -> VerdictTable:
-    """Load and validate a verdict file.
+def read_verdicts(
+    path: str | Path, *, criterion: str | None = None, collapse: Collapse = "rows"
+) -> VerdictTable:
+    """Load and validate a verdict or battle file (see the module docstring).
 
-    With a criterion column, each judgment's C criterion rows share weight 1; with
-    `criterion`, only that criterion's rows are kept.
+    With a criterion column, the C criterion rows of one judgment (scenario, judge,
+    first, second) share weight 1; with `criterion`, only that criterion's rows are
+    kept. `collapse` says what the caller needs, so that a huge Parquet dataset is read
+    in memory proportional to what is kept: "rows", one table row per file row;
+    "scenarios", rows equal in scenario, judge, first, second and verdict merged into
+    one whose weight counts them (the same VerdictCounts and ScenarioCounts); "cells",
+    also every row in one scenario (code 0; `scenarios` still lists the names), for
+    callers that need the total counts only. With lengths, rows are kept as they are.
+    A JSON array is read with the standard library; Parquet is the fast path for huge
+    files.
     """
-    path = Path(path)
-    fmt = file_format(path)
-    if not path.is_file():
-        raise InputError("no such file", path=path)
-    rows = {"csv": _csv_rows, "jsonl": _jsonl_rows, "parquet": _parquet_rows}[fmt](path)
-    columns: dict[str, list[Any]] = {c: [] for c in (*REQUIRED, *OPTIONAL)}
-    has_criterion: bool | None = None
-    for where, record in rows:
-        if has_criterion is None:
-            has_criterion = "criterion" in record
-        _check_record(path, where, record, has_criterion)
-        for name in REQUIRED[:4]:
-            columns[name].append(str(record[name]).strip())
-        columns["verdict"].append(_parse_verdict(path, where, record["verdict"]))
-        if has_criterion:
-            columns["criterion"].append(str(record["criterion"]).strip())
-    if not columns["verdict"]:
+    if collapse not in COLLAPSES:
+        raise ValueError(f"collapse must be one of {', '.join(COLLAPSES)}, not {collapse!r}")
+    source = _open(Path(path))
+    reader = _Reader(source, criterion, collapse)
+    for batch, locate in source.batches:
+        reader.add(batch, locate)
+    return reader.table()
+
+
+class BattleNames(Sequence[str]):
+    """The scenario names of battles without a question_id, each battle its own
+    scenario: 'battle 1', 'battle 2', ..., made when asked for, so that a million
+    battles cost no million strings."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [f"battle {i + 1}" for i in range(*index.indices(self.n))]
+        number = index + self.n if index < 0 else index
+        if not 0 <= number < self.n:
+            raise IndexError(index)
+        return f"battle {number + 1}"
+
+
+@dataclass(frozen=True)
+class _Convention:
+    """Which file column plays which part, and what the outcome column says."""
+
+    noun: str  # what one row is: "verdict" or "battle"
+    required: tuple[str, ...]
+    scenario: str
+    judge: str
+    first: str
+    second: str
+    outcome: str
+    numbers: tuple[str, str]  # the replies' lengths
+    texts: tuple[str, str]  # the replies themselves
+    outcome_value: Callable[[Any], int]  # a value's verdict, or -1
+    outcomes: str  # the values allowed, in words
+    parts: tuple[str, ...] = ()  # columns whose values, joined by ",", are the outcome
+
+    def columns(self, found: Sequence[str]) -> list[str]:
+        """The columns to read from a file that has `found`."""
+        outcome = self.parts or (self.outcome,)
+        roles = (self.scenario, self.judge, self.first, self.second, *outcome, "criterion")
+        lengths = [p for p in (self.numbers, self.texts) if all(c in found for c in p)][:1]
+        return [c for c in roles if c in found] + [c for pair in lengths for c in pair]
+
+
+def _verdict_value(value: Any) -> int:
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    return int(number) if number in (0.0, 1.0, 2.0) else -1
+
+
+def _winner_value(value: Any) -> int:
+    return WINNERS.get(value.strip().lower(), -1) if isinstance(value, str) else -1
+
+
+def _one_hot_value(value: Any) -> int:
+    """'1,0,0' (winner_model_a, winner_model_b, winner_tie) is 1; '0,0,1' a tie."""
+    try:
+        flags = [float(x) for x in value.split(",")]
+    except (AttributeError, ValueError):
+        return -1
+    return (FIRST, SECOND, TIE)[flags.index(1.0)] if sorted(flags) == [0.0, 0.0, 1.0] else -1
+
+
+_VERDICT_TABLE = _Convention(
+    "verdict",
+    REQUIRED,
+    "scenario",
+    "judge",
+    "first",
+    "second",
+    "verdict",
+    ("first_length", "second_length"),
+    ("first_text", "second_text"),
+    _verdict_value,
+    "0 (tie), 1 (first better) or 2 (second better)",
+)
+_BATTLES = _Convention(
+    "battle",
+    BATTLE_REQUIRED,
+    "question_id",
+    "judge",
+    "model_a",
+    "model_b",
+    "winner",
+    ("length_a", "length_b"),
+    ("response_a", "response_b"),
+    _winner_value,
+    "model_a, model_b, tie or tie (bothbad)",
+)
+_ONE_HOT_BATTLES = replace(
+    _BATTLES,
+    required=(*BATTLE_REQUIRED[:2], *ONE_HOT),
+    outcome=", ".join(ONE_HOT),
+    outcome_value=_one_hot_value,
+    outcomes="a single 1 among the three (0 elsewhere)",
+    parts=ONE_HOT,
+)
+
+
+def _convention(path: Path, found: Sequence[str], **where: Any) -> _Convention:
+    """The convention whose required columns the file has, or an InputError naming
+    what the nearer one misses."""
+    conventions = (_VERDICT_TABLE, _BATTLES, _ONE_HOT_BATTLES)
+    for convention in conventions:
+        if all(c in found for c in convention.required):
+            return convention
+    nearest = max(conventions, key=lambda c: sum(x in found for x in c.required))
+    missing = [c for c in nearest.required if c not in found]
+    raise InputError(
+        f"missing column(s) {', '.join(missing)}; found {', '.join(found) or 'none'}; {_NEEDS}",
+        path=path,
+        **where,
+    )
+
+
+@dataclass(frozen=True)
+class _Source:
+    """An opened file: its convention, the columns read, and batches of rows."""
+
+    path: Path
+    convention: _Convention
+    columns: list[str]
+    batches: Iterator[tuple[Any, Locate]]  # (pyarrow Table or RecordBatch, where its rows are)
+    skip_blank: bool = False  # CSV rows blank in every column read are skipped
+
+
+def _open(path: Path) -> _Source:
+    if path.is_dir():
+        return _parquet(path)
+    fmt = READ_FORMATS.get(path.suffix.lower())
+    if fmt is None:
         raise InputError(
-            "the file has no verdicts; expected rows with " + ", ".join(REQUIRED), path=path
+            f"unknown file type '{path.suffix or '(none)'}'; use .csv, .jsonl, .json or "
+            ".parquet, or a folder of Parquet files",
+            path=path,
         )
-    if criterion is not None:
-        if not has_criterion:
+    check_file(path)
+    return {"csv": _csv, "jsonl": _jsonl, "json": _json, "parquet": _parquet}[fmt](path)
+
+
+def _csv(path: Path) -> _Source:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        header = csv_header(csv.reader(f), path, _NEEDS)
+    convention = _convention(path, header, line=1)
+    columns = convention.columns(header)
+    try:
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=header, skip_rows=1),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=columns, column_types={c: pa.string() for c in columns}
+            ),
+        )
+    except pa.ArrowException:  # ragged rows, bad UTF-8, ...: the row reader says where
+        return _csv_rows(path, convention, columns)
+    return _Source(path, convention, columns, iter([(table, partial(_csv_line, path))]), True)
+
+
+def _csv_line(path: Path, index: int) -> dict[str, Any]:
+    """Where the row `index` (0-based, as pyarrow counts: empty lines skipped) of a CSV
+    file is. Only errors need this, so the file is read again."""
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        next(reader)
+        rows = (reader.line_num for fields in reader if fields)
+        return {"path": path, "line": next(line for i, line in enumerate(rows) if i == index)}
+
+
+def _csv_rows(path: Path, convention: _Convention, columns: list[str]) -> _Source:
+    """A CSV file pyarrow could not parse, read row by row: the row reader names the
+    line of a ragged row or of bytes that are not UTF-8, and reads what it accepts."""
+    numbers: list[int] = []
+    values: dict[str, list[Any]] = {c: [] for c in columns}
+    for line, row in read_csv(path, convention.required, _NEEDS):
+        numbers.append(line)
+        for c in columns:
+            values[c].append(row[c])
+    return _python_source(path, convention, values, lambda i: {"path": path, "line": numbers[i]})
+
+
+def _jsonl(path: Path) -> _Source:
+    import pyarrow as pa
+    import pyarrow.json as pajson
+
+    first = next(((n, json_object(text, path, n)) for n, text in lines(path)), None)
+    if first is None:
+        raise InputError(f"the file has no verdicts; {_NEEDS}", path=path)
+    number, record = first
+    convention = _convention(path, list(record), line=number)
+    columns = convention.columns(list(record))
+    schema = pa.schema([(c, _json_type(c, record[c], convention)) for c in columns])
+    try:
+        table = pajson.read_json(
+            path,
+            read_options=pajson.ReadOptions(block_size=1 << 24),
+            parse_options=pajson.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"
+            ),
+        )
+    except pa.ArrowException:  # bad JSON, or a column whose type changes: read by line
+        numbers: list[int] = []
+        values: dict[str, list[Any]] = {c: [] for c in columns}
+        for line, row in read_json_lines(path, needs=f" ({_NEEDS})"):
+            numbers.append(line)
+            for c in columns:
+                values[c].append(row.get(c))
+        return _python_source(
+            path, convention, values, lambda i: {"path": path, "line": numbers[i]}
+        )
+    return _Source(path, convention, columns, iter([(table, partial(_jsonl_line, path))]))
+
+
+def _json_type(column: str, value: Any, convention: _Convention) -> Any:
+    """The pyarrow type for a JSONL column, from its value on the first line."""
+    import pyarrow as pa
+
+    if column in convention.numbers or isinstance(value, float):
+        return pa.float64()
+    if isinstance(value, bool):
+        return pa.bool_()
+    return pa.int64() if isinstance(value, int) else pa.string()
+
+
+def _jsonl_line(path: Path, index: int) -> dict[str, Any]:
+    """Where the object `index` (0-based; blank lines skipped) of a JSONL file is."""
+    return {"path": path, "line": next(n for i, (n, _) in enumerate(lines(path)) if i == index)}
+
+
+def _json(path: Path) -> _Source:
+    data = load_json(read_text(path), path)
+    if not isinstance(data, list):
+        raise InputError(
+            f"expected a JSON array of objects, one per verdict or battle, not {json_kind(data)}",
+            path=path,
+        )
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise InputError(
+                f"expected an object (one verdict or battle), not {json_kind(item)}",
+                path=path,
+                row=i + 1,
+            )
+    if not data:
+        raise InputError(f"the file has no verdicts; {_NEEDS}", path=path)
+    convention = _convention(path, list(data[0]), row=1)
+    values = {c: [item.get(c) for item in data] for c in convention.columns(list(data[0]))}
+    return _python_source(path, convention, values, lambda i: {"path": path, "row": i + 1})
+
+
+def _python_source(
+    path: Path, convention: _Convention, values: dict[str, list[Any]], locate: Locate
+) -> _Source:
+    """Columns of Python values (JSON or CSV read without pyarrow) as one batch."""
+    import pyarrow as pa
+
+    names = (convention.scenario, convention.judge, convention.first, convention.second)
+    table = pa.table(
+        {c: _python_column(v, c, c in (*names, "criterion"), locate) for c, v in values.items()}
+    )
+    return _Source(path, convention, list(values), iter([(table, locate)]))
+
+
+def _python_column(values: list[Any], column: str, name: bool, locate: Locate) -> Any:
+    """A pyarrow array of JSON values; where their types are mixed (as JSON allows),
+    numbers become text and a list, object or true/false is refused in a name column."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values)
+    except pa.ArrowException:
+        pass
+    texts: list[str | None] = []
+    for i, value in enumerate(values):
+        if value is None or isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            texts.append(str(value))
+        elif name:
+            raise InputError(
+                f"expected a name (text), got {json_kind(value)}", column=column, **locate(i)
+            )
+        else:
+            texts.append(json.dumps(value))
+    return pa.array(texts, pa.string())
+
+
+def _parquet(path: Path) -> _Source:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    what = "Parquet dataset (a folder of Parquet files)" if path.is_dir() else "Parquet file"
+    try:
+        dataset = ds.dataset(path, format="parquet")
+        schema = dataset.schema
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"not a readable {what} ({exc})", path=path) from None
+    convention = _convention(path, schema.names)
+    columns = convention.columns(schema.names)
+
+    def batches() -> Iterator[tuple[Any, Locate]]:
+        for fragment in dataset.get_fragments():
+            where = Path(fragment.path)
+            done = 0
+            try:
+                for batch in fragment.to_batches(
+                    schema=schema, columns=columns, batch_size=BATCH_ROWS
+                ):
+                    yield batch, partial(_parquet_row, where, done)
+                    done += batch.num_rows
+            except (pa.ArrowException, OSError) as exc:
+                raise InputError(f"not a readable Parquet file ({exc})", path=where) from None
+
+    return _Source(path, convention, columns, batches())
+
+
+def _parquet_row(path: Path, before: int, index: int) -> dict[str, Any]:
+    return {"path": path, "row": before + index + 1}
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """One column of a batch, dictionary-encoded: row i holds values[codes[i]]."""
+
+    codes: NDArray[np.integer[Any]]
+    values: Any  # pyarrow Array of the distinct values (null included)
+    texts: Any | None  # the values as trimmed text (None: not text, nor numbers)
+    missing: BoolArray  # per value: null, NaN or text such as "", "NA", "null"
+    blank: BoolArray  # per value: empty text
+
+    def value(self, row: int) -> Any:
+        return self.values[int(self.codes[row])].as_py()
+
+
+def _code(column: Any) -> _Coded | None:
+    """A column dictionary-encoded, or None where its type cannot be (lists, objects)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = _code_free(column)
+    if pa.types.is_nested(array.type):
+        return None
+    encoded = pc.dictionary_encode(array, null_encoding="encode")
+    values = encoded.dictionary
+    texts = _texts(values)
+    missing = pc.is_null(values)
+    blank = np.zeros(len(values), dtype=bool)
+    if texts is not None:  # NaN is written "nan"
+        missing = pc.or_(missing, pc.is_in(pc.utf8_lower(texts), value_set=pa.array(_MISSING)))
+        blank = _flags(pc.equal(texts, ""))
+    codes = encoded.indices.to_numpy(zero_copy_only=False)  # int32: no copy
+    return _Coded(codes, values, texts, _flags(missing), blank)
+
+
+def _flags(mask: Any) -> BoolArray:
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.fill_null(mask, True).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _is_text(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _texts(values: Any) -> Any | None:
+    """Values as trimmed text (numbers written out, as JSON names may be), or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = values.type
+    numbers = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+    if not (_is_text(kind) or pa.types.is_null(kind) or numbers):
+        return None
+    return pc.utf8_trim_whitespace(pc.cast(values, pa.string()))
+
+
+def _kind(column: Any) -> str:
+    """What a column's values are, in a user's words."""
+    import pyarrow as pa
+
+    kind = column.type
+    if pa.types.is_boolean(kind):
+        return "true/false"
+    if pa.types.is_struct(kind) or pa.types.is_map(kind):
+        return "an object"
+    return "a list" if pa.types.is_nested(kind) else f"values of type {kind}"
+
+
+class _Names:
+    """Names coded in order of first appearance, one namespace across batches. The
+    names are kept as Arrow arrays and a batch's names are looked up among them in
+    Arrow, unless the namespace is much larger than the batch's names (a dataset's
+    millions of scenarios met a few thousand per batch): then in a Python dict."""
+
+    def __init__(self) -> None:
+        self.chunks: list[Any] = []  # pyarrow string arrays, the names in code order
+        self.size = 0
+        self._index: dict[str, int] | None = None
+
+    def codes(self, texts: Any) -> IntArray:
+        """The code of each of `texts` (a pyarrow string array; null: -1), new names added."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(texts)
+        distinct = encoded.dictionary
+        if not self.size:
+            known = np.arange(len(distinct), dtype=np.int64)
+            self.chunks, self.size = [distinct], len(distinct)
+        elif 8 * len(distinct) >= self.size:
+            found = pc.index_in(distinct, value_set=self.names())
+            known = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            new = known < 0
+            if new.any():
+                known[new] = self.size + np.arange(int(new.sum()))
+                added = distinct.filter(pa.array(new))
+                if self._index is not None:
+                    self._index.update(zip(added.to_pylist(), known[new].tolist(), strict=True))
+                self.chunks.append(added)
+                self.size += len(added)
+        else:
+            index = self.index()
+            known = np.fromiter(
+                (index.setdefault(n, len(index)) for n in distinct.to_pylist()),
+                np.int64,
+                len(distinct),
+            )
+            new = known >= self.size
+            if new.any():
+                self.chunks.append(distinct.filter(pa.array(new)))
+                self.size = len(index)
+        rows = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        return np.where(rows >= 0, np.append(known, -1)[rows], -1)
+
+    def index(self) -> dict[str, int]:
+        """Name -> code, built on first need and kept up to date."""
+        if self._index is None:
+            names = self.names().to_pylist()
+            self._index = dict(zip(names, range(len(names)), strict=True))
+        return self._index
+
+    def names(self) -> Any:
+        """All names, in code order, as one pyarrow array."""
+        import pyarrow as pa
+
+        if len(self.chunks) != 1:
+            self.chunks = [
+                pa.concat_arrays(self.chunks) if self.chunks else pa.array([], pa.string())
+            ]
+        return self.chunks[0]
+
+    def add(self, name: str) -> int:
+        import pyarrow as pa
+
+        return int(self.codes(pa.array([name], pa.string()))[0])
+
+    def code(self, name: str) -> int:
+        """The code of `name`, or -2 (no row's code) where it is not one of the names."""
+        import pyarrow.compute as pc
+
+        code = pc.index(self.names(), name).as_py()
+        return -2 if code < 0 else int(code)
+
+    def ordered(self, used: BoolArray) -> tuple[tuple[str, ...], IntArray]:
+        """The used names in sorted order, and each old code's new code."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        codes = np.flatnonzero(used)
+        kept = self.names().take(pa.array(codes))
+        order = pc.array_sort_indices(kept).to_numpy(zero_copy_only=False)
+        new = np.full(self.size, -1, dtype=np.int64)
+        new[codes[order]] = np.arange(len(codes))
+        return tuple(kept.take(pa.array(order)).to_pylist()), new
+
+
+_ROLES = ("judge", "first", "second")
+# A problem found in a batch: (row, check order, message, column); the first row wins.
+_Problem = tuple[int, int, str, str | None]
+
+
+class _Reader:
+    """Validates batches column by column and keeps their rows as codes."""
+
+    def __init__(self, source: _Source, criterion: str | None, collapse: Collapse) -> None:
+        self.path = source.path
+        self.convention = c = source.convention
+        self.columns = source.columns
+        self.skip_blank = source.skip_blank
+        self.criterion = criterion
+        has_criterion = "criterion" in self.columns
+        if criterion is not None and not has_criterion:
             raise InputError(
                 f"--criterion {criterion!r} was given but the file has no criterion column",
-                path=path,
+                path=self.path,
             )
-        keep = np.asarray(columns["criterion"]) == criterion
-        if not keep.any():
-            present = ", ".join(sorted(set(columns["criterion"]))[:10])
-            raise InputError(f"no rows have criterion {criterion!r}; present: {present}", path=path)
-        columns = {k: list(np.asarray(v, dtype=object)[keep]) for k, v in columns.items() if v}
-        has_criterion = False
-    return VerdictTable.from_columns(
-        columns["scenario"],
-        columns["judge"],
-        columns["first"],
-        columns["second"],
-        columns["verdict"],
-        criterion=columns["criterion"] if has_criterion else None,
-    )
+        self.weigh_judgments = has_criterion and criterion is None
+        self.numbered = c.scenario not in self.columns  # battles without question_id
+        self.has_lengths = any(x in self.columns for x in (*c.numbers, *c.texts))
+        mode: str = collapse
+        if mode == "cells" and self.weigh_judgments:
+            mode = "scenarios"  # the weights need the judgments
+        if self.has_lengths or (self.numbered and mode == "scenarios"):
+            mode = "rows"  # nothing to merge
+        self.cells = mode == "cells"
+        self.rows = _Rows(merge=mode != "rows")
+        self.models, self.scenarios, self.criteria = _Names(), _Names(), _Names()
+        self.seen_scenarios = np.zeros(0, dtype=bool)  # cells: the scenarios kept
+        self.read = 0  # rows that passed the checks
+        self.kept = 0  # of which kept (criterion)
+
+    def add(self, batch: Any, locate: Locate) -> None:
+        """Check a batch (the first bad row is an InputError) and keep its rows."""
+        if not batch.num_rows:
+            return
+        c = self.convention
+        blank, codes, verdict = self._checked(batch, locate)
+        keep = ~blank
+        self.read += int(keep.sum())
+        if self.criterion is not None:
+            keep &= codes["criterion"] == self.criteria.code(self.criterion)
+        every = bool(keep.all())
+
+        def kept(values: NDArray[Any]) -> NDArray[Any]:
+            return values if every else values[keep]
+
+        part = {
+            r: kept(codes[x]) for r, x in zip(_ROLES, (c.judge, c.first, c.second), strict=True)
+        }
+        part["verdict"] = kept(verdict)
+        if self.has_lengths:
+            part["lengths"] = kept(self._lengths(batch))
+        m = len(part["verdict"])
+        if self.numbered:
+            part["scenario"] = np.arange(self.kept, self.kept + m)
+        else:
+            part["scenario"] = kept(codes[c.scenario])
+        if self.cells:
+            if not self.numbered:
+                used = np.bincount(part["scenario"], minlength=self.scenarios.size) > 0
+                used[: len(self.seen_scenarios)] |= self.seen_scenarios
+                self.seen_scenarios = used
+            part["scenario"] = np.zeros(m, dtype=np.int64)
+        part["count"] = np.ones(m)
+        self.kept += m
+        self.rows.add(part)
+
+    def _checked(
+        self, batch: Any, locate: Locate
+    ) -> tuple[BoolArray, dict[str, IntArray], IntArray]:
+        """The batch's blank rows, each name column's codes and the verdicts; every check
+        runs on whole columns and the first bad row (in the file's order) is reported."""
+        n = batch.num_rows
+        c = self.convention
+        names = [x for x in (c.scenario, c.judge, c.first, c.second) if x in self.columns]
+        labels = [*names, *(["criterion"] if "criterion" in self.columns else [])]
+        columns = (*names, c.outcome, *labels[len(names) :])
+        coded = {x: _code(self._column(batch, x)) for x in columns}
+        blank = np.zeros(n, dtype=bool)
+        if self.skip_blank and all(x and x.blank.any() for x in coded.values()):
+            blank = np.logical_and.reduce([x.blank[x.codes] for x in coded.values() if x])
+        problems: list[_Problem] = []
+        for rank, (column, col) in enumerate(coded.items()):
+            problems += self._missing(batch, column, col, blank, rank)
+        codes = {x: self._names(x, coded[x], n, problems) for x in labels}
+        if c.judge not in self.columns:
+            codes[c.judge] = self._crowd(codes[c.first], codes[c.second], blank, problems)
+        first, second = codes[c.first], codes[c.second]
+        same = _first_row((first == second) & (first >= 0) & ~blank)
+        if same is not None:
+            name = self.models.names()[int(first[same])].as_py()
+            message = f"{c.first} and {c.second} are both '{name}'; "
+            problems.append(
+                (same, 20, message + f"a {c.noun} compares two different evaluees", None)
+            )
+        verdict = self._outcomes(coded[c.outcome], n, blank, problems)
+        if problems:
+            row, _, problem, where = min(problems, key=lambda p: p[:2])
+            raise InputError(problem, column=where, **locate(row))
+        return blank, codes, verdict
+
+    def _missing(
+        self, batch: Any, column: str, col: _Coded | None, blank: BoolArray, rank: int
+    ) -> list[_Problem]:
+        """The first row without a value in `column` (a column of lists or objects: the
+        first row with one)."""
+        c = self.convention
+        needs = f"every {c.noun} needs a value here"
+        if col is None:
+            values = _code_free(self._column(batch, column))
+            row = _first_row(values.is_valid().to_numpy(zero_copy_only=False))
+            if row is None:
+                return [(0, rank, f"missing value (None); {needs}", column)]
+            wanted = c.outcomes if column == c.outcome else "a name (text)"
+            return [(row, 10, f"expected {wanted}, got {_kind(values)}", column)]
+        row = _first_flagged(col.missing, col.codes, blank)
+        if row is None:
+            return []
+        return [(row, rank, f"missing value ({col.value(row)!r}); {needs}", column)]
+
+    def _column(self, batch: Any, column: str) -> Any:
+        """A column of the batch; an outcome given in parts, as their values joined by ","."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        c = self.convention
+        if column != c.outcome or not c.parts:
+            return batch.column(column)
+        parts = []
+        for part in c.parts:
+            values = _code_free(batch.column(part))
+            if pa.types.is_boolean(values.type):
+                values = pc.cast(values, pa.int8())
+            parts.append(pc.cast(values, pa.string()))
+        return pc.binary_join_element_wise(*parts, ",")
+
+    def _names(self, column: str, col: _Coded | None, n: int, problems: list[_Problem]) -> IntArray:
+        """Each row's code among the models, scenarios or criteria (missing: -1)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if col is None:  # reported by _missing
+            return np.full(n, -1, dtype=np.int64)
+        if col.texts is None:
+            row = _first_row(~col.missing[col.codes])
+            if row is not None:
+                problems.append(
+                    (row, 10, f"expected a name (text), got {_kind(col.values)}", column)
+                )
+            return np.full(n, -1, dtype=np.int64)
+        c = self.convention
+        names = {c.scenario: self.scenarios, "criterion": self.criteria}.get(column, self.models)
+        texts = pc.if_else(pa.array(col.missing), pa.scalar(None, pa.string()), col.texts)
+        coded: IntArray = names.codes(texts)[col.codes]
+        return coded
+
+    def _crowd(
+        self, first: IntArray, second: IntArray, blank: BoolArray, problems: list[_Problem]
+    ) -> IntArray:
+        """The judge of battles without a judge column: one judge named CROWD."""
+        c = self.convention
+        crowd = self.models.code(CROWD)
+        for column, models in ((c.first, first), (c.second, second)):
+            row = _first_row((models == crowd) & ~blank)
+            if row is not None:
+                message = (
+                    f"a model is named '{CROWD}', the name given to the one judge of battles "
+                    "without a judge column; add a judge column naming who judged each battle"
+                )
+                problems.append((row, 30, message, column))
+        return np.full(len(first), self.models.add(CROWD), dtype=np.int64)
+
+    def _outcomes(
+        self, col: _Coded | None, n: int, blank: BoolArray, problems: list[_Problem]
+    ) -> IntArray:
+        """Each row's verdict (0 tie, 1 first better, 2 second better)."""
+        if col is None:
+            return np.full(n, -1, dtype=np.int64)
+        c = self.convention
+        table = np.array([c.outcome_value(v) for v in col.values.to_pylist()], dtype=np.int64)
+        table[col.missing] = 0  # reported as missing
+        verdict: IntArray = table[col.codes]
+        row = _first_flagged(table < 0, col.codes, blank)
+        if row is not None:
+            problems.append(
+                (row, 40, f"{c.outcome} {col.value(row)!r} is not {c.outcomes}", c.outcome)
+            )
+        return verdict
+
+    def _lengths(self, batch: Any) -> NDArray[np.float64]:
+        """The two replies' lengths per row (NaN where unknown)."""
+        import pyarrow.compute as pc
+
+        c = self.convention
+        if all(x in self.columns for x in c.numbers):
+            return np.stack([_numbers(batch.column(x)) for x in c.numbers], axis=1)
+        columns = []
+        for x in c.texts:
+            texts = _code_free(batch.column(x))
+            columns.append(
+                pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.float64)
+                if _is_text(texts.type)
+                else np.full(batch.num_rows, np.nan)
+            )
+        return np.stack(columns, axis=1)
+
+    def table(self) -> VerdictTable:
+        rows = self.rows.columns()
+        if rows is None or not len(rows["verdict"]):
+            if self.criterion is not None and self.read:
+                present = ", ".join(sorted(self.criteria.names().to_pylist())[:10])
+                raise InputError(
+                    f"no rows have criterion {self.criterion!r}; present: {present}",
+                    path=self.path,
+                )
+            raise InputError(f"the file has no verdicts; {_NEEDS}", path=self.path)
+        used = np.zeros(self.models.size, dtype=bool)
+        for role in _ROLES:
+            used[rows[role]] = True
+        models, new_model = self.models.ordered(used)
+        scenario = rows["scenario"]
+        scenarios: Sequence[str]
+        if self.numbered:
+            scenarios = BattleNames(self.kept)
+        elif self.cells:
+            scenarios, _ = self.scenarios.ordered(self.seen_scenarios)
+        else:
+            kept = np.bincount(scenario, minlength=self.scenarios.size) > 0
+            scenarios, new_scenario = self.scenarios.ordered(kept)
+            scenario = new_scenario[scenario]
+        judge, first, second = (new_model[rows[r]] for r in _ROLES)
+        verdict, weight, lengths = rows["verdict"], rows["count"], rows.get("lengths")
+        if self.rows.merge:  # in key order, whatever the batches were
+            distinct, group = _distinct([scenario, judge, first, second, verdict])
+            scenario, judge, first, second, verdict = distinct
+            weight = np.empty_like(weight)
+            weight[group] = rows["count"]
+        if self.weigh_judgments:
+            _, judgment = _distinct([scenario, judge, first, second])
+            weight = weight / tally(judgment, weight, int(judgment.max()) + 1)[judgment]
+        return VerdictTable(
+            scenario=scenario,
+            judge=judge,
+            first=first,
+            second=second,
+            verdict=verdict,
+            models=models,
+            scenarios=scenarios,
+            weight=weight,
+            lengths=lengths,
+        )
+
+
+def _first_row(rows: BoolArray) -> int | None:
+    hits = np.flatnonzero(rows)
+    return int(hits[0]) if len(hits) else None
+
+
+def _first_flagged(flags: BoolArray, codes: NDArray[Any], blank: BoolArray) -> int | None:
+    """The first row that is not blank and whose value (`codes` into `flags`) is flagged;
+    no row is looked at when no value is."""
+    return _first_row(flags[codes] & ~blank) if flags.any() else None
+
+
+def _code_free(column: Any) -> Any:
+    """A column as one plain array (chunks combined, dictionary decoded)."""
+    import pyarrow as pa
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+
+def _numbers(column: Any) -> NDArray[np.float64]:
+    """A column of numbers (or numbers written as text) as floats; NaN where a value is
+    missing or not a number."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = _code_free(column)
+    if _is_text(array.type):
+        trimmed = pc.utf8_trim_whitespace(array)
+        gone = pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(_MISSING))
+        trimmed = pc.if_else(gone, pa.scalar(None, pa.string()), trimmed)
+        try:
+            array = pc.cast(trimmed, pa.float64())
+        except pa.ArrowException:  # some text is not a number: those alone become NaN
+            return np.array([_number(v) for v in trimmed.to_pylist()], dtype=np.float64)
+    elif not (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)):
+        return np.full(len(array), np.nan)
+    floats = pc.fill_null(pc.cast(array, pa.float64()), math.nan)
+    return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _number(text: str | None) -> float:
+    try:
+        return float(text) if text is not None else math.nan
+    except ValueError:
+        return math.nan
+
+
+class _Rows:
+    """Kept rows as columns, batch by batch. With `merge`, rows equal in every key
+    column become one row whose `count` says how many they were, merged whenever the
+    rows waiting are as many as those merged, so memory follows the distinct rows."""
+
+    KEY = ("scenario", "judge", "first", "second", "verdict")
+
+    def __init__(self, *, merge: bool) -> None:
+        self.merge = merge
+        self.parts: list[dict[str, NDArray[Any]]] = []
+        self.waiting = 0
+        self.merged = 0
+
+    def add(self, part: dict[str, NDArray[Any]]) -> None:
+        self.parts.append(part)
+        if self.merge:
+            self.waiting += len(part["verdict"])
+            if self.waiting >= max(BATCH_ROWS, self.merged):
+                self._merge()
+
+    def _merge(self) -> None:
+        rows = self._joined()
+        distinct, group = _distinct([rows[k] for k in self.KEY])
+        merged: dict[str, NDArray[Any]] = dict(zip(self.KEY, distinct, strict=True))
+        merged["count"] = tally(group, rows["count"], len(distinct[0]))
+        self.parts, self.merged, self.waiting = [merged], len(merged["count"]), 0
+
+    def _joined(self) -> dict[str, NDArray[Any]]:
+        if len(self.parts) == 1:
+            return self.parts[0]
+        return {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+
+    def columns(self) -> dict[str, NDArray[Any]] | None:
+        if not self.parts:
+            return None
+        if self.waiting:
+            self._merge()
+        return self._joined()
+
+
+def _distinct(columns: Sequence[IntArray]) -> tuple[list[IntArray], IntArray]:
+    """The distinct combinations of the columns' codes, in sorted order (as columns),
+    and each row's: counted where the packed keys span a small range, else sorted."""
+    sizes = [int(c.max()) + 1 for c in columns]
+    span = math.prod(sizes)
+    if span >= 2**62:  # no int64 key: compare whole rows
+        rows, group = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+        return list(rows.T), group.ravel().astype(np.int64)
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column
+    if span <= max(4 * len(key), 1 << 20):
+        present = np.bincount(key, minlength=span) > 0
+        keys = np.flatnonzero(present)
+        group = (np.cumsum(present) - 1)[key]
+    else:
+        keys, group = np.unique(key, return_inverse=True)
+    return list(np.unravel_index(keys, sizes)), group.astype(np.int64)
 
 
 def _columns(
@@ -135,95 +1014,8 @@ def write_verdicts(
             for row in zip(*(columns[c] for c in names), strict=True):
                 f.write(json.dumps(dict(zip(names, row, strict=True))) + "\n")
     else:
-        pa, pq = pyarrow(target)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         pq.write_table(pa.table({c: list(columns[c]) for c in names}), path)
     os.replace(path, target)
-
-
-def _check_record(path: Path, where: Location, record: Mapping[str, Any], criterion: bool) -> None:
-    kind, number = where
-    loc: dict[str, Any] = {"path": path, kind: number}
-    for name in (*REQUIRED, *(("criterion",) if criterion else ())):
-        if name not in record:
-            raise InputError(f"missing field '{name}'", **loc)
-        if _is_missing(record[name]):
-            raise InputError(
-                f"missing value ({record[name]!r}); every verdict needs a value here",
-                column=name,
-                **loc,
-            )
-    for name in (*REQUIRED[:4], *(("criterion",) if criterion else ())):
-        if text_value(record[name]) is None:
-            kind = json_kind(record[name])
-            raise InputError(f"expected a name (text), got {kind}", column=name, **loc)
-    if str(record["first"]).strip() == str(record["second"]).strip():
-        raise InputError(
-            f"first and second are both '{record['first']}'; a verdict compares two different "
-            "evaluees",
-            **loc,
-        )
-
-
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    return isinstance(value, str) and value.strip().lower() in _MISSING
-
-
-def _parse_verdict(path: Path, where: Location, value: Any) -> int:
-    parsed: float | None = None
-    if isinstance(value, bool):
-        parsed = None
-    elif isinstance(value, int | float):
-        parsed = float(value)
-    elif isinstance(value, str):
-        try:
-            parsed = float(value.strip())
-        except ValueError:
-            parsed = None
-    if parsed not in (0.0, 1.0, 2.0):
-        raise InputError(
-            f"verdict {value!r} is not 0 (tie), 1 (first better) or 2 (second better)",
-            column="verdict",
-            path=path,
-            line=where[1] if where[0] == "line" else None,
-            row=where[1] if where[0] == "row" else None,
-        )
-    return int(parsed)
-
-
-_NEEDS = "a verdict file needs scenario, judge, first, second, verdict (criterion optional)"
-
-
-def _check_header(path: Path, found: list[str]) -> None:
-    missing = [c for c in REQUIRED if c not in found]
-    if missing:
-        raise InputError(
-            f"missing column(s) {', '.join(missing)}; found {', '.join(found) or 'none'}; {_NEEDS}",
-            path=path,
-        )
-
-
-def _csv_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
-    for line, row in read_csv(path, REQUIRED, _NEEDS):
-        yield ("line", line), row
-
-
-def _jsonl_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
-    for number, record in read_json_lines(path, needs=" with fields " + ", ".join(REQUIRED)):
-        yield ("line", number), record
-
-
-def _parquet_rows(path: Path) -> Iterator[tuple[Location, dict[str, Any]]]:
-    _, pq = pyarrow(path)
-    try:
-        data = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several unrelated types for bad files
-        raise InputError(f"not a readable Parquet file ({exc})", path=path) from None
-    _check_header(path, list(data.column_names))
-    names = [c for c in (*REQUIRED, *OPTIONAL) if c in data.column_names]
-    values = [data.column(c).to_pylist() for c in names]
-    for number, row in enumerate(zip(*values, strict=True), start=1):
-        yield ("row", number), dict(zip(names, row, strict=True))

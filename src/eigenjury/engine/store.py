@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eigenjury.errors import InputError
-from eigenjury.files import atomic_writer, pyarrow
+from eigenjury.files import atomic_writer
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Usage
 
@@ -433,7 +433,9 @@ class Store:
         records = [r.record() for r in self]
         with atomic_writer(path) as tmp:
             if path.suffix.lower() == ".parquet":
-                pa, pq = pyarrow(path)
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
                 flat = [
                     {
                         **r,
