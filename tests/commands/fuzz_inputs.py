@@ -394,6 +394,13 @@ def _compare(cwd: Path) -> list[str]:
             "--rounds", "20", "--out", "comparison", "--no-progress"]  # fmt: skip
 
 
+def _agreement(cwd: Path) -> list[str]:
+    rows = verdict_rows()
+    write(cwd / "verdicts.csv", "csv", rows + [{**r, "judge": "crowd"} for r in rows])
+    return ["agreement", "verdicts.csv", "--reference", "crowd", "--bootstrap", "40", "--out",
+            "agreement.json"]  # fmt: skip
+
+
 def _check(cwd: Path) -> list[str]:
     _contract_files(cwd)
     return ["contracts", "check", "contract.yaml"]
@@ -433,6 +440,7 @@ COMMANDS: dict[str, Command] = {
     for c in (
         Command("simulate", _simulate, ("sim",), "folder"),
         Command("fit", _fit, ("fit.json",), "file"),
+        Command("agreement", _agreement, ("agreement.json",), "file"),
         Command("rank", _rank, ("run", STORE), "folder"),
         Command("demo", None, (), "folder"),
         Command("batch", _batch, ("results.jsonl", STORE), "file"),

@@ -255,7 +255,7 @@ def test_the_trust_matrix_has_room_for_its_last_slanted_label() -> None:
     from eigenjury.reports.ranking import heatmap_svg
 
     names = ["blunt-gemma", "blunt-smol", "warm-gemma", "warm-smol"]
-    svg = heatmap_svg(names, [[0.25] * 4] * 4)
+    svg = heatmap_svg(names, names, [[0.25] * 4] * 4)
     width = float(re.search(r'<svg width="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
     x, rise = (float(v) for v in re.findall(r"translate\(([\d.]+),([\d.]+)\)", svg)[-1])
     assert width >= x + rise - 20  # the rise, less the margin above the labels

@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from eigenjury.peer.run import Inputs, RankRun
     from eigenjury.stats.simulate import Population
 
+# The `fit` option behind each PeerRanking setting the verdicts may refuse
+SETTING_OPTIONS = {
+    "damping": "--damping",
+    "external_weights": "--external-weight",
+    "anchor": "--anchor",
+}
 VERDICT_FORMATS = ("csv", "jsonl", "parquet")  # = verdict_files.FORMATS (importing it loads scipy)
 
 
@@ -134,9 +140,18 @@ def register(commands: Any) -> None:
     )
     fit.add_argument(
         "--damping",
-        type=bounded(float, 0.0, 1.0, open_high=True),
-        default=0.0,
-        help="EigenTrust damping toward uniform pre-trust",
+        type=bounded(float, 0.0, 1.0),
+        help="EigenTrust damping a in t = (1 - a) t T + a p, toward the pre-trust p: the "
+        "external judges' consensus, uniform without external judges (default: 0 without "
+        "external judges, 0.5 with external and peer judges, 1 with external judges only)",
+    )
+    fit.add_argument(
+        "--external-weight",
+        action="append",
+        default=[],
+        metavar="JUDGE=WEIGHT",
+        help="weight of an external judge (one never judged) in the pre-trust; repeatable; "
+        "default 1 each, 0 allowed",
     )
     fit.add_argument(
         "--anchor",
@@ -162,6 +177,12 @@ def register(commands: Any) -> None:
         "--truth",
         type=Path,
         help="truth.json from `eigenjury simulate`: report recovery and coverage",
+    )
+    fit.add_argument(
+        "--agreement",
+        metavar="JUDGE[,JUDGE...]",
+        help="also report every judge's agreement with these reference judges' majority "
+        "(as `eigenjury agreement`, with the --bootstrap rounds)",
     )
     fit.add_argument("--out", type=Path, help="write the full result as JSON here")
     add_backend_options(fit.add_argument_group("cluster (bootstrap rounds as Ray tasks)"))
@@ -295,13 +316,15 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def fit_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.commands.agreement import agreement_table
     from eigenjury.engine.backends import connect
     from eigenjury.peer.fitting import ranking_record
     from eigenjury.peer.record import TruthRecovery
     from eigenjury.records import write_record
+    from eigenjury.reports.agreement import print_agreement
     from eigenjury.reports.ranking import print_summary
     from eigenjury.stats.bootstrap import rounds_problem
-    from eigenjury.stats.consensus import PeerRanking
+    from eigenjury.stats.consensus import PeerRanking, SettingError
     from eigenjury.stats.elo import to_elo
     from eigenjury.stats.simulate import recovery
     from eigenjury.stats.verdicts import DataError
@@ -313,7 +336,21 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     if args.out:
         inputs = {"verdict file": args.verdicts, "truth file": args.truth}
         check_output(args.out, inputs)
+    external_weights = parse_external_weights(args.external_weight)
     table = read_verdicts(args.verdicts, criterion=args.criterion)
+    agreement = (  # before the fit: a bad reference stops the command at once
+        None
+        if args.agreement is None
+        else agreement_table(
+            table,
+            args.agreement,
+            bootstrap=args.bootstrap,
+            ci=args.ci,
+            seed=args.seed,
+            path=args.verdicts,
+            option="--agreement",
+        )
+    )
     truth = read_truth(args.truth, table.models) if args.truth else None
     tuning = {k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None}
     _, map_rounds = connect(args.backend, args.ray_address)
@@ -323,6 +360,7 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         position_bias=args.position_bias,
         exclude_self=args.exclude_self,
         damping=args.damping,
+        external_weights=external_weights,
         anchor=args.anchor,
         anchor_value=args.anchor_value,
         bootstrap=args.bootstrap,
@@ -334,12 +372,27 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     )
     try:
         ranking.fit(table)
+    except SettingError as exc:
+        raise InputError(
+            str(exc), path=args.verdicts, field=SETTING_OPTIONS.get(exc.setting)
+        ) from None
     except DataError as exc:
         raise InputError(str(exc), path=args.verdicts) from None
     record = ranking_record(ranking, source=str(args.verdicts))
+    record.agreement = agreement
     if truth is not None:
-        order = [truth.models.index(m) for m in ranking.models_]
-        true_trust = truth.trust(exclude_self=args.exclude_self)[order]
+        if set(truth.evaluees) != set(ranking.models_):
+            raise InputError(
+                "the verdicts and the truth disagree on which judges are external (never "
+                "judged); recovery needs the same evaluees in both",
+                path=args.truth,
+            )
+        order = [truth.evaluees.index(m) for m in ranking.models_]
+        true_trust = truth.trust(
+            exclude_self=args.exclude_self,
+            damping=ranking.damping_,
+            external_weights=ranking.external_weights_,
+        )[order]
         true_elo = to_elo(true_trust, anchor=ranking.anchor_index_, value=args.anchor_value)
         record.truth_recovery = TruthRecovery.model_validate(
             recovery(
@@ -351,10 +404,32 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
             )
         )
     print_summary(console, record)
+    if agreement is not None:
+        print_agreement(console, agreement)
     if args.out:
         write_record(args.out, record)
         console.print(f"wrote {escape(str(args.out))}", highlight=False)
     return 0
+
+
+def parse_external_weights(texts: list[str]) -> dict[str, float] | None:
+    """`--external-weight JUDGE=WEIGHT` values by judge (None when none is given). Split
+    on the last '=': names may contain one, numbers never do."""
+    weights: dict[str, float] = {}
+    for text in texts:
+        name, sep, value = text.rpartition("=")
+        if not sep or not name:
+            raise InputError(f"{text!r} is not JUDGE=WEIGHT", field="--external-weight")
+        try:
+            weight = bounded(float, 0.0)(value)
+        except argparse.ArgumentTypeError as exc:
+            raise InputError(
+                f"the weight of '{name}' must be a number >= 0: {exc}", field="--external-weight"
+            ) from None
+        if name in weights:
+            raise InputError(f"'{name}' is weighted twice", field="--external-weight")
+        weights[name] = weight
+    return weights or None
 
 
 def read_truth(path: Path, models: tuple[str, ...]) -> Population:

@@ -29,8 +29,6 @@ import numpy as np
 from eigenjury.peer.designs import Comparison, draw
 from eigenjury.stats.btd import BTDParams
 from eigenjury.stats.consensus import PeerRanking
-from eigenjury.stats.eigentrust import eigentrust, trust_matrix
-from eigenjury.stats.elo import to_elo
 from eigenjury.stats.verdicts import FloatArray
 
 
@@ -70,27 +68,19 @@ def information_factors(jacobians: FloatArray, probabilities: FloatArray) -> Flo
 
 
 def elo_gradient(ranking: PeerRanking, step: float = 1e-5) -> FloatArray:
-    """d Elo / d parameters by central differences: (models, n_params)."""
+    """d Elo / d parameters by central differences: (evaluees, n_params)."""
     params = ranking.btd_.params_
     x = params.pack()
     m, d = params.lenses.shape
-
-    def elo(z: FloatArray) -> FloatArray:
-        q = BTDParams.unpack(z, m, d)
-        matrix = trust_matrix(
-            q.lenses @ q.dispositions.T,
-            np.exp(q.log_tie),
-            judge_mask=ranking.btd_.judge_mask_,
-            exclude_self=ranking.exclude_self,
-        )
-        return to_elo(eigentrust(matrix, damping=ranking.damping))
-
-    grad = np.zeros((m, len(x)))
+    grad = np.zeros((len(ranking.models_), len(x)))
     for col in range(len(x)):
         up, down = x.copy(), x.copy()
         up[col] += step
         down[col] -= step
-        grad[:, col] = (elo(up) - elo(down)) / (2 * step)
+        grad[:, col] = (
+            ranking.elo_at(BTDParams.unpack(up, m, d))
+            - ranking.elo_at(BTDParams.unpack(down, m, d))
+        ) / (2 * step)
     return np.asarray(grad)
 
 
@@ -111,7 +101,8 @@ def choose(
     """About `calls` new judge calls (each pick is two: both orders), best first."""
     btd = ranking.btd_
     params = btd.params_
-    names = list(ranking.models_)
+    names = list(ranking.judges_)
+    evaluees = np.flatnonzero(~ranking.external_)
     m, d = params.lenses.shape
     counts = ranking.counts_
     # Fisher information of what is collected, plus the penalty's curvature on U and V
@@ -126,17 +117,17 @@ def choose(
     sigma = np.linalg.inv(fisher)
     # what we want to learn: the Elo order, pairs in doubt first
     grad = elo_gradient(ranking)
-    j_idx, k_idx = np.triu_indices(m, 1)
+    j_idx, k_idx = np.triu_indices(len(evaluees), 1)
     diffs = grad[j_idx] - grad[k_idx]
     var = np.einsum("np,pq,nq->n", diffs, sigma, diffs)
     gap = np.abs(ranking.elo_[j_idx] - ranking.elo_[k_idx])
     w = order_weight(gap, var)
     target = np.einsum("n,np,nq->pq", w, diffs, diffs)
-    # every (judge, unordered pair), both orders together
+    # every (judge, unordered pair of evaluees), both orders together
     cand = [
-        (i, j, k)
+        (i, int(j), int(k))
         for i in range(m)
-        for j, k in itertools.combinations(range(m), 2)
+        for j, k in itertools.combinations(evaluees, 2)
         if btd.judge_mask_[i]
     ]
     judge, first, second = (np.array(c) for c in zip(*cand, strict=True))

@@ -66,7 +66,8 @@ def fit_config(
     map_rounds: RoundMap | None = None,
 ) -> PeerRanking:
     """The ranking a rank config's `fit` section asks for (`bootstrap=False`: the point
-    estimate only; `exclude_self` overrides the config's)."""
+    estimate only; `exclude_self` overrides the config's). Every member is an evaluee:
+    one never judged is missing data, not an external judge."""
     f = config.fit
     return PeerRanking(
         f.dim,
@@ -75,6 +76,7 @@ def fit_config(
         seed=f.seed,
         map_rounds=map_rounds,
         exclude_self=f.exclude_self if exclude_self is None else exclude_self,
+        external_judges=False,
     ).fit(table)
 
 
@@ -83,28 +85,30 @@ def _interval(ci: np.ndarray | None, i: int, digits: int) -> list[float] | None:
 
 
 def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> RankingRecord:
-    """Everything a fitted PeerRanking reports (models sorted by rank)."""
+    """Everything a fitted PeerRanking reports: the evaluees sorted by rank, every judge
+    that gave verdicts (external ones marked), dispositions of the evaluees only."""
     btd = ranking.btd_
     boot = ranking.bootstrap > 0
     elo_ci = ranking.elo_ci_ if boot else None
     trust_ci = ranking.trust_ci_ if boot else None
     rank_ci = ranking.rank_ci_ if boot else None
     order = np.argsort(-ranking.elo_, kind="stable")  # tied ranks keep the input order
-    names = ranking.models_
+    names = ranking.judges_
+    evaluees = np.flatnonzero(~ranking.external_)  # models_[k] is names[evaluees[k]]
     evaluee_n = ranking.counts_.evaluee_totals()
     judge_n = ranking.counts_.judge_totals()
     models = [
         ModelRow(
-            name=names[i],
-            elo=round(float(ranking.elo_[i]), 2),
-            elo_ci=_interval(elo_ci, i, 2),
-            trust=round(float(ranking.trust_[i]), 6),
-            trust_ci=_interval(trust_ci, i, 6),
-            rank=int(ranking.rank_[i]),
-            rank_ci=None if rank_ci is None else [int(rank_ci[i, 0]), int(rank_ci[i, 1])],
-            verdicts_as_evaluee=round(float(evaluee_n[i]), 3),
+            name=ranking.models_[k],
+            elo=round(float(ranking.elo_[k]), 2),
+            elo_ci=_interval(elo_ci, k, 2),
+            trust=round(float(ranking.trust_[k]), 6),
+            trust_ci=_interval(trust_ci, k, 6),
+            rank=int(ranking.rank_[k]),
+            rank_ci=None if rank_ci is None else [int(rank_ci[k, 0]), int(rank_ci[k, 1])],
+            verdicts_as_evaluee=round(float(evaluee_n[evaluees[k]]), 3),
         )
-        for i in order
+        for k in order
     ]
     judges = [
         JudgeRow(
@@ -117,6 +121,7 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
             else None,
             lens=[round(float(x), 5) for x in btd.lenses_[i]],
             verdicts=round(float(judge_n[i]), 3),
+            external=bool(ranking.external_[i]),
         )
         for i in range(len(names))
         if btd.judge_mask_[i]
@@ -141,7 +146,8 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
             position_bias=ranking.position_bias,
             restarts=ranking.restarts,
             exclude_self=ranking.exclude_self,
-            damping=ranking.damping,
+            damping=ranking.damping_,
+            external_weights=ranking.external_weights_,
             anchor=ranking.anchor,
             anchor_value=ranking.anchor_value,
             bootstrap=ranking.bootstrap,
@@ -152,11 +158,12 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
         models=models,
         judges=judges,
         dispositions={
-            n: [round(float(x), 5) for x in btd.dispositions_[i]] for i, n in enumerate(names)
+            name: [round(float(x), 5) for x in btd.dispositions_[i]]
+            for name, i in zip(ranking.models_, evaluees, strict=True)
         },
         trust_matrix=TrustMatrix(
             judges=list(names),
-            evaluees=list(names),
+            evaluees=list(ranking.models_),
             rows=np.round(ranking.trust_matrix_, 6).tolist(),
         ),
         fit=FitSummary(

@@ -14,13 +14,17 @@ from typing import Any
 
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 
+from eigenjury.contracts.record import Estimate
 from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse
 
 Interval = list[float]  # [low, high]
 
 
-class Settings(Part):
-    """The estimator's settings (stats.consensus.PeerRanking)."""
+class Settings(Sparse):
+    """The estimator's settings (stats.consensus.PeerRanking): `damping` is the a used;
+    `external_weights` the weight of each external judge (left out without any)."""
+
+    OMITTED = frozenset({"external_weights"})
 
     dim: int
     l2: float
@@ -28,6 +32,7 @@ class Settings(Part):
     restarts: int
     exclude_self: bool
     damping: float
+    external_weights: dict[str, float] | None = None
     anchor: str
     anchor_value: float
     bootstrap: int
@@ -50,7 +55,8 @@ class ModelRow(Part):
 
 
 class JudgeRow(Part):
-    """A judge's tie propensity, first-slot bias (None when not fitted) and lens."""
+    """A judge's tie propensity, first-slot bias (None when not fitted) and lens;
+    `external` for a judge that is never judged (left out when false, as 0.1 wrote)."""
 
     name: str
     tie_propensity: float
@@ -59,9 +65,19 @@ class JudgeRow(Part):
     position_bias_ci: Interval | None
     lens: list[float]
     verdicts: float
+    external: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_peer(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.external:
+            del data["external"]
+        return data
 
 
 class TrustMatrix(Part):
+    """Row: every judge (zero where it gave no verdict); column: every evaluee."""
+
     judges: list[str]
     evaluees: list[str]
     rows: list[list[float]]
@@ -189,7 +205,7 @@ class RankingRecord(Record, Sparse):
 
     KIND = "ranking"
     FILE = "results.json"
-    OMITTED = frozenset({"run", "objective", "greenbeard", "truth_recovery"})
+    OMITTED = frozenset({"run", "objective", "greenbeard", "truth_recovery", "agreement"})
 
     kind: str = KIND
     method: str
@@ -205,6 +221,7 @@ class RankingRecord(Record, Sparse):
     objective: ObjectiveCheck | None = None
     greenbeard: GreenbeardShift | None = None
     truth_recovery: TruthRecovery | None = None
+    agreement: AgreementTable | None = None  # `fit --agreement`
 
     @classmethod
     def legacy(cls, data: dict[str, Any]) -> bool:
@@ -250,3 +267,58 @@ class TranscriptLine(Part):
             for key in ("first", "second", "verdicts", "failure"):
                 del data[key]
         return data
+
+
+class AgreementSettings(Part):
+    bootstrap: int
+    ci: float
+    seed: int
+
+
+class AgreementRow(Part):
+    """A judge against the reference majority (stats.judge_agreement.AgreementRow):
+    each statistic with its scenario-bootstrap interval, value None where undefined."""
+
+    judge: str
+    reference: bool
+    comparisons: int
+    with_majority: int
+    verdicts: float
+    agreement: Estimate
+    agreement_decisive: Estimate
+    kappa: Estimate
+    flip_pairs: float
+    flip_share: Estimate
+    position_bias: Estimate
+    longer_preference: Estimate
+
+
+class AgreementTable(Part):
+    """Every judge's agreement with the reference judges' majority, best first
+    (stats.judge_agreement.JudgeAgreement)."""
+
+    references: list[str]
+    comparisons: int
+    without_majority: int
+    settings: AgreementSettings
+    judges: list[AgreementRow]
+
+
+class JudgeAgreementRecord(Record):
+    """`eigenjury agreement --out`: the agreement table of a verdict file."""
+
+    KIND = "judge-agreement"
+    FILE = "agreement.json"
+
+    kind: str = KIND
+    source: str | None
+    agreement: AgreementTable
+
+    def overview(self) -> Overview:
+        return Overview(
+            name=None if self.source is None else Path(self.source).name,
+            models=tuple(row.judge for row in self.agreement.judges),
+        )
+
+
+RankingRecord.model_rebuild()  # its `agreement` part is declared above

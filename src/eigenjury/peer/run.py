@@ -183,9 +183,9 @@ async def _adaptive(
             break
         try:
             table, _ = verdict_table(outcomes, per_criterion)
-            ranking = PeerRanking(config.fit.dim, l2=ADAPTIVE_L2, bootstrap=0, seed=s.seed + r).fit(
-                table
-            )
+            ranking = PeerRanking(  # every member is an evaluee: none is an external judge
+                config.fit.dim, l2=ADAPTIVE_L2, bootstrap=0, seed=s.seed + r, external_judges=False
+            ).fit(table)
         except DataError as exc:
             raise unfittable(exc, outcomes, path) from None
         batch = adaptive.choose(

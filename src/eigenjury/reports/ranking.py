@@ -52,6 +52,36 @@ def _rank_ci(m: ModelRow) -> str:
     return "-" if not m.rank_ci else f"{m.rank_ci[0]}-{m.rank_ci[1]}"
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def trust_formation(record: RankingRecord) -> str | None:
+    """How trust was formed, when external judges took part (None otherwise: plain
+    EigenTrust among the judges)."""
+    external = [j for j in record.judges if j.external]
+    if not external:
+        return None
+    peers = len(record.judges) - len(external)
+    damping = record.settings.damping
+    panel = f"the consensus of {_plural(len(external), 'external judge')}"
+    weights = record.settings.external_weights or {}
+    if len(set(weights.values())) > 1:
+        panel += " (weights " + ", ".join(f"{n} {w:g}" for n, w in weights.items()) + ")"
+    if damping >= 1.0:
+        line = f"trust: {panel}"
+        if peers:
+            line += f", a = 1 (the {_plural(peers, 'peer judge')} shape only the fit)"
+        return line
+    return (
+        f"trust: {_plural(peers, 'peer judge')} (EigenTrust) damped toward {panel}, a = {damping:g}"
+    )
+
+
+def _judge_name(name: str, external: bool) -> str:
+    return f"{name} (external)" if external else name
+
+
 def print_summary(console: Console, record: RankingRecord) -> None:
     """The leaderboard, judge diagnostics and fit; then what the run collected and cost
     (`rank`) or how well a simulated truth was recovered (`fit --truth`)."""
@@ -83,12 +113,15 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     judges.add_column("verdicts", justify="right")
     for j in record.judges:
         judges.add_row(
-            escape(j.name),
+            escape(_judge_name(j.name, j.external)),
             with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
             with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
             f"{j.verdicts:g}",
         )
     console.print(judges)
+    formation = trust_formation(record)
+    if formation:
+        console.print(escape(formation), highlight=False)
 
     fit = record.fit
     status = "converged" if fit.converged else "[bold red]NOT converged[/]"
@@ -238,27 +271,27 @@ def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
     return [start + i * step for i in range(int((hi - start) / step) + 1)]
 
 
-def heatmap_svg(names: list[str], rows: list[list[float]]) -> str:
+def heatmap_svg(judges: list[str], evaluees: list[str], rows: list[list[float]]) -> str:
     """The trust matrix: row = judge, column = evaluee; darker = more trust."""
-    n = len(names)
-    if not n:
+    if not judges or not evaluees:
         return ""
-    longest = max(len(str(n)) for n in names)
+    longest_row = max(len(n) for n in judges)
+    longest_column = max(len(n) for n in evaluees)
     # room for the labels: row labels to the left, column labels slanted up and to the
     # right (the last one past the grid by as much as it rises)
-    cell, left, top = 34, 20 + 7 * longest, 20 + 5 * longest
+    cell, left, top = 34, 20 + 7 * longest_row, 20 + 5 * longest_column
     right = max(10, top - cell // 2)
     top_value = max(max(r) for r in rows) or 1.0
     parts = [
-        f'<svg width="{left + n * cell + right}" height="{top + n * cell + 10}" role="img" '
-        'aria-label="trust matrix">'
+        f'<svg width="{left + len(evaluees) * cell + right}" '
+        f'height="{top + len(judges) * cell + 10}" role="img" aria-label="trust matrix">'
     ]
-    for j, name in enumerate(names):
+    for j, name in enumerate(evaluees):
         cx = left + j * cell + cell / 2
         parts.append(
             f'<text transform="translate({cx:.1f},{top - 6}) rotate(-45)">{e(name)}</text>'
         )
-    for i, (name, row) in enumerate(zip(names, rows, strict=True)):
+    for i, (name, row) in enumerate(zip(judges, rows, strict=True)):
         y = top + i * cell
         parts.append(
             f'<text x="{left - 6}" y="{y + cell / 2 + 4:.1f}" text-anchor="end">{e(name)}</text>'
@@ -268,7 +301,7 @@ def heatmap_svg(names: list[str], rows: list[list[float]]) -> str:
             parts.append(
                 f'<rect x="{left + j * cell}" y="{y}" width="{cell - 1}" height="{cell - 1}" '
                 f'fill="rgb({shade},{shade + 5 if shade < 250 else 250},250)">'
-                f"<title>{e(name)} trusts {e(names[j])}: {value:.3f}</title></rect>"
+                f"<title>{e(name)} trusts {e(evaluees[j])}: {value:.3f}</title></rect>"
             )
     parts.append("</svg>")
     return "".join(parts)
@@ -333,6 +366,9 @@ def render(
         f"<h2>Leaderboard</h2><p class=muted>Elo from EigenTrust over the low-rank "
         f"BTD fit; bars are {ci} scenario-bootstrap intervals.</p>"
     )
+    formation = trust_formation(record)
+    if formation:
+        out.append(f'<p class="muted">{e(formation)}</p>')
     out.append(leaderboard_svg(models))
     out.append(
         table(
@@ -346,7 +382,7 @@ def render(
     tm = record.trust_matrix
     out.append(
         "<h2>Trust matrix</h2><p class=muted>Row: judge; column: evaluee; darker = "
-        "more trust.</p>" + heatmap_svg(tm.judges, tm.rows)
+        "more trust.</p>" + heatmap_svg(tm.judges, tm.evaluees, tm.rows)
     )
     lenses = {j.name: j.lens for j in record.judges}
     out.append(
@@ -362,7 +398,7 @@ def render(
         order = consistency.get(j.name)
         rows.append(
             [
-                j.name,
+                _judge_name(j.name, j.external),
                 with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
                 with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
                 order.pairs if order else 0,

@@ -1,11 +1,18 @@
-"""Peer ranking: verdicts -> low-rank BTD -> trust matrix -> EigenTrust -> Elo, with intervals."""
+"""Peer ranking: verdicts -> low-rank BTD -> trust matrix -> EigenTrust -> Elo, with intervals.
+
+Judges need not be judged: a judge that never appears as an evaluee (a person, a
+crowd, a panel model outside the population) is an external judge, and its opinion
+enters EigenTrust as the pre-trust (stats.eigentrust.panel_trust).
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from eigenjury.stats.bootstrap import (
     RoundMap,
@@ -14,12 +21,13 @@ from eigenjury.stats.bootstrap import (
     rounds_problem,
 )
 from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
-from eigenjury.stats.eigentrust import eigentrust, trust_matrix
+from eigenjury.stats.eigentrust import damping_for, panel_trust, trust_matrix
 from eigenjury.stats.elo import rank_intervals, ranks, to_elo
 from eigenjury.stats.validation import heldout_loglik
 from eigenjury.stats.verdicts import (
     DataError,
     FloatArray,
+    IntArray,
     ScenarioCounts,
     VerdictCounts,
     VerdictTable,
@@ -44,6 +52,9 @@ class _ConsensusStatistic:
     pretrust: FloatArray | None
     anchor: str | int
     anchor_value: float
+    evaluees: IntArray  # indices of the evaluees among the judges (the BTD's models)
+    external: IntArray  # indices of the external judges
+    external_weight: FloatArray  # one per external judge
     init: BTDParams | None = None
 
     def model(self) -> LowRankBTD:
@@ -58,14 +69,29 @@ class _ConsensusStatistic:
     def fit(self, counts: VerdictCounts) -> LowRankBTD:
         return self.model().fit(counts, init=self.init)
 
-    def summarise(self, model: LowRankBTD) -> dict[str, FloatArray]:
+    def trust(
+        self, scores: FloatArray, tie_propensity: FloatArray, judge_mask: NDArray[np.bool_]
+    ) -> tuple[FloatArray, FloatArray]:
+        """The trust matrix (judges x evaluees) and the evaluees' trust vector."""
         matrix = trust_matrix(
-            model.scores(),
-            model.tie_propensity_,
-            judge_mask=model.judge_mask_,
+            scores,
+            tie_propensity,
+            judge_mask=judge_mask,
             exclude_self=self.exclude_self,
+            evaluees=self.evaluees,
         )
-        trust = eigentrust(matrix, damping=self.damping, pretrust=self.pretrust)
+        trust = panel_trust(
+            matrix,
+            self.evaluees,
+            self.external,
+            self.external_weight,
+            damping=self.damping,
+            pretrust=self.pretrust,
+        )
+        return matrix, trust
+
+    def summarise(self, model: LowRankBTD) -> dict[str, FloatArray]:
+        matrix, trust = self.trust(model.scores(), model.tie_propensity_, model.judge_mask_)
         return {
             "trust": trust,
             "elo": to_elo(trust, anchor=self.anchor, value=self.anchor_value),
@@ -81,32 +107,80 @@ class _ConsensusStatistic:
         return out
 
 
+class SettingError(DataError):
+    """A setting the verdicts cannot take; `setting` names the parameter (a damping that
+    cannot apply, weights for judges that are not external, an anchor never judged)."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
 class PeerRanking:
-    """The EigenBench consensus ranking of a population that judges itself.
+    """The EigenBench consensus ranking of a population that judges itself, optionally
+        with external judges (judges that are never judged).
 
-    Parameters
-    ----------
-    dim, l2, position_bias, restarts : passed to :class:`LowRankBTD`.
-    exclude_self : drop verdicts in which the judge is one of the two evaluees and
-        zero the diagonal of the trust matrix, so self-preference cannot reach scores.
-    damping, pretrust : EigenTrust damping toward a pre-trust vector (default uniform).
-    anchor : "uniform" (uniform trust = anchor_value, the EigenBench convention),
-        "mean" (ratings average anchor_value) or a model name fixed at anchor_value.
-    bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only; else at
-        least :func:`~eigenjury.stats.bootstrap.min_rounds` of `ci`, 40 for 95%).
-    ci : interval coverage. seed : seeds the restarts and the bootstrap.
-    n_jobs : processes for the bootstrap (None: every available core).
-    map_rounds : run the bootstrap rounds elsewhere instead (e.g. Ray tasks).
-    cv : folds of whole scenarios for a held-out log-likelihood (0: none, else at least
-        2); compare it across `dim` to choose the latent dimension.
-    min_verdicts : below this many verdicts a model is reported as thinly covered.
+        Parameters
+        ----------
+        dim, l2, position_bias, restarts : passed to :class:`LowRankBTD`.
+        exclude_self : drop verdicts in which the judge is one of the two evaluees and
+            zero the self entries of the trust matrix, so self-preference cannot reach scores.
+        damping : a in EigenTrust's damped form t = (1 - a) t T + a p. None (default): 0
+            without external judges, 0.5 with external and peer judges (the external panel
+            and the peer population have an equal say), 1 when no evaluee ever judges
+            (then t = p; another value is refused).
+        pretrust : p over the evaluees (default uniform); refused with external judges,
+            whose consensus is p.
+        external_weights : weight per external judge in p, by name (default 1 each; 0
+            allowed; negative weights, all weights 0, or a name that is not an external
+            judge are refused).
+        external_judges : accept external judges (False: a population that ranks itself,
+            where a member never judged is missing data and is refused).
+        anchor : "uniform" (uniform trust = anchor_value, the EigenBench convention),
+            "mean" (ratings average anchor_value) or an evaluee's name fixed at anchor_value.
+        bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only; else at
+            least :func:`~eigenjury.stats.bootstrap.min_rounds` of `ci`, 40 for 95%).
+        ci : interval coverage. seed : seeds the restarts and the bootstrap.
+        n_jobs : processes for the bootstrap (None: every available core).
+        map_rounds : run the bootstrap rounds elsewhere instead (e.g. Ray tasks).
+        cv : folds of whole scenarios for a held-out log-likelihood (0: none, else at least
+            2); compare it across `dim` to choose the latent dimension.
+        min_verdicts : below this many verdicts a model is reported as thinly covered.
 
-    Fitted attributes: ``models_``, ``btd_``, ``trust_matrix_``, ``trust_``, ``elo_``,
-    ``rank_``, and with bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_``,
-    ``tie_propensity_ci_``, ``position_bias_ci_``, ``bootstrap_`` (the raw draws),
-    ``bootstrap_converged_`` (share of rounds whose refit converged); ``counts_``,
-    ``n_scenarios_``, ``anchor_index_``, ``fit_seconds_``, ``bootstrap_seconds_``, ``warnings_``;
-    with cv, ``heldout_`` (a :class:`HeldOutScore`).
+        External judges. A judge that never appears as an evaluee (first or second) in a
+        usable verdict, decided on the whole data after `exclude_self` (and kept so in the
+        bootstrap rounds), is external. The BTD fit covers it as any judge (lens, tie
+        propensity, position bias); its disposition means nothing and it gets no trust.
+        The trust matrix has a row per judge and a column per evaluee; the evaluees' rows
+        are T, and p is the weighted mean of the external judges' rows (a judge without
+        verdicts in a bootstrap round drops out, the weights renormalised; uniform p when
+        none is left). Evaluees that never judge follow p.
+
+        What the Elo means. Elo_j = anchor_value + 400 log10(N t_j) over the N evaluees
+        (anchor "uniform"): 1500 is the Elo of an evaluee given the average trust, 400
+        points a tenfold ratio of trust. Trust is the stationary share of a walk that, at
+        each step, follows the current evaluee's opinion with probability 1 - a and asks
+        the external panel with probability a. With one external judge x and no ties
+        (lambda -> 0), T_xj = pi_xj / sum_k pi_xk, t = T_x, and Elo differences are
+        400 / ln 10 times differences of the judge's scores s_xj: the Bradley-Terry Elo of
+        arena leaderboards. With ties, a tie counts as half of "at least as good" for both
+        sides, which compresses the spread of Elo (the order stays for a tie propensity
+    below 4: S_j = (1 - lambda/2) pi_j + (lambda/2) sqrt(pi_j) sum_k sqrt(pi_k) grows
+    with pi_j there). With several external
+        judges, the Elo is that of their weighted average opinion, not of their pooled
+        votes: a judge with ten times the verdicts has the same say unless weighted so.
+
+        Fitted attributes: ``models_`` (the ranked evaluees, aligned with ``trust_``,
+        ``elo_``, ``rank_`` and their intervals), ``judges_`` (every name in the BTD's index
+        space: the verdicts' models), ``external_`` (bool mask over ``judges_``),
+        ``damping_`` (the a used), ``external_weights_`` (weight per external judge, None
+        without any), ``btd_``, ``trust_matrix_`` (``judges_`` x ``models_``), and with
+        bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_``, ``tie_propensity_ci_`` and
+        ``position_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the raw draws),
+        ``bootstrap_converged_`` (share of rounds whose refit converged); ``counts_``,
+        ``n_scenarios_``, ``anchor_index_`` (into ``models_``), ``fit_seconds_``,
+        ``bootstrap_seconds_``, ``warnings_``; with cv, ``heldout_`` (a :class:`HeldOutScore`).
+        Without external judges, ``models_ == judges_``.
     """
 
     def __init__(
@@ -117,8 +191,10 @@ class PeerRanking:
         position_bias: bool = True,
         restarts: int = DEFAULT_RESTARTS,
         exclude_self: bool = False,
-        damping: float = 0.0,
+        damping: float | None = None,
         pretrust: FloatArray | None = None,
+        external_weights: Mapping[str, float] | None = None,
+        external_judges: bool = True,
         anchor: str = "uniform",
         anchor_value: float = 1500.0,
         bootstrap: int = 200,
@@ -136,6 +212,8 @@ class PeerRanking:
         self.exclude_self = exclude_self
         self.damping = damping
         self.pretrust = pretrust
+        self.external_weights = external_weights
+        self.external_judges = external_judges
         self.anchor = anchor
         self.anchor_value = anchor_value
         self.bootstrap = bootstrap
@@ -158,10 +236,33 @@ class PeerRanking:
         data = ScenarioCounts.from_table(table)
         counts = data.counts()
         design = check_design(counts, min_verdicts=self.min_verdicts)
-        if design.errors:
-            raise DataError("; ".join(design.errors))
+        errors = list(design.errors)
+        if design.external.any() and not self.external_judges:
+            listed = ", ".join(f"'{table.models[i]}'" for i in np.flatnonzero(design.external))
+            errors.insert(
+                0,
+                f"{listed} never appear as an evaluee (first or second) in a usable verdict; "
+                "in a population that ranks itself every judge must also be judged",
+            )
+        if errors:
+            raise DataError("; ".join(errors))
         self.warnings_ = list(design.warnings)
-        self.models_ = table.models
+        self.judges_ = table.models
+        self.external_ = design.external
+        evaluees = np.flatnonzero(~design.external)
+        external = np.flatnonzero(design.external)
+        self.models_ = tuple(self.judges_[i] for i in evaluees)
+        peers = bool((counts.judge_totals()[evaluees] > 0).any())
+        try:
+            self.damping_ = damping_for(self.damping, external=external.size > 0, peers=peers)
+        except ValueError as exc:
+            raise SettingError(str(exc), "damping") from None
+        weight = self._external_weight(external)
+        self.external_weights_ = (
+            {self.judges_[i]: float(w) for i, w in zip(external, weight, strict=True)}
+            if external.size
+            else None
+        )
         self.counts_ = counts
         self.anchor_index_ = self._anchor_index()
         statistic = _ConsensusStatistic(
@@ -171,11 +272,15 @@ class PeerRanking:
             self.restarts,
             self.seed,
             self.exclude_self,
-            self.damping,
+            self.damping_,
             self.pretrust,
             self.anchor_index_,
             self.anchor_value,
+            evaluees,
+            external,
+            weight,
         )
+        self._statistic = statistic
         self.btd_ = statistic.fit(counts)
         if not self.btd_.converged_:
             self.warnings_.append(
@@ -230,12 +335,54 @@ class PeerRanking:
                 f"only {self.bootstrap_converged_:.0%} of bootstrap refits converged"
             )
 
+    def elo_at(self, params: BTDParams) -> FloatArray:
+        """The evaluees' Elo under other BTD parameters, by the fitted trust rule (for
+        derivatives of Elo with respect to the parameters)."""
+        scores = params.lenses @ params.dispositions.T
+        _, trust = self._statistic.trust(scores, np.exp(params.log_tie), self.btd_.judge_mask_)
+        return to_elo(trust, anchor=self.anchor_index_, value=self.anchor_value)
+
+    def _external_weight(self, external: IntArray) -> FloatArray:
+        """The external judges' weights in p (default 1), refusing what cannot weigh them."""
+        if external.size and self.pretrust is not None:
+            raise SettingError(
+                "a pre-trust vector cannot be given with external judges: their consensus "
+                "is the pre-trust",
+                "pretrust",
+            )
+        names = [self.judges_[i] for i in external]
+        weight = np.ones(len(names))
+        for name, value in (self.external_weights or {}).items():
+            if name not in names:
+                role = "an evaluee" if name in self.models_ else "not a judge in the verdicts"
+                raise SettingError(
+                    f"'{name}' is {role}, not an external judge; only judges that are never "
+                    "judged can be weighted",
+                    "external_weights",
+                )
+            if not value >= 0.0 or not np.isfinite(value):
+                raise SettingError(
+                    f"the weight of external judge '{name}' must be a finite number >= 0, "
+                    f"got {value}",
+                    "external_weights",
+                )
+            weight[names.index(name)] = value
+        if external.size and weight.sum() <= 0:
+            raise SettingError(
+                "every external judge has weight 0; give at least one a positive weight",
+                "external_weights",
+            )
+        return weight
+
     def _anchor_index(self) -> str | int:
         if self.anchor in ("uniform", "mean"):
             return self.anchor
         if self.anchor not in self.models_:
-            raise DataError(
-                f"anchor model '{self.anchor}' is not in the verdicts; "
-                "use 'uniform', 'mean' or one of the model names"
+            external = self.anchor in self.judges_
+            raise SettingError(
+                f"anchor model '{self.anchor}' is "
+                + ("an external judge, never judged" if external else "not in the verdicts")
+                + "; use 'uniform', 'mean' or one of the evaluees' names",
+                "anchor",
             )
         return self.models_.index(self.anchor)

@@ -8,6 +8,12 @@ outcomes when i compares j with every other evaluee:
 EigenTrust (Kamvar et al. 2003) then finds t = t G with G = (1 - a) T + a 1 p: an
 evaluee is trusted when trusted judges prefer it. Rows of judges without data are
 dangling and follow the pre-trust vector p (the PageRank convention).
+
+External judges (judges that are never judged) have no standing of their own to
+weigh them by, so they enter as the pre-trust: p is the weighted mean of their rows,
+and t = (1 - a) t T + a p is a random walk that, at each step, with probability a
+asks the external panel instead of following the current evaluee's opinion (the
+seed set of personalised PageRank / TrustRank). See :func:`panel_trust`.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from eigenjury.stats.verdicts import FloatArray
+from eigenjury.stats.verdicts import FloatArray, IntArray
 
 _FLOOR = 1e-300
 
@@ -29,17 +35,21 @@ def trust_matrix(
     *,
     judge_mask: NDArray[np.bool_] | None = None,
     exclude_self: bool = False,
+    evaluees: IntArray | None = None,
 ) -> FloatArray:
     """Row-stochastic T from scores s_ij = u_i . v_j (rows: judges, columns: evaluees).
 
-    With `exclude_self`, judge i neither trusts itself nor counts itself among the
-    evaluees it compares others with. Rows outside `judge_mask` are all zero.
+    `evaluees` picks the columns (indices into the judges' namespace; default every
+    model), so that judges who are never judged get no trust. With `exclude_self`,
+    judge i neither trusts itself nor counts itself among the evaluees it compares
+    others with. Rows outside `judge_mask` are all zero.
     """
     m = scores.shape[0]
-    keep = np.ones((m, m), dtype=bool)
+    columns = np.arange(scores.shape[1]) if evaluees is None else np.asarray(evaluees)
+    keep = np.ones((m, len(columns)), dtype=bool)
     if exclude_self:
-        np.fill_diagonal(keep, False)
-    shifted = np.where(keep, scores, -np.inf)
+        keep[columns, np.arange(len(columns))] = False
+    shifted = np.where(keep, scores[:, columns], -np.inf)
     shifted = shifted - shifted.max(axis=1, keepdims=True)  # per-judge constant cancels in T
     pi = np.exp(shifted)
     root = np.sqrt(pi)
@@ -89,3 +99,62 @@ def eigentrust(
             return np.asarray(nxt / nxt.sum())
         t = nxt
     raise RuntimeError(f"power iteration did not converge in {max_iter} steps")
+
+
+def damping_for(damping: float | None, *, external: bool, peers: bool) -> float:
+    """The damping a to use, given the one asked for (None: the default) and whether
+    there are external judges and evaluees that judge (peer judges).
+
+    Defaults: 0 without external judges (plain EigenTrust); 0.5 with both kinds, so
+    that the external panel and the peer population have an equal say (a is the share
+    of trust that flows from the panel; the data cannot choose it); 1 with external
+    judges only, where t = p whatever a is, so any other value is refused as
+    meaningless. Without external judges a = 1 would make trust the uniform
+    pre-trust, and is refused too.
+    """
+    if damping is not None and not 0.0 <= damping <= 1.0:
+        raise ValueError(f"damping must lie in [0, 1], got {damping}")
+    if not external:
+        if damping == 1.0:
+            raise ValueError(
+                "damping 1 makes trust the pre-trust alone (uniform without external "
+                "judges); use a value below 1"
+            )
+        return 0.0 if damping is None else damping
+    if not peers:
+        if damping is not None and damping != 1.0:
+            raise ValueError(
+                f"damping {damping:g} cannot apply: no evaluee ever judges, so trust is the "
+                "external judges' consensus (damping 1); leave the damping unset"
+            )
+        return 1.0
+    return 0.5 if damping is None else damping
+
+
+def panel_trust(
+    trust: FloatArray,
+    evaluees: IntArray,
+    external: IntArray,
+    weights: FloatArray,
+    *,
+    damping: float,
+    pretrust: FloatArray | None = None,
+) -> FloatArray:
+    """EigenTrust of the evaluees, t = (1 - a) t T + a p, with the external judges'
+    weighted consensus as the pre-trust p.
+
+    `trust` is a judges x evaluees matrix (:func:`trust_matrix` with `evaluees`); the
+    evaluees' own rows (`evaluees` indexes its rows) are T; `external` indexes the
+    external judges' rows, `weights` weighs them. External judges without data (zero
+    rows, as in a bootstrap round that drew none of their verdicts) drop out and the
+    others' weights are renormalised; when none is left, p is `pretrust` (default
+    uniform). With a = 1, t = p.
+    """
+    rows = trust[external]
+    present = np.asarray(weights, dtype=np.float64) * (rows.sum(axis=1) > 0)
+    if present.sum() > 0:
+        pretrust = present @ rows / present.sum()
+    if damping < 1.0:
+        return eigentrust(trust[evaluees], damping=damping, pretrust=pretrust)
+    n = len(evaluees)
+    return np.full(n, 1.0 / n) if pretrust is None else np.asarray(pretrust)

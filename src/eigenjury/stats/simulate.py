@@ -5,24 +5,32 @@ differ from it by `judge_noise`; each judge has its own tie propensity and posit
 bias. Two departures from the model are available: per-scenario noise on response
 quality (what makes verdicts within a scenario correlated) and a "greenbeard"
 clique whose members favour each other's responses over everyone else's.
+
+A population may also have external judges: judges who are never judged (a person,
+a crowd, a panel model outside the population), with lenses drawn like the others'.
+Its evaluees may judge too (peer judges) or not; the true trust follows the rule the
+estimator applies (stats.eigentrust.panel_trust).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from eigenjury.stats.eigentrust import eigentrust, trust_matrix
+from eigenjury.stats.eigentrust import damping_for, panel_trust, trust_matrix
 from eigenjury.stats.elo import to_elo
-from eigenjury.stats.verdicts import FloatArray, VerdictTable
+from eigenjury.stats.verdicts import FloatArray, IntArray, VerdictTable
 
 
 @dataclass(frozen=True, eq=False)
 class Population:
-    """True parameters of a simulated population (one entry per model)."""
+    """True parameters of a simulated population (one entry per model, external judges
+    included; their dispositions mean nothing). `external` names the judges who are
+    never judged; `peer_judges` says whether the evaluees judge too."""
 
     models: tuple[str, ...]
     lenses: FloatArray
@@ -31,23 +39,73 @@ class Population:
     position_bias: FloatArray
     greenbeard: np.ndarray  # bool mask of clique members
     greenbeard_bonus: float = 0.0
+    external: tuple[str, ...] = ()
+    peer_judges: bool = True
 
     @property
     def n_models(self) -> int:
         return len(self.models)
 
-    def trust(self, *, exclude_self: bool = False) -> FloatArray:
-        """The EigenTrust vector implied by the honest (non-greenbeard) parameters."""
-        matrix = trust_matrix(
-            self.lenses @ self.dispositions.T, self.tie_propensity, exclude_self=exclude_self
-        )
-        return eigentrust(matrix)
+    @property
+    def external_mask(self) -> np.ndarray:
+        return np.array([name in self.external for name in self.models], dtype=bool)
 
-    def elo(self, *, exclude_self: bool = False) -> FloatArray:
-        return to_elo(self.trust(exclude_self=exclude_self))
+    @property
+    def evaluees(self) -> tuple[str, ...]:
+        """The models that are judged, in order (what trust and Elo are over)."""
+        return tuple(name for name in self.models if name not in self.external)
+
+    def judge_indices(self) -> IntArray:
+        """The models that judge: the external judges, and the evaluees if they judge."""
+        return np.flatnonzero(self.external_mask | self.peer_judges)
+
+    def trust(
+        self,
+        *,
+        exclude_self: bool = False,
+        damping: float | None = None,
+        external_weights: Mapping[str, float] | None = None,
+    ) -> FloatArray:
+        """The trust vector over the evaluees implied by the honest (non-greenbeard)
+        parameters, by the estimator's rule (damping None: its default; external judges
+        weighted 1 unless `external_weights` says otherwise)."""
+        external = self.external_mask
+        evaluees, panel = np.flatnonzero(~external), np.flatnonzero(external)
+        judging = np.zeros(self.n_models, dtype=bool)
+        judging[self.judge_indices()] = True
+        matrix = trust_matrix(
+            self.lenses @ self.dispositions.T,
+            self.tie_propensity,
+            judge_mask=judging,
+            exclude_self=exclude_self,
+            evaluees=evaluees,
+        )
+        weights = external_weights or {}
+        return panel_trust(
+            matrix,
+            evaluees,
+            panel,
+            np.array([weights.get(self.models[i], 1.0) for i in panel]),
+            damping=damping_for(damping, external=panel.size > 0, peers=self.peer_judges),
+        )
+
+    def elo(
+        self,
+        *,
+        exclude_self: bool = False,
+        damping: float | None = None,
+        external_weights: Mapping[str, float] | None = None,
+    ) -> FloatArray:
+        return to_elo(
+            self.trust(
+                exclude_self=exclude_self, damping=damping, external_weights=external_weights
+            )
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The population as JSON; `external` and `peer_judges` only when it has
+        external judges."""
+        out = {
             "models": list(self.models),
             "lenses": self.lenses.tolist(),
             "dispositions": self.dispositions.tolist(),
@@ -56,6 +114,9 @@ class Population:
             "greenbeard": [m for m, g in zip(self.models, self.greenbeard, strict=True) if g],
             "greenbeard_bonus": self.greenbeard_bonus,
         }
+        if self.external:
+            out |= {"external": list(self.external), "peer_judges": self.peer_judges}
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Population:
@@ -87,6 +148,18 @@ class Population:
         bonus = data.get("greenbeard_bonus", 0.0)
         if not isinstance(bonus, int | float) or not math.isfinite(bonus):
             raise ValueError("greenbeard_bonus must be a finite number")
+        external = data.get("external", [])
+        if not isinstance(external, list) or not set(external) <= set(models):
+            raise ValueError("external must list some of the models")
+        if len(models) - len(set(external)) < 2:
+            raise ValueError("a population needs at least 2 models that are not external judges")
+        peer_judges = data.get("peer_judges", True)
+        if not isinstance(peer_judges, bool) or not (peer_judges or external):
+            raise ValueError(
+                "peer_judges must be true or false, and false only with external judges"
+            )
+        if set(external) & set(members):
+            raise ValueError("external judges are never judged, so they cannot be greenbeards")
         return cls(
             tuple(models),
             arrays["lenses"],
@@ -95,6 +168,8 @@ class Population:
             arrays["position_bias"],
             np.array([name in members for name in models]),
             float(bonus),
+            tuple(name for name in models if name in external),
+            peer_judges,
         )
 
 
@@ -120,13 +195,18 @@ def make_population(
     judge_noise: float = 0.5,
     greenbeard: int = 0,
     greenbeard_bonus: float = 2.0,
+    external: int = 0,
+    peer_judges: bool = True,
     seed: int | None = 0,
 ) -> Population:
     """Draw a population: dispositions N(0, I); lenses = consensus lens + judge_noise N(0, I).
 
     tie: typical tie propensity lambda (each judge's varies by a log-normal factor);
     position_bias: typical first-slot log-odds advantage; greenbeard: how many models
-    (the last ones) form the clique.
+    (the last ones) form the clique; external: how many external judges to add after
+    the `n_models` evaluees (lenses, ties and biases drawn alike, after everything
+    else, so the evaluees' draws do not depend on it); peer_judges: whether the
+    evaluees judge too.
     """
     if n_models < 2:
         raise ValueError(f"a population needs at least 2 models, got {n_models}")
@@ -134,6 +214,8 @@ def make_population(
         raise ValueError(f"greenbeard must lie in [0, {n_models}], got {greenbeard}")
     if tie < 0 or judge_noise < 0:
         raise ValueError("tie and judge_noise must be non-negative")
+    if external < 0 or not (peer_judges or external):
+        raise ValueError("external must be >= 0, and at least 1 when the evaluees do not judge")
     rng = np.random.default_rng(seed)
     consensus = np.zeros(dim)
     consensus[0] = 1.0
@@ -143,10 +225,26 @@ def make_population(
     bias = position_bias + 0.5 * abs(position_bias) * rng.standard_normal(n_models)
     width = len(str(n_models - 1))
     models = tuple(f"model-{i:0{width}d}" for i in range(n_models))
-    clique = np.zeros(n_models, dtype=bool)
-    clique[n_models - greenbeard :] = True
+    clique = np.zeros(n_models + external, dtype=bool)
+    clique[n_models - greenbeard : n_models] = True
+    panel = tuple(f"judge-{i:0{len(str(external - 1))}d}" for i in range(external))
+    if external:
+        lenses = np.vstack([lenses, consensus + judge_noise * rng.standard_normal((external, dim))])
+        dispositions = np.vstack([dispositions, np.zeros((external, dim))])
+        ties = np.append(ties, tie * np.exp(0.3 * rng.standard_normal(external)))
+        bias = np.append(
+            bias, position_bias + 0.5 * abs(position_bias) * rng.standard_normal(external)
+        )
     return Population(
-        models, lenses, dispositions, ties, bias, clique, greenbeard_bonus if greenbeard else 0.0
+        models + panel,
+        lenses,
+        dispositions,
+        ties,
+        bias,
+        clique,
+        greenbeard_bonus if greenbeard else 0.0,
+        panel,
+        peer_judges,
     )
 
 
@@ -160,16 +258,19 @@ def simulate_verdicts(
     seed: int | None = 0,
 ) -> VerdictTable:
     """The random-groups design: per scenario, `group_size` evaluees and
-    `judges_per_scenario` judges drawn from the whole population (a judge may judge
-    itself), every ordered pair judged by every judge."""
+    `judges_per_scenario` judges drawn from all who judge (a judge may judge itself),
+    every ordered pair judged by every judge."""
     m = population.n_models
-    if not 2 <= group_size <= m:
-        raise ValueError(f"group_size must lie in [2, {m}], got {group_size}")
+    evaluees = np.flatnonzero(~population.external_mask)
+    pool = population.judge_indices()
+    if not 2 <= group_size <= len(evaluees):
+        raise ValueError(f"group_size must lie in [2, {len(evaluees)}], got {group_size}")
     if n_scenarios < 1 or judges_per_scenario < 1:
         raise ValueError("n_scenarios and judges_per_scenario must be at least 1")
     rng = np.random.default_rng(seed)
-    groups = np.argsort(rng.random((n_scenarios, m)), axis=1)[:, :group_size]
-    judges = rng.integers(m, size=(n_scenarios, judges_per_scenario))
+    drawn = np.argsort(rng.random((n_scenarios, len(evaluees))), axis=1)[:, :group_size]
+    groups = evaluees[drawn]
+    judges = pool[rng.integers(len(pool), size=(n_scenarios, judges_per_scenario))]
     a, b = np.nonzero(~np.eye(group_size, dtype=bool))  # ordered pairs within a group
     per_scenario = judges_per_scenario * len(a)
     scenario = np.repeat(np.arange(n_scenarios), per_scenario)

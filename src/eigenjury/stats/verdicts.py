@@ -55,7 +55,7 @@ class VerdictTable:
     second: IntArray
     verdict: IntArray
     models: tuple[str, ...]
-    scenarios: tuple[str, ...]
+    scenarios: Sequence[str]
     weight: FloatArray
     lengths: FloatArray | None = None
 
@@ -265,28 +265,31 @@ def _collapse(table: VerdictTable) -> tuple[VerdictCounts, IntArray]:
 
 @dataclass(frozen=True)
 class DesignReport:
-    """What the verdicts can and cannot support; errors block the fit."""
+    """What the verdicts can and cannot support; errors block the fit. `external` marks
+    the external judges: models that judge but are never judged."""
 
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
+    external: NDArray[np.bool_]
 
 
 def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> DesignReport:
-    """Find models without data, never-judging judges, a disconnected graph, thin data."""
+    """Find models without data, a disconnected graph of evaluees, thin data; tell
+    external judges (judges never judged) from evaluees."""
     names = np.asarray(counts.models, dtype=object)
     errors: list[str] = []
     warnings: list[str] = []
     evaluee_n = counts.evaluee_totals()
     judge_n = counts.judge_totals()
     never_evaluated = evaluee_n <= 0
+    external = never_evaluated & (judge_n > 0)
     if counts.total <= 0:
-        return DesignReport(("there are no usable verdicts",), ())
-    if never_evaluated.any():
-        listed = _list(names[never_evaluated])
+        return DesignReport(("there are no usable verdicts",), (), external)
+    unused = never_evaluated & ~external
+    if unused.any():
         errors.append(
-            f"{listed} never appear as an evaluee (first or second) in a usable verdict; "
-            "every judge must also be judged, since EigenTrust weighs a judge by its own "
-            "standing; remove their rows or add verdicts on their responses"
+            f"{_list(names[unused])} appear in no usable verdict, neither as a judge nor as "
+            "an evaluee (first or second); remove their rows or add verdicts"
         )
     evaluated = ~never_evaluated
     if evaluated.sum() > 1:
@@ -306,9 +309,10 @@ def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> Design
                 "of different groups"
             )
     no_judging = evaluated & (judge_n <= 0)
-    if no_judging.any() and not no_judging.all():
+    if no_judging.any() and not no_judging[evaluated].all():
+        spread = "as the external judges' consensus" if external.any() else "uniformly"
         warnings.append(
-            f"{_list(names[no_judging])} never judge; their trust is spread uniformly "
+            f"{_list(names[no_judging])} never judge; their trust is spread {spread} "
             "(the PageRank convention for dangling rows)"
         )
     wins, ties = counts.pooled()
@@ -331,7 +335,7 @@ def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> Design
             f"thin data: {_list(names[thin_j])} gave fewer than {min_verdicts:g} verdicts "
             "as a judge; their lens and tie propensity are poorly determined"
         )
-    return DesignReport(tuple(errors), tuple(warnings))
+    return DesignReport(tuple(errors), tuple(warnings), external)
 
 
 def _list(names: NDArray[np.object_] | Sequence[str], limit: int = 8) -> str:

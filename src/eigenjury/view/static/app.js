@@ -266,7 +266,7 @@ function rankingRun(record, run) {
     record.judges.map((j) => {
       const c = consistency[j.name] || {};
       return [
-        j.name,
+        j.external ? `${j.name} (external)` : j.name, // never judged: no trust of its own
         withCi(j.tie_propensity, j.tie_propensity_ci, 3),
         withCi(j.position_bias, j.position_bias_ci, 3),
         num(c.consistent, 3),

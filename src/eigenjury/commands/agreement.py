@@ -1,0 +1,121 @@
+"""`eigenjury agreement`: how well each judge of a verdict file agrees with a reference
+judge (humans, a trusted panel), with its biases, each with a bootstrap interval."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from eigenjury.commands.options import bounded, check_output, seed
+from eigenjury.errors import InputError
+
+if TYPE_CHECKING:
+    from eigenjury.peer.record import AgreementTable
+    from eigenjury.stats.verdicts import VerdictTable
+
+
+# Rounds beyond this move a percentile interval by less than its own noise; all rounds'
+# sums are held at once.
+MAX_ROUNDS = 100_000
+
+
+def register(commands: Any) -> None:
+    agreement = commands.add_parser(
+        "agreement",
+        help="agreement of every judge with a reference judge's majority, kappa and biases",
+        description="For every judge of a verdict file (CSV, JSONL or Parquet), on the "
+        "comparisons it shares with the reference judges: agreement with their majority "
+        "(ties are a third outcome), Cohen's kappa, the share of pairs whose outcome flips "
+        "with the order, first-slot bias and preference for the longer reply (when lengths "
+        "or texts are present), each with a scenario-bootstrap interval.",
+    )
+    agreement.add_argument("verdicts", type=Path, help="verdict file")
+    agreement.add_argument(
+        "--reference",
+        required=True,
+        help="the reference judge, or several separated by commas (their majority is the "
+        "reference)",
+    )
+    agreement.add_argument(
+        "--bootstrap",
+        type=bounded(int, 0, MAX_ROUNDS),
+        default=1000,
+        help="scenario-bootstrap rounds for intervals (0: none; default 1000; at most "
+        f"{MAX_ROUNDS:,})",
+    )
+    agreement.add_argument(
+        "--ci",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.95,
+        help="interval coverage (default 0.95)",
+    )
+    agreement.add_argument("--seed", type=seed, default=0)
+    agreement.add_argument(
+        "--criterion",
+        help="use only the rows of this criterion (otherwise the criterion rows of a "
+        "judgment are pooled, sharing its weight)",
+    )
+    agreement.add_argument("--out", type=Path, help="write the table as a JSON record here")
+    agreement.set_defaults(handler=agreement_command)
+
+
+def agreement_table(
+    table: VerdictTable,
+    references: str,
+    *,
+    bootstrap: int,
+    ci: float,
+    seed: int,
+    path: Path,
+    option: str = "--reference",
+) -> AgreementTable:
+    """The agreement table of the verdicts read from `path` against the comma-separated
+    `references` given by `option` (rounds already checked against `ci`); a reference
+    the data cannot support is an InputError."""
+    from eigenjury.peer.record import AgreementTable
+    from eigenjury.stats.judge_agreement import judge_agreement
+    from eigenjury.stats.verdicts import DataError
+
+    try:
+        result = judge_agreement(
+            table, references.split(","), bootstrap=bootstrap, ci=ci, seed=seed
+        )
+    except DataError as exc:
+        raise InputError(str(exc), path=path, field=option) from None
+    return AgreementTable.model_validate(result.record())
+
+
+def agreement_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.peer.record import JudgeAgreementRecord
+    from eigenjury.records import now, write_record
+    from eigenjury.reports.agreement import print_agreement
+    from eigenjury.stats.bootstrap import rounds_problem
+    from eigenjury.verdict_files import read_verdicts
+
+    problem = rounds_problem(args.bootstrap, args.ci)
+    if problem:
+        raise InputError(problem, field="--bootstrap")
+    if args.out:
+        check_output(args.out, {"verdict file": args.verdicts})
+    table = read_verdicts(args.verdicts, criterion=args.criterion)
+    record = JudgeAgreementRecord(
+        created=now(),
+        source=str(args.verdicts),
+        agreement=agreement_table(
+            table,
+            args.reference,
+            bootstrap=args.bootstrap,
+            ci=args.ci,
+            seed=args.seed,
+            path=args.verdicts,
+        ),
+    )
+    print_agreement(console, record.agreement)
+    if args.out:
+        write_record(args.out, record)
+        console.print(f"wrote {escape(str(args.out))}", highlight=False)
+    return 0
