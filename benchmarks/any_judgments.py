@@ -251,7 +251,7 @@ def arena_case(folder: Path, repeat: int, quick: bool) -> str:
     battles, models = (100_000, 60) if quick else (1_670_000, 129)
     truth = write_battles(folder, battles, models, seed=3)
     parquet, array = folder / "battles.parquet", folder / "battles.json"
-    out = folder / "arena-fit"
+    out = folder / "arena-fit.json"
     evalica_scores = folder / "evalica.npy"
     commands = {
         "evalica.bradley_terry (pandas in, Rust fit)": python(
@@ -263,7 +263,7 @@ def arena_case(folder: Path, repeat: int, quick: bool) -> str:
     }
     times = side_by_side(commands, repeat)
     json_wall = measured(eigenjury("fit", str(array), "--bootstrap", "0"))[0]
-    record = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    record = json.loads(out.read_text(encoding="utf-8"))
     elo = {row["name"]: row["elo"] for row in record["models"]}
     ours = np.array([elo[name] for name in sorted(elo)])
     theirs = np.load(evalica_scores)

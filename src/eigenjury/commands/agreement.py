@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from eigenjury.commands.options import bounded, check_output, seed
+from eigenjury.commands.options import (
+    add_judgment_options,
+    bounded,
+    check_output,
+    read_judgments,
+    seed,
+)
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
@@ -54,11 +60,7 @@ def register(commands: Any) -> None:
         help="interval coverage (default 0.95)",
     )
     agreement.add_argument("--seed", type=seed, default=0)
-    agreement.add_argument(
-        "--criterion",
-        help="use only the rows of this criterion (otherwise the criterion rows of a "
-        "judgment are pooled, sharing its weight)",
-    )
+    add_judgment_options(agreement)
     agreement.add_argument("--out", type=Path, help="write the table as a JSON record here")
     agreement.set_defaults(handler=agreement_command)
 
@@ -94,14 +96,13 @@ def agreement_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.records import now, write_record
     from eigenjury.reports.agreement import print_agreement
     from eigenjury.stats.bootstrap import rounds_problem
-    from eigenjury.verdict_files import read_verdicts
 
     problem = rounds_problem(args.bootstrap, args.ci)
     if problem:
         raise InputError(problem, field="--bootstrap")
     if args.out:
         check_output(args.out, {"verdict file": args.verdicts})
-    table = read_verdicts(args.verdicts, criterion=args.criterion)
+    table = read_judgments(args)
     record = JudgeAgreementRecord(
         created=now(),
         source=str(args.verdicts),

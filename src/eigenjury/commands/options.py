@@ -11,7 +11,7 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -19,6 +19,10 @@ from eigenjury.engine.backends import backend_names
 from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
 from eigenjury.errors import InputError
 from eigenjury.files import blocking_file
+
+if TYPE_CHECKING:
+    from eigenjury.stats.verdicts import VerdictTable
+    from eigenjury.verdict_files import Collapse
 
 
 def bounded(
@@ -189,3 +193,31 @@ def check_output(out: Path, inputs: dict[str, Path | None]) -> None:
                 "give --out another path",
                 path=out,
             )
+
+
+def add_judgment_options(parser: argparse.ArgumentParser) -> None:
+    """Options of every command that reads a verdict or battle file."""
+    parser.add_argument("--criterion", help="use only the rows of this criterion")
+    parser.add_argument(
+        "--pool-judges",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="merge the judges whose names match this shell-style pattern (e.g. "
+        "'arena_user_*') into one judge named by it: a crowd of voters with a few votes "
+        "each becomes one external judge; repeatable",
+    )
+
+
+def read_judgments(args: argparse.Namespace, collapse: Collapse = "rows") -> VerdictTable:
+    """The verdicts of `args.verdicts` with the options of `add_judgment_options`."""
+    from eigenjury.stats.verdicts import DataError, pool_judges
+    from eigenjury.verdict_files import read_verdicts
+
+    table = read_verdicts(args.verdicts, criterion=args.criterion, collapse=collapse)
+    for pattern in args.pool_judges:
+        try:
+            table = pool_judges(table, pattern)
+        except DataError as exc:
+            raise InputError(str(exc), path=args.verdicts, field="--pool-judges") from None
+    return table

@@ -10,12 +10,21 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from eigenjury.commands.options import add_backend_options, bounded, check_output, folds, seed
+from eigenjury.commands.options import (
+    add_backend_options,
+    add_judgment_options,
+    bounded,
+    check_output,
+    folds,
+    read_judgments,
+    seed,
+)
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
     from eigenjury.peer.run import Inputs, RankRun
     from eigenjury.stats.simulate import Population
+    from eigenjury.verdict_files import Collapse
 
 # The `fit` option behind each PeerRanking setting the verdicts may refuse
 SETTING_OPTIONS = {
@@ -159,7 +168,7 @@ def register(commands: Any) -> None:
         help="'uniform' (uniform trust = 1500), 'mean', or a model name",
     )
     fit.add_argument("--anchor-value", type=bounded(float), default=1500.0)
-    fit.add_argument("--criterion", help="fit only the rows of this criterion")
+    add_judgment_options(fit)
     fit.add_argument(
         "--jobs",
         type=bounded(int, 1),
@@ -328,7 +337,6 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.stats.elo import to_elo
     from eigenjury.stats.simulate import recovery
     from eigenjury.stats.verdicts import DataError
-    from eigenjury.verdict_files import read_verdicts
 
     problem = rounds_problem(args.bootstrap, args.ci)
     if problem:
@@ -337,7 +345,11 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         inputs = {"verdict file": args.verdicts, "truth file": args.truth}
         check_output(args.out, inputs)
     external_weights = parse_external_weights(args.external_weight)
-    table = read_verdicts(args.verdicts, criterion=args.criterion)
+    # a point fit needs only the counts; intervals and folds, the scenarios; agreement, rows
+    needs: Collapse = (
+        "rows" if args.agreement else "scenarios" if args.bootstrap or args.cv else "cells"
+    )
+    table = read_judgments(args, needs)
     agreement = (  # before the fit: a bad reference stops the command at once
         None
         if args.agreement is None

@@ -8,12 +8,11 @@ their record here, so the two write the same fields.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from eigenjury import __version__
-from eigenjury.peer.collect import Outcome
-from eigenjury.peer.config import RankConfig
 from eigenjury.peer.record import (
     FitSummary,
     GreenbeardShift,
@@ -29,6 +28,10 @@ from eigenjury.records import now
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.verdicts import DataError, VerdictTable
+
+if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's config
+    from eigenjury.peer.collect import Outcome
+    from eigenjury.peer.config import RankConfig
 
 METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
 

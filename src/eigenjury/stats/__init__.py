@@ -1,39 +1,57 @@
-"""Statistics for LLM judging: pure numpy/scipy, no I/O and no model calls."""
+"""Statistics for LLM judging: pure numpy/scipy, no I/O and no model calls.
 
-from eigenjury.stats.abb import (
-    Certificate,
-    DeltaSplit,
-    Sensitivity,
-    Utility,
-    certify,
-    debias,
-    estimate_sensitivity,
-    laurent_massart_radius,
-    mean_upper_bound,
-    utility_retained,
-)
-from eigenjury.stats.baselines import BradleyTerry, Davidson, pair_counts
-from eigenjury.stats.bootstrap import cluster_bootstrap, percentile_interval
-from eigenjury.stats.btd import (
-    BTDParams,
-    LowRankBTD,
-    btd_objective,
-    canonical_gauge,
-    davidson_nll,
-)
-from eigenjury.stats.consensus import PeerRanking
-from eigenjury.stats.eigentrust import eigentrust, trust_matrix
-from eigenjury.stats.elo import rank_intervals, ranks, to_elo
-from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
-from eigenjury.stats.validation import HeldOutScore, heldout_loglik, scenario_folds
-from eigenjury.stats.verdicts import (
-    DataError,
-    ScenarioCounts,
-    VerdictCounts,
-    VerdictTable,
-    check_design,
-)
+The names below load on first use, so that a command needing one estimator (a fit
+from a file) does not load every other one (the bias bounds, the simulations).
+"""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from eigenjury.lazy import exports
+
+_EXPORTS = {
+    "Certificate": "eigenjury.stats.abb",
+    "DeltaSplit": "eigenjury.stats.abb",
+    "Sensitivity": "eigenjury.stats.abb",
+    "Utility": "eigenjury.stats.abb",
+    "certify": "eigenjury.stats.abb",
+    "debias": "eigenjury.stats.abb",
+    "estimate_sensitivity": "eigenjury.stats.abb",
+    "laurent_massart_radius": "eigenjury.stats.abb",
+    "mean_upper_bound": "eigenjury.stats.abb",
+    "utility_retained": "eigenjury.stats.abb",
+    "BradleyTerry": "eigenjury.stats.baselines",
+    "Davidson": "eigenjury.stats.baselines",
+    "pair_counts": "eigenjury.stats.baselines",
+    "cluster_bootstrap": "eigenjury.stats.bootstrap",
+    "percentile_interval": "eigenjury.stats.bootstrap",
+    "BTDParams": "eigenjury.stats.btd",
+    "LowRankBTD": "eigenjury.stats.btd",
+    "btd_objective": "eigenjury.stats.btd",
+    "canonical_gauge": "eigenjury.stats.btd",
+    "davidson_nll": "eigenjury.stats.btd",
+    "PeerRanking": "eigenjury.stats.consensus",
+    "eigentrust": "eigenjury.stats.eigentrust",
+    "trust_matrix": "eigenjury.stats.eigentrust",
+    "rank_intervals": "eigenjury.stats.elo",
+    "ranks": "eigenjury.stats.elo",
+    "to_elo": "eigenjury.stats.elo",
+    "JudgeAgreement": "eigenjury.stats.judge_agreement",
+    "judge_agreement": "eigenjury.stats.judge_agreement",
+    "Population": "eigenjury.stats.simulate",
+    "make_population": "eigenjury.stats.simulate",
+    "recovery": "eigenjury.stats.simulate",
+    "simulate_verdicts": "eigenjury.stats.simulate",
+    "HeldOutScore": "eigenjury.stats.validation",
+    "heldout_loglik": "eigenjury.stats.validation",
+    "scenario_folds": "eigenjury.stats.validation",
+    "DataError": "eigenjury.stats.verdicts",
+    "ScenarioCounts": "eigenjury.stats.verdicts",
+    "VerdictCounts": "eigenjury.stats.verdicts",
+    "VerdictTable": "eigenjury.stats.verdicts",
+    "check_design": "eigenjury.stats.verdicts",
+}
 __all__ = [
     "BTDParams",
     "BradleyTerry",
@@ -42,6 +60,7 @@ __all__ = [
     "Davidson",
     "DeltaSplit",
     "HeldOutScore",
+    "JudgeAgreement",
     "LowRankBTD",
     "PeerRanking",
     "Population",
@@ -60,6 +79,7 @@ __all__ = [
     "eigentrust",
     "estimate_sensitivity",
     "heldout_loglik",
+    "judge_agreement",
     "laurent_massart_radius",
     "make_population",
     "mean_upper_bound",
@@ -74,3 +94,41 @@ __all__ = [
     "trust_matrix",
     "utility_retained",
 ]
+
+if TYPE_CHECKING:
+    from eigenjury.stats.abb import (
+        Certificate,
+        DeltaSplit,
+        Sensitivity,
+        Utility,
+        certify,
+        debias,
+        estimate_sensitivity,
+        laurent_massart_radius,
+        mean_upper_bound,
+        utility_retained,
+    )
+    from eigenjury.stats.baselines import BradleyTerry, Davidson, pair_counts
+    from eigenjury.stats.bootstrap import cluster_bootstrap, percentile_interval
+    from eigenjury.stats.btd import (
+        BTDParams,
+        LowRankBTD,
+        btd_objective,
+        canonical_gauge,
+        davidson_nll,
+    )
+    from eigenjury.stats.consensus import PeerRanking
+    from eigenjury.stats.eigentrust import eigentrust, trust_matrix
+    from eigenjury.stats.elo import rank_intervals, ranks, to_elo
+    from eigenjury.stats.judge_agreement import JudgeAgreement, judge_agreement
+    from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
+    from eigenjury.stats.validation import HeldOutScore, heldout_loglik, scenario_folds
+    from eigenjury.stats.verdicts import (
+        DataError,
+        ScenarioCounts,
+        VerdictCounts,
+        VerdictTable,
+        check_design,
+    )
+
+__getattr__ = exports(__name__, _EXPORTS)

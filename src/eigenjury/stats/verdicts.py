@@ -10,8 +10,10 @@ population plays both roles, and EigenTrust needs that identification.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from functools import cached_property
 
 import numpy as np
@@ -23,6 +25,13 @@ TIE, FIRST, SECOND = 0, 1, 2
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
+
+# The fit holds judges x models matrices of scores and gradients: beyond this many
+# names they no longer fit in memory, or in time.
+MAX_NAMES = 5000
+# More external judges than this, with a median below `min_verdicts` each, look like a
+# crowd of individual voters (a judge column of user ids).
+_CROWD = 100
 
 # Above this many (judge, first, second) keys the collapse sorts instead of counting densely.
 _DENSE_KEY_LIMIT = 50_000_000
@@ -128,6 +137,41 @@ class VerdictTable:
     def without_self_judgments(self) -> VerdictTable:
         """Drop comparisons in which the judge is one of the two evaluees."""
         return self.select((self.judge != self.first) & (self.judge != self.second))
+
+
+def pool_judges(table: VerdictTable, pattern: str) -> VerdictTable:
+    """The judges whose names match the shell-style `pattern` merged into one judge
+    named `pattern`.
+
+    A crowd whose judge column names every voter gives each a handful of verdicts:
+    too few for a lens, tie propensity and position bias of its own. Pooled, the crowd
+    is one external judge. Only external judges (never judged) can be pooled.
+    """
+    matched = np.array([fnmatchcase(name, pattern) for name in table.models], dtype=bool)
+    if not matched.any():
+        raise DataError(f"no judge matches {pattern!r}")
+    evaluee = np.zeros(table.n_models, dtype=bool)
+    evaluee[table.first] = evaluee[table.second] = True
+    if (matched & evaluee).any():
+        raise DataError(
+            f"{pattern!r} matches {_list(np.asarray(table.models)[matched & evaluee])}, which "
+            "are judged; only judges that are never judged can be pooled"
+        )
+    if pattern in table.models and not matched[table.models.index(pattern)]:
+        raise DataError(f"{pattern!r} already names a model; pooled judges take that name")
+    pooled = np.where(matched, pattern, np.asarray(table.models, dtype=object))
+    models, code = np.unique(pooled.astype(str), return_inverse=True)  # sorted, as read
+    return VerdictTable(
+        table.scenario,
+        code[table.judge],
+        code[table.first],
+        code[table.second],
+        table.verdict,
+        tuple(str(name) for name in models),
+        table.scenarios,
+        table.weight,
+        table.lengths,
+    )
 
 
 def judgment_weights(table: VerdictTable) -> FloatArray:
@@ -285,6 +329,16 @@ def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> Design
     external = never_evaluated & (judge_n > 0)
     if counts.total <= 0:
         return DesignReport(("there are no usable verdicts",), (), external)
+    crowd = _crowd_hint(names[external], judge_n[external], min_verdicts)
+    if counts.n_models > MAX_NAMES:
+        return DesignReport(
+            (
+                f"{counts.n_models:,} judges and evaluees: the fit holds a matrix of that size "
+                f"squared, so at most {MAX_NAMES:,} can be fitted{crowd or ''}",
+            ),
+            (),
+            external,
+        )
     unused = never_evaluated & ~external
     if unused.any():
         errors.append(
@@ -335,7 +389,26 @@ def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> Design
             f"thin data: {_list(names[thin_j])} gave fewer than {min_verdicts:g} verdicts "
             "as a judge; their lens and tie propensity are poorly determined"
         )
+    if crowd:
+        warnings.append(crowd.removeprefix("; "))
     return DesignReport(tuple(errors), tuple(warnings), external)
+
+
+def _crowd_hint(names: NDArray[np.object_], verdicts: FloatArray, min_verdicts: float) -> str:
+    """Advice for many thin external judges (a judge column naming every voter)."""
+    if len(names) <= _CROWD or np.median(verdicts) >= min_verdicts:
+        return ""
+    return (
+        f"; {len(names):,} external judges gave a median of {np.median(verdicts):g} verdicts "
+        "each, too few to fit a judge each (a crowd of voters?); pool them into one judge "
+        f"with --pool-judges PATTERN (e.g. {_pattern_hint(names)!r}) or drop the judge column"
+    )
+
+
+def _pattern_hint(names: NDArray[np.object_]) -> str:
+    """The longest common prefix of the names, as a pattern."""
+    prefix = os.path.commonprefix([str(n) for n in names])  # noqa: RUF071 (by character)
+    return prefix + "*" if prefix else "*"
 
 
 def _list(names: NDArray[np.object_] | Sequence[str], limit: int = 8) -> str:
