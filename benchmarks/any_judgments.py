@@ -287,16 +287,18 @@ def arena_case(folder: Path, repeat: int, quick: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cases", nargs="*", choices=["csv", "parquet", "arena"])
+    cases = ["csv", "parquet", "arena"]
+    parser.add_argument("cases", nargs="*", help=f"some of {', '.join(cases)} (default: all)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     args = parser.parse_args()
-    cases = args.cases or ["csv", "parquet", "arena"]
+    if unknown := set(args.cases) - set(cases):
+        parser.error(f"unknown case(s) {', '.join(sorted(unknown))}")
     repeat = 1 if args.quick else args.repeat
     print(environment("pyarrow", "evalica"))
     folder = Path(tempfile.mkdtemp(prefix="eigenjury-any-"))
     try:
-        for case in cases:
+        for case in args.cases or cases:
             work = folder / case
             work.mkdir()
             print(f"\n## {case}\n")

@@ -200,3 +200,66 @@ def test_the_html_report_marks_external_judges_and_escapes_their_names(
     assert f"{CROWD} (external)" in page
     assert "damped toward the consensus of 2 external judges, a = 0.5" in page
     assert "<script>alert" not in page
+
+
+def _crowd_battles(path: Path, voters: int, battles: int = 6000) -> None:
+    """Arena battles over 5 models whose judge column names each voter."""
+    models = ["m-a", "m-b", "m-c", "m-d", "m-e"]
+    winners = ["model_a", "model_b", "tie", "tie (bothbad)", "model_a"]
+    lines = ["model_a,model_b,winner,judge"]
+    for i in range(battles):
+        a, b = models[i % 5], models[(i // 5 + i + 1) % 5]
+        if a == b:
+            b = models[(i + 2) % 5]
+        lines.append(f"{a},{b},{winners[(i * 7) % 5]},arena_user_{i % voters}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_crowd_of_voters_is_pooled_into_one_external_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    battles = tmp_path / "battles.csv"
+    _crowd_battles(battles, voters=600)
+    code, out, _ = _run(capsys, "fit", str(battles), "--bootstrap", "0")
+    assert code == 0
+    assert "600 external judges gave a median of 10 verdicts" in out
+    assert "--pool-judges PATTERN (e.g. 'arena_user_*')" in out
+    record_path = tmp_path / "pooled.json"
+    code, out, _ = _run(
+        capsys, "fit", str(battles), "--bootstrap", "0", "--pool-judges", "arena_user_*",
+        "--out", str(record_path),
+    )  # fmt: skip
+    assert code == 0
+    record = read_record(record_path, RankingRecord)
+    assert [(j.name, j.external, j.verdicts) for j in record.judges] == [
+        ("arena_user_*", True, 6000.0)
+    ]
+    assert {m.name for m in record.models} == {"m-a", "m-b", "m-c", "m-d", "m-e"}
+
+
+def test_pooling_is_refused_for_judged_models_and_names_without_a_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    battles = tmp_path / "battles.csv"
+    _crowd_battles(battles, voters=3, battles=300)
+    code, _, err = _run(capsys, "fit", str(battles), "--bootstrap", "0", "--pool-judges", "m-*")
+    assert code == 2
+    assert "field '--pool-judges'" in err and "'m-a'" in err and "are judged" in err
+    code, _, err = _run(capsys, "agreement", str(battles), "--reference", "x",
+                        "--pool-judges", "nobody*")  # fmt: skip
+    assert code == 2 and "no judge matches 'nobody*'" in err
+    assert "Traceback" not in err
+
+
+def test_more_names_than_the_fit_can_hold_are_refused_before_fitting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import eigenjury.stats.verdicts as verdicts
+
+    monkeypatch.setattr(verdicts, "MAX_NAMES", 50)
+    battles = tmp_path / "battles.csv"
+    _crowd_battles(battles, voters=200, battles=2000)
+    code, _, err = _run(capsys, "fit", str(battles), "--bootstrap", "0")
+    assert code == 2
+    assert "205 judges and evaluees" in err and "at most 50 can be fitted" in err
+    assert "--pool-judges PATTERN (e.g. 'arena_user_*')" in err

@@ -1,7 +1,8 @@
 """Statistics for LLM judging: pure numpy/scipy, no I/O and no model calls.
 
-The names below load on first use, so that a command needing one estimator (a fit
-from a file) does not load every other one (the bias bounds, the simulations).
+The names below load on first use (but eigentrust's), so that a command needing one
+estimator (a fit from a file) does not load every other one (the bias bounds, the
+simulations).
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from eigenjury.lazy import exports
+
+# eager: the function shares its module's name, which the import system would set on
+# this package in its place once the module loads
+from eigenjury.stats.eigentrust import eigentrust, trust_matrix
 
 _EXPORTS = {
     "Certificate": "eigenjury.stats.abb",
@@ -32,13 +37,9 @@ _EXPORTS = {
     "canonical_gauge": "eigenjury.stats.btd",
     "davidson_nll": "eigenjury.stats.btd",
     "PeerRanking": "eigenjury.stats.consensus",
-    "eigentrust": "eigenjury.stats.eigentrust",
-    "trust_matrix": "eigenjury.stats.eigentrust",
     "rank_intervals": "eigenjury.stats.elo",
     "ranks": "eigenjury.stats.elo",
     "to_elo": "eigenjury.stats.elo",
-    "JudgeAgreement": "eigenjury.stats.judge_agreement",
-    "judge_agreement": "eigenjury.stats.judge_agreement",
     "Population": "eigenjury.stats.simulate",
     "make_population": "eigenjury.stats.simulate",
     "recovery": "eigenjury.stats.simulate",
@@ -60,7 +61,6 @@ __all__ = [
     "Davidson",
     "DeltaSplit",
     "HeldOutScore",
-    "JudgeAgreement",
     "LowRankBTD",
     "PeerRanking",
     "Population",
@@ -79,7 +79,6 @@ __all__ = [
     "eigentrust",
     "estimate_sensitivity",
     "heldout_loglik",
-    "judge_agreement",
     "laurent_massart_radius",
     "make_population",
     "mean_upper_bound",
@@ -118,9 +117,7 @@ if TYPE_CHECKING:
         davidson_nll,
     )
     from eigenjury.stats.consensus import PeerRanking
-    from eigenjury.stats.eigentrust import eigentrust, trust_matrix
     from eigenjury.stats.elo import rank_intervals, ranks, to_elo
-    from eigenjury.stats.judge_agreement import JudgeAgreement, judge_agreement
     from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
     from eigenjury.stats.validation import HeldOutScore, heldout_loglik, scenario_folds
     from eigenjury.stats.verdicts import (
