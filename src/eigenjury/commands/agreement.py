@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from eigenjury.commands.options import (
+    add_ci_option,
     add_judgment_options,
     bounded,
     check_output,
@@ -53,12 +54,7 @@ def register(commands: Any) -> None:
         help="scenario-bootstrap rounds for intervals (0: none; default 1000; at most "
         f"{MAX_ROUNDS:,})",
     )
-    agreement.add_argument(
-        "--ci",
-        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
-        default=0.95,
-        help="interval coverage (default 0.95)",
-    )
+    add_ci_option(agreement)
     agreement.add_argument("--seed", type=seed, default=0)
     add_judgment_options(agreement)
     agreement.add_argument("--out", type=Path, help="write the table as a JSON record here")

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from eigenjury.commands.options import (
+    add_ci_option,
     add_engine_options,
     bounded,
     check_output,
@@ -84,9 +85,7 @@ def register(commands: Any) -> None:
         default=1000,
         help="bootstrap rounds (at most 100000)",
     )
-    compare.add_argument(
-        "--ci", type=bounded(float, 0.0, 1.0, open_low=True, open_high=True), default=0.95
-    )
+    add_ci_option(compare)
     compare.add_argument("--seed", type=seed, default=0)
     compare.add_argument("--out", type=Path, help="write comparison.json and both pools' traces")
     compare.set_defaults(handler=compare_command)

@@ -221,3 +221,13 @@ def read_judgments(args: argparse.Namespace, collapse: Collapse = "rows") -> Ver
         except DataError as exc:
             raise InputError(str(exc), path=args.verdicts, field="--pool-judges") from None
     return table
+
+
+def add_ci_option(parser: argparse.ArgumentParser) -> None:
+    """`--ci`, the coverage of every bootstrap interval a command reports."""
+    parser.add_argument(
+        "--ci",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.95,
+        help="interval coverage (default 0.95)",
+    )

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from eigenjury.commands.options import (
     add_backend_options,
+    add_ci_option,
     add_judgment_options,
     bounded,
     check_output,
@@ -121,12 +122,7 @@ def register(commands: Any) -> None:
         help="scenario-bootstrap rounds for intervals (0: none; default 200; at least "
         "2 / (1 - ci), e.g. 40 for 95%%, so that each tail holds a draw)",
     )
-    fit.add_argument(
-        "--ci",
-        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
-        default=0.95,
-        help="interval coverage (default 0.95)",
-    )
+    add_ci_option(fit)
     fit.add_argument("--seed", type=seed, default=0)
     fit.add_argument(
         "--exclude-self",

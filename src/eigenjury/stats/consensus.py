@@ -118,69 +118,69 @@ class SettingError(DataError):
 
 class PeerRanking:
     """The EigenBench consensus ranking of a population that judges itself, optionally
-        with external judges (judges that are never judged).
+    with external judges (judges that are never judged).
 
-        Parameters
-        ----------
-        dim, l2, position_bias, restarts : passed to :class:`LowRankBTD`.
-        exclude_self : drop verdicts in which the judge is one of the two evaluees and
-            zero the self entries of the trust matrix, so self-preference cannot reach scores.
-        damping : a in EigenTrust's damped form t = (1 - a) t T + a p. None (default): 0
-            without external judges, 0.5 with external and peer judges (the external panel
-            and the peer population have an equal say), 1 when no evaluee ever judges
-            (then t = p; another value is refused).
-        pretrust : p over the evaluees (default uniform); refused with external judges,
-            whose consensus is p.
-        external_weights : weight per external judge in p, by name (default 1 each; 0
-            allowed; negative weights, all weights 0, or a name that is not an external
-            judge are refused).
-        external_judges : accept external judges (False: a population that ranks itself,
-            where a member never judged is missing data and is refused).
-        anchor : "uniform" (uniform trust = anchor_value, the EigenBench convention),
-            "mean" (ratings average anchor_value) or an evaluee's name fixed at anchor_value.
-        bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only; else at
-            least :func:`~eigenjury.stats.bootstrap.min_rounds` of `ci`, 40 for 95%).
-        ci : interval coverage. seed : seeds the restarts and the bootstrap.
-        n_jobs : processes for the bootstrap (None: every available core).
-        map_rounds : run the bootstrap rounds elsewhere instead (e.g. Ray tasks).
-        cv : folds of whole scenarios for a held-out log-likelihood (0: none, else at least
-            2); compare it across `dim` to choose the latent dimension.
-        min_verdicts : below this many verdicts a model is reported as thinly covered.
+    Parameters
+    ----------
+    dim, l2, position_bias, restarts : passed to :class:`LowRankBTD`.
+    exclude_self : drop verdicts in which the judge is one of the two evaluees and
+        zero the self entries of the trust matrix, so self-preference cannot reach scores.
+    damping : a in EigenTrust's damped form t = (1 - a) t T + a p. None (default): 0
+        without external judges, 0.5 with external and peer judges (the external panel
+        and the peer population have an equal say), 1 when no evaluee ever judges
+        (then t = p; another value is refused).
+    pretrust : p over the evaluees (default uniform); refused with external judges,
+        whose consensus is p.
+    external_weights : weight per external judge in p, by name (default 1 each; 0
+        allowed; negative weights, all weights 0, or a name that is not an external
+        judge are refused).
+    external_judges : accept external judges (False: a population that ranks itself,
+        where a member never judged is missing data and is refused).
+    anchor : "uniform" (uniform trust = anchor_value, the EigenBench convention),
+        "mean" (ratings average anchor_value) or an evaluee's name fixed at anchor_value.
+    bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only; else at
+        least :func:`~eigenjury.stats.bootstrap.min_rounds` of `ci`, 40 for 95%).
+    ci : interval coverage. seed : seeds the restarts and the bootstrap.
+    n_jobs : processes for the bootstrap (None: every available core).
+    map_rounds : run the bootstrap rounds elsewhere instead (e.g. Ray tasks).
+    cv : folds of whole scenarios for a held-out log-likelihood (0: none, else at least
+        2); compare it across `dim` to choose the latent dimension.
+    min_verdicts : below this many verdicts a model is reported as thinly covered.
 
-        External judges. A judge that never appears as an evaluee (first or second) in a
-        usable verdict, decided on the whole data after `exclude_self` (and kept so in the
-        bootstrap rounds), is external. The BTD fit covers it as any judge (lens, tie
-        propensity, position bias); its disposition means nothing and it gets no trust.
-        The trust matrix has a row per judge and a column per evaluee; the evaluees' rows
-        are T, and p is the weighted mean of the external judges' rows (a judge without
-        verdicts in a bootstrap round drops out, the weights renormalised; uniform p when
-        none is left). Evaluees that never judge follow p.
+    External judges. A judge that never appears as an evaluee (first or second) in a
+    usable verdict, decided on the whole data after `exclude_self` (and kept so in the
+    bootstrap rounds), is external. The BTD fit covers it as any judge (lens, tie
+    propensity, position bias); its disposition means nothing and it gets no trust.
+    The trust matrix has a row per judge and a column per evaluee; the evaluees' rows
+    are T, and p is the weighted mean of the external judges' rows (a judge without
+    verdicts in a bootstrap round drops out, the weights renormalised; uniform p when
+    none is left). Evaluees that never judge follow p.
 
-        What the Elo means. Elo_j = anchor_value + 400 log10(N t_j) over the N evaluees
-        (anchor "uniform"): 1500 is the Elo of an evaluee given the average trust, 400
-        points a tenfold ratio of trust. Trust is the stationary share of a walk that, at
-        each step, follows the current evaluee's opinion with probability 1 - a and asks
-        the external panel with probability a. With one external judge x and no ties
-        (lambda -> 0), T_xj = pi_xj / sum_k pi_xk, t = T_x, and Elo differences are
-        400 / ln 10 times differences of the judge's scores s_xj: the Bradley-Terry Elo of
-        arena leaderboards. With ties, a tie counts as half of "at least as good" for both
-        sides, which compresses the spread of Elo (the order stays for a tie propensity
+    What the Elo means. Elo_j = anchor_value + 400 log10(N t_j) over the N evaluees
+    (anchor "uniform"): 1500 is the Elo of an evaluee given the average trust, 400
+    points a tenfold ratio of trust. Trust is the stationary share of a walk that, at
+    each step, follows the current evaluee's opinion with probability 1 - a and asks
+    the external panel with probability a. With one external judge x and no ties
+    (lambda -> 0), T_xj = pi_xj / sum_k pi_xk, t = T_x, and Elo differences are
+    400 / ln 10 times differences of the judge's scores s_xj: the Bradley-Terry Elo of
+    arena leaderboards. With ties, a tie counts as half of "at least as good" for both
+    sides, which compresses the spread of Elo (the order stays for a tie propensity
     below 4: S_j = (1 - lambda/2) pi_j + (lambda/2) sqrt(pi_j) sum_k sqrt(pi_k) grows
-    with pi_j there). With several external
-        judges, the Elo is that of their weighted average opinion, not of their pooled
-        votes: a judge with ten times the verdicts has the same say unless weighted so.
+    with pi_j there). With several external judges, the Elo is that of their weighted
+    average opinion, not of their pooled votes: a judge with ten times the verdicts has
+    the same say unless weighted so.
 
-        Fitted attributes: ``models_`` (the ranked evaluees, aligned with ``trust_``,
-        ``elo_``, ``rank_`` and their intervals), ``judges_`` (every name in the BTD's index
-        space: the verdicts' models), ``external_`` (bool mask over ``judges_``),
-        ``damping_`` (the a used), ``external_weights_`` (weight per external judge, None
-        without any), ``btd_``, ``trust_matrix_`` (``judges_`` x ``models_``), and with
-        bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_``, ``tie_propensity_ci_`` and
-        ``position_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the raw draws),
-        ``bootstrap_converged_`` (share of rounds whose refit converged); ``counts_``,
-        ``n_scenarios_``, ``anchor_index_`` (into ``models_``), ``fit_seconds_``,
-        ``bootstrap_seconds_``, ``warnings_``; with cv, ``heldout_`` (a :class:`HeldOutScore`).
-        Without external judges, ``models_ == judges_``.
+    Fitted attributes: ``models_`` (the ranked evaluees, aligned with ``trust_``,
+    ``elo_``, ``rank_`` and their intervals), ``judges_`` (every name in the BTD's index
+    space: the verdicts' models), ``external_`` (bool mask over ``judges_``),
+    ``damping_`` (the a used), ``external_weights_`` (weight per external judge, None
+    without any), ``btd_``, ``trust_matrix_`` (``judges_`` x ``models_``), and with
+    bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_``, ``tie_propensity_ci_`` and
+    ``position_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the raw draws),
+    ``bootstrap_converged_`` (share of rounds whose refit converged); ``counts_``,
+    ``n_scenarios_``, ``anchor_index_`` (into ``models_``), ``fit_seconds_``,
+    ``bootstrap_seconds_``, ``warnings_``; with cv, ``heldout_`` (a :class:`HeldOutScore`).
+    Without external judges, ``models_ == judges_``.
     """
 
     def __init__(

@@ -219,22 +219,30 @@ def make_population(
     rng = np.random.default_rng(seed)
     consensus = np.zeros(dim)
     consensus[0] = 1.0
-    lenses = consensus + judge_noise * rng.standard_normal((n_models, dim))
+
+    def draw_lenses(k: int) -> FloatArray:
+        return consensus + judge_noise * rng.standard_normal((k, dim))
+
+    def draw_ties(k: int) -> FloatArray:
+        return tie * np.exp(0.3 * rng.standard_normal(k))
+
+    def draw_biases(k: int) -> FloatArray:
+        return position_bias + 0.5 * abs(position_bias) * rng.standard_normal(k)
+
+    lenses = draw_lenses(n_models)
     dispositions = rng.standard_normal((n_models, dim))
-    ties = tie * np.exp(0.3 * rng.standard_normal(n_models))
-    bias = position_bias + 0.5 * abs(position_bias) * rng.standard_normal(n_models)
+    ties = draw_ties(n_models)
+    bias = draw_biases(n_models)
     width = len(str(n_models - 1))
     models = tuple(f"model-{i:0{width}d}" for i in range(n_models))
     clique = np.zeros(n_models + external, dtype=bool)
     clique[n_models - greenbeard : n_models] = True
     panel = tuple(f"judge-{i:0{len(str(external - 1))}d}" for i in range(external))
     if external:
-        lenses = np.vstack([lenses, consensus + judge_noise * rng.standard_normal((external, dim))])
+        lenses = np.vstack([lenses, draw_lenses(external)])
         dispositions = np.vstack([dispositions, np.zeros((external, dim))])
-        ties = np.append(ties, tie * np.exp(0.3 * rng.standard_normal(external)))
-        bias = np.append(
-            bias, position_bias + 0.5 * abs(position_bias) * rng.standard_normal(external)
-        )
+        ties = np.append(ties, draw_ties(external))
+        bias = np.append(bias, draw_biases(external))
     return Population(
         models + panel,
         lenses,
