@@ -1,5 +1,5 @@
 """Reading verdict and battle files: every format and convention, collapse, streaming,
-lengths, and located errors found without a loop over rows."""
+reply features, and located errors found without a loop over rows."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 import eigenjury.verdict_files as vf
 from eigenjury.errors import InputError
+from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats import (
     PeerRanking,
     ScenarioCounts,
@@ -97,7 +98,7 @@ def _same_counts(a: VerdictTable, b: VerdictTable, *, scenarios: bool = True) ->
 def test_every_format_reads_the_same_table(name: str, small: VerdictTable, tmp_path: Path) -> None:
     got = read_verdicts(_write(tmp_path / name, _rows(small)))
     _same(got, small)
-    assert got.lengths is None
+    assert got.features is None
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
@@ -112,20 +113,21 @@ BATTLES = [
     {"model_a": "y", "model_b": "z", "winner": "model_b", "conversation_a": "multi\nline, text"},
     {"model_a": "z", "model_b": "x", "winner": "tie", "conversation_a": None},
     {"model_a": "x", "model_b": "z", "winner": " tie (bothbad) ", "conversation_a": "[]"},
+    {"model_a": "y", "model_b": "x", "winner": "both_bad", "conversation_a": "[]"},
 ]
 
 
 @pytest.mark.parametrize("name", ["b.csv", "b.jsonl", "b.json", "b.parquet"])
-def test_arena_battles_the_four_winners_and_both_ties(name: str, tmp_path: Path) -> None:
+def test_arena_battles_the_five_winners_and_all_ties(name: str, tmp_path: Path) -> None:
     table = read_verdicts(_write(tmp_path / name, BATTLES))
     assert table.models == ("crowd", "x", "y", "z")
-    assert [table.models[j] for j in table.judge] == ["crowd"] * 4
-    assert [table.models[f] for f in table.first] == ["x", "y", "z", "x"]
-    assert [table.models[s] for s in table.second] == ["y", "z", "x", "z"]
-    assert table.verdict.tolist() == [1, 2, 0, 0]  # a tie either way
+    assert [table.models[j] for j in table.judge] == ["crowd"] * 5
+    assert [table.models[f] for f in table.first] == ["x", "y", "z", "x", "y"]
+    assert [table.models[s] for s in table.second] == ["y", "z", "x", "z", "x"]
+    assert table.verdict.tolist() == [1, 2, 0, 0, 0]  # a tie every way
     assert isinstance(table.scenarios, BattleNames)
-    assert len(table.scenarios) == 4 and table.scenarios[3] == "battle 4"
-    assert table.scenario.tolist() == [0, 1, 2, 3]  # each battle its own scenario
+    assert len(table.scenarios) == 5 and table.scenarios[3] == "battle 4"
+    assert table.scenario.tolist() == [0, 1, 2, 3, 4]  # each battle its own scenario
 
 
 @pytest.mark.parametrize("name", ["k.csv", "k.parquet"])
@@ -137,7 +139,7 @@ def test_the_one_hot_winner_form(name: str, tmp_path: Path) -> None:
             "id": i,
             "model_a": a,
             "model_b": b,
-            "response_a": '["hi"]',
+            "response_a": '["hi **you**", "### more"]',
             "response_b": '["x"]',
             "winner_model_a": f[0],
             "winner_model_b": f[1],
@@ -147,7 +149,10 @@ def test_the_one_hot_winner_form(name: str, tmp_path: Path) -> None:
     ]
     table = read_verdicts(_write(tmp_path / name, battles))
     assert table.verdict.tolist() == [1, 2, 0] and table.models == ("crowd", "x", "y", "z")
-    np.testing.assert_array_equal(table.lengths, [[6, 5]] * 3)
+    features = table.features
+    assert features is not None and features.names == DEFAULT_FEATURES
+    np.testing.assert_array_equal(features.first, [[10, 1, 0, 1]] * 3)  # the turns joined
+    np.testing.assert_array_equal(features.second, [[1, 0, 0, 0]] * 3)
     battles[1]["winner_tie"] = 1
     with pytest.raises(InputError) as error:
         read_verdicts(_write(tmp_path / f"bad-{name}", battles))
@@ -159,7 +164,7 @@ def test_the_one_hot_winner_form(name: str, tmp_path: Path) -> None:
 def test_question_ids_are_the_scenarios_and_judges_may_be_mixed(tmp_path: Path) -> None:
     battles = [
         {**b, "question_id": q, "judge": j}
-        for b, q, j in zip(BATTLES, [7, 7, 8, 9], ["human", "gpt", "human", "x"], strict=True)
+        for b, q, j in zip(BATTLES[:4], [7, 7, 8, 9], ["human", "gpt", "human", "x"], strict=True)
     ]
     table = read_verdicts(_write(tmp_path / "b.jsonl", battles))
     assert table.scenarios == ("7", "8", "9")
@@ -169,7 +174,7 @@ def test_question_ids_are_the_scenarios_and_judges_may_be_mixed(tmp_path: Path) 
 
 
 def test_a_model_named_like_the_crowd_judge_needs_a_judge_column(tmp_path: Path) -> None:
-    battles = [*BATTLES, {"model_a": "y", "model_b": "crowd", "winner": "tie"}]
+    battles = [*BATTLES[:4], {"model_a": "y", "model_b": "crowd", "winner": "tie"}]
     with pytest.raises(InputError) as error:
         read_verdicts(_write(tmp_path / "b.jsonl", battles))
     assert error.value.line == 5 and error.value.column == "model_b"
@@ -205,7 +210,9 @@ def test_an_unknown_winner_is_located(name: str, line: int | None, tmp_path: Pat
         read_verdicts(_write(tmp_path / name, battles))
     assert error.value.column == "winner"
     assert (error.value.line, error.value.row) == ((line, None) if line else (None, 3))
-    assert "winner 'model_c' is not model_a, model_b, tie or tie (bothbad)" in str(error.value)
+    assert "winner 'model_c' is not model_a, model_b, tie, tie (bothbad) or both_bad" in str(
+        error.value
+    )
 
 
 def _elo(table: VerdictTable) -> Any:
@@ -275,23 +282,226 @@ def test_a_bad_value_in_a_streamed_batch_names_its_file_and_row(
     assert error.value.row == 31 and error.value.column == "verdict"
 
 
-def test_lengths_from_numbers_and_from_texts(tmp_path: Path) -> None:
+def _features(table: VerdictTable) -> dict[str, list[list[float]]]:
+    """Each feature's [first, second] values per row."""
+    features = table.features
+    assert features is not None
+    return {
+        name: np.stack([features.first[:, f], features.second[:, f]], axis=1).tolist()
+        for f, name in enumerate(features.names)
+    }
+
+
+def test_features_from_numeric_columns(tmp_path: Path) -> None:
     path = tmp_path / "v.csv"
     path.write_text(
-        HEADER.strip() + ",first_length,second_length\n"
-        "s1,a,b,c,1,120,80.5\ns1,a,c,b,2,,NA\ns2,b,a,c,0,7,oops\n"
+        HEADER.strip() + ",first_length,second_length,first_tone,second_tone,first_x\n"
+        "s1,a,b,c,1,120,80.5,1,0,9\ns1,a,c,b,2, 7 ,1e3,0.5,-2,9\n"
     )
-    lengths = read_verdicts(path, collapse="cells").lengths  # lengths keep the rows
-    np.testing.assert_array_equal(lengths, [[120, 80.5], [np.nan, np.nan], [7, np.nan]])
-    texts = [
-        {"model_a": "x", "model_b": "y", "winner": "tie", "response_a": "héllo", "response_b": ""},
-        {"model_a": "y", "model_b": "x", "winner": "tie", "response_a": "日本", "response_b": None},
+    table = read_verdicts(path, collapse="cells")  # features keep the rows
+    assert len(table) == 2
+    assert _features(table) == {"length": [[120, 80.5], [7, 1000]]}  # the default ones
+    table = read_verdicts(path, features=["tone", "length"])  # any name, in this order
+    assert _features(table) == {"tone": [[1, 0], [0.5, -2]], "length": [[120, 80.5], [7, 1000]]}
+
+
+def test_features_from_texts_and_columns_first(tmp_path: Path) -> None:
+    rows = [
+        {"scenario": "s", "judge": "a", "first": "b", "second": "c", "verdict": 1,
+         "first_text": "# Title\n\n- one **two**\n- three", "second_text": "plain words",
+         "first_bold": 5, "second_bold": 0},
+        {"scenario": "s", "judge": "a", "first": "c", "second": "b", "verdict": 0,
+         "first_text": "", "second_text": "日本 ok!", "first_bold": 0, "second_bold": 1},
+    ]  # fmt: skip
+    table = read_verdicts(_write(tmp_path / "v.jsonl", rows))
+    assert _features(table) == {
+        "length": [[11, 2], [0, 4]],
+        "headers": [[1, 0], [0, 0]],
+        "lists": [[2, 0], [0, 0]],
+        "bold": [[5, 0], [0, 1]],  # the columns, not the texts
+    }
+    assert _features(read_verdicts(_write(tmp_path / "v.csv", rows))) == _features(table)
+
+
+@pytest.mark.parametrize("name", ["b.csv", "b.parquet"])
+def test_arena_features_from_columns_and_kaggle_turns(name: str, tmp_path: Path) -> None:
+    battles = [
+        {**b, "response_a": '["a **b**", "c"]', "response_b": "[not json", "length_a": 3,
+         "length_b": 4, "model_length_a": 1}
+        for b in BATTLES[:2]
+    ]  # fmt: skip
+    table = read_verdicts(_write(tmp_path / name, battles))
+    assert _features(table) == {
+        "length": [[3, 4]] * 2,  # the columns
+        "headers": [[0, 0]] * 2,
+        "lists": [[0, 0]] * 2,
+        "bold": [[1, 0]] * 2,  # the turns joined; text that is not a JSON list, as it is
+    }
+    with pytest.raises(InputError, match="'model': model_a and model_b are not features"):
+        read_verdicts(_write(tmp_path / name, battles), features=["model"])
+    with pytest.raises(InputError, match="needs columns model_length_a and model_length_b"):
+        read_verdicts(_write(tmp_path / name, battles), features=["model_length"])
+
+
+def _metadata(side: str, tokens: int, headers: int) -> dict[str, Any]:
+    return {
+        f"sum_assistant_{side}_tokens": tokens,
+        f"header_count_{side}": {f"h{i}": headers if i == 2 else 0 for i in range(1, 7)},
+        f"list_count_{side}": {"ordered": 1, "unordered": 2},
+        f"bold_count_{side}": {"**": 3, "__": 0},
+    }
+
+
+def test_lmarena_conv_metadata_in_a_streamed_parquet_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vf, "BATCH_ROWS", 2)
+    battles = [
+        {"model_a": "x", "model_b": "y", "winner": w, "response_a": "ignored",
+         "response_b": "ignored",
+         "conv_metadata": {**_metadata("a", 100 + i, i), **_metadata("b", 50, 1), "turns": 1}}
+        for i, w in enumerate(["model_a", "both_bad", "tie", "model_b", "model_a"])
+    ]  # fmt: skip
+    path = _write(tmp_path / "dataset", battles)
+    assert pa.types.is_struct(pq.read_schema(path / "part-0.parquet").field("conv_metadata").type)
+    table = read_verdicts(path)
+    assert table.verdict.tolist() == [1, 0, 0, 2, 1]
+    assert _features(table) == {
+        "length": [[100 + i, 50] for i in range(5)],
+        "headers": [[i, 1] for i in range(5)],
+        "lists": [[3, 3]] * 5,
+        "bold": [[3, 3]] * 5,
+    }
+    battles[3]["conv_metadata"]["header_count_b"]["h4"] = None
+    with pytest.raises(InputError) as error:
+        read_verdicts(_write(tmp_path / "bad", battles))
+    assert error.value.path == str(tmp_path / "bad" / "part-1.parquet")
+    assert (error.value.row, error.value.column) == (2, "conv_metadata")
+    assert "missing value (None) in header_count_b.h4" in error.value.message
+
+
+def test_features_stream_with_their_rows_and_criterion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vf, "BATCH_ROWS", 3)
+    rows = [
+        {"scenario": f"s{i // 2}", "judge": "a", "first": "b", "second": "c", "verdict": 1,
+         "criterion": ("wit", "care")[i % 2], "first_text": "word " * i, "second_text": "x",
+         "first_length": 10 * i, "second_length": 1}
+        for i in range(14)
+    ]  # fmt: skip
+    path = _write(tmp_path / "dataset", rows)
+    table = read_verdicts(path, criterion="wit", collapse="cells")
+    assert len(table) == 7
+    assert _features(table)["length"] == [[10 * i, 1] for i in range(0, 14, 2)]  # the columns
+    assert _features(table)["lists"] == [[0, 0]] * 7  # the texts
+    whole = read_verdicts(path)
+    np.testing.assert_array_equal(whole.weight, 0.5)
+    assert _features(whole)["length"] == [[10 * i, 1] for i in range(14)]
+
+
+def test_features_none_merges_rows_and_available_keeps_them(tmp_path: Path) -> None:
+    path = tmp_path / "v.csv"
+    path.write_text(
+        HEADER.strip() + ",first_text,second_text\n" + "s1,a,b,c,1,hi,ho\n" * 3 + "s2,a,b,c,1,x,y\n"
+    )
+    assert len(read_verdicts(path, collapse="scenarios")) == 4
+    merged = read_verdicts(path, collapse="scenarios", features=None)
+    assert len(merged) == 2 and merged.features is None
+    assert merged.weight.tolist() == [3, 1]
+
+
+def test_a_requested_feature_the_file_lacks_names_what_it_needs(tmp_path: Path) -> None:
+    path = tmp_path / "v.csv"
+    path.write_text(HEADER.strip() + ",first_length,second_length,first_tone\ns,a,b,c,1,1,2,3\n")
+    with pytest.raises(InputError) as error:
+        read_verdicts(path, features=["length", "bold", "tone"])
+    assert error.value.line == 1
+    assert (
+        "no style feature 'bold': it needs columns first_bold and second_bold or the texts "
+        "first_text and second_text; no style feature 'tone': it needs columns first_tone and "
+        "second_tone; the file offers length"
+    ) in error.value.message
+    battles = tmp_path / "b.jsonl"
+    _write(battles, BATTLES)
+    with pytest.raises(InputError, match="conv_metadata with list_count_a and list_count_b"):
+        read_verdicts(battles, features=["lists"])
+    assert read_verdicts(battles).features is None  # none offered
+    with pytest.raises(ValueError, match="named twice: length"):
+        read_verdicts(path, features=["length", "tone", "length"])
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "where", "message"),
+    [
+        ("v.csv", "oops", {"line": 3}, "'oops' in second_length is not a number"),
+        ("v.csv", " NA ", {"line": 3}, "missing value (' NA ') in second_length"),
+        ("v.csv", "", {"line": 3}, "missing value ('') in second_length"),
+        ("v.csv", "inf", {"line": 3}, "'inf' in second_length is not a finite number"),
+        ("v.jsonl", None, {"line": 2}, "missing value (None) in second_length"),
+        ("v.jsonl", "12x", {"line": 2}, "'12x' in second_length is not a number"),
+        ("v.json", [1], {"row": 2}, "'[1]' in second_length is not a number"),
+        ("v.parquet", None, {"row": 2}, "missing value (None) in second_length"),
+        ("v.parquet", float("nan"), {"row": 2}, "missing value (nan) in second_length"),
+    ],
+)
+def test_a_bad_feature_value_is_located(
+    name: str, value: Any, where: dict[str, int], message: str, tmp_path: Path
+) -> None:
+    rows = [
+        {"scenario": "s", "judge": "a", "first": "b", "second": "c", "verdict": 1,
+         "first_length": 1, "second_length": 2},
+        {"scenario": "s", "judge": "a", "first": "c", "second": "b", "verdict": 2,
+         "first_length": 3, "second_length": value},
+    ]  # fmt: skip
+    with pytest.raises(InputError) as error:
+        read_verdicts(_write(tmp_path / name, rows))
+    assert error.value.column == "second_length"
+    assert {k: getattr(error.value, k) for k in where} == where
+    assert message in error.value.message
+    assert "--style none" in error.value.message or "missing" not in message
+
+
+def test_a_reply_without_its_text_is_an_error(tmp_path: Path) -> None:
+    battles = [
+        {"model_a": "x", "model_b": "y", "winner": "tie", "response_a": "a", "response_b": "b"},
+        {"model_a": "y", "model_b": "x", "winner": "tie", "response_a": "c", "response_b": None},
     ]
-    lengths = read_verdicts(_write(tmp_path / "b.parquet", texts)).lengths
-    np.testing.assert_array_equal(lengths, [[5, 0], [2, np.nan]])
-    numbers = [{**t, "length_a": 3, "length_b": None} for t in texts]
-    lengths = read_verdicts(_write(tmp_path / "n.jsonl", numbers)).lengths
-    np.testing.assert_array_equal(lengths, [[3, np.nan], [3, np.nan]])  # numbers first
+    path = _write(tmp_path / "b.parquet", battles)
+    for features in ("available", ["length"]):
+        with pytest.raises(InputError) as error:
+            read_verdicts(path, features=features)
+        assert (error.value.row, error.value.column) == (2, "response_b")
+        assert "has no features" in error.value.message
+        assert "--style none" in error.value.message
+    assert read_verdicts(path, features=None).features is None
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_features_are_written_and_read_back(suffix: str, tmp_path: Path) -> None:
+    texts = tmp_path / "t.jsonl"
+    rows = [
+        {"scenario": f"s{i}", "judge": "a", "first": "b", "second": "c", "verdict": i % 3,
+         "first_text": "**x** " * i, "second_text": f"# {i}\n- y", "first_tone": i / 3,
+         "second_tone": 0.25}
+        for i in range(5)
+    ]  # fmt: skip
+    table = read_verdicts(_write(texts, rows), features=[*DEFAULT_FEATURES, "tone"])
+    path = tmp_path / f"v{suffix}"
+    write_verdicts(table, path)
+    header = pq.read_schema(path).names if suffix == ".parquet" else None
+    if header is not None:
+        assert header[5:7] == ["first_length", "second_length"]
+    back = read_verdicts(path, features=[*DEFAULT_FEATURES, "tone"])
+    _same(back, table)
+    assert back.features is not None and table.features is not None
+    assert back.features.names == table.features.names
+    np.testing.assert_array_equal(back.features.first, table.features.first)
+    np.testing.assert_array_equal(back.features.second, table.features.second)
+    assert vf.verdicts_csv(table).splitlines()[0] == (
+        "scenario,judge,first,second,verdict,first_length,second_length,first_headers,"
+        "second_headers,first_lists,second_lists,first_bold,second_bold,first_tone,second_tone"
+    )
 
 
 NAMES = ['say "hi"', "a, b", "[bold]x[/]", "日本語-模型", "007", " padded "]

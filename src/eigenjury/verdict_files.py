@@ -3,14 +3,20 @@
 Two conventions are read, told apart by their columns (any other column is not read):
 
 - a verdict table: scenario, judge, first, second, verdict (0 tie, 1 first better,
-  2 second better), optionally criterion, and the replies' lengths as first_length and
-  second_length (numbers) or first_text and second_text (texts);
+  2 second better), optionally criterion, and features of the two replies (style
+  control's covariates; "length" is also agreement's longer reply): numeric columns
+  first_<feature> and second_<feature>, or the texts first_text and second_text, which
+  give the default features (eigenjury.reply_features);
 - battles in the Chatbot Arena convention: model_a, model_b and winner (model_a,
-  model_b, tie or tie (bothbad): both tie kinds are ties), optionally judge (default:
-  one judge named 'crowd'), question_id (the scenario; default: each battle its own),
-  length_a and length_b or response_a and response_b; Kaggle's arena-human-preference
-  files give the winner as three 0/1 columns instead (winner_model_a, winner_model_b,
+  model_b, tie, or tie (bothbad) and both_bad: every tie kind is a tie), optionally
+  judge (default: one judge named 'crowd'), question_id (the scenario; default: each
+  battle its own), features as <feature>_a and <feature>_b, as the texts response_a and
+  response_b (Kaggle's JSON lists of turns included), or in LMArena's conv_metadata
+  (token counts and markdown counts per reply); Kaggle's arena-human-preference files
+  give the winner as three 0/1 columns instead (winner_model_a, winner_model_b,
   winner_tie).
+
+A feature's numeric columns win over the metadata, which wins over the texts.
 
 Files are CSV, JSONL, a JSON array of objects, Parquet, or a folder of Parquet files
 (a dataset). Reading is columnar (pyarrow): names are dictionary-encoded and every
@@ -25,7 +31,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -46,19 +52,38 @@ from eigenjury.files import (
     read_json_lines,
     read_text,
 )
-from eigenjury.stats.verdicts import FIRST, SECOND, TIE, VerdictTable, tally
+from eigenjury.reply_features import DEFAULT_FEATURES, joined_turns, text_features
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE, ReplyFeatures, VerdictTable, tally
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
 OPTIONAL = ("criterion",)
 BATTLE_REQUIRED = ("model_a", "model_b", "winner")
 # The Kaggle "arena-human-preference" form: the winner as three 0/1 columns.
 ONE_HOT = ("winner_model_a", "winner_model_b", "winner_tie")
-WINNERS = {"model_a": FIRST, "model_b": SECOND, "tie": TIE, "tie (bothbad)": TIE}
+WINNERS = {
+    "model_a": FIRST,
+    "model_b": SECOND,
+    "tie": TIE,
+    "tie (bothbad)": TIE,
+    "both_bad": TIE,  # LMArena's arena-human-preference-140k
+}
 CROWD = "crowd"  # the one judge of battles without a judge column
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 READ_FORMATS = {**FORMATS, ".json": "json"}  # a JSON array is read, never written
 Collapse = Literal["rows", "scenarios", "cells"]
 COLLAPSES: tuple[str, ...] = get_args(Collapse)
+# Which reply features to read: "available" (the default features the file offers),
+# None (none), or these names (each required).
+Features = Literal["available"] | Sequence[str] | None
+# LMArena's per-battle struct column, and its fields behind each default feature (a
+# struct of counts is summed); "{}" is the side, a or b.
+METADATA = "conv_metadata"
+METADATA_FIELDS = {
+    "length": "sum_assistant_{}_tokens",
+    "headers": "header_count_{}",
+    "lists": "list_count_{}",
+    "bold": "bold_count_{}",
+}
 # Rows per Parquet batch (pyarrow's default row group): memory while streaming a
 # dataset is a few times this.
 BATCH_ROWS = 1 << 20
@@ -71,6 +96,7 @@ _NEEDS = (
 )
 
 IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 Locate = Callable[[int], dict[str, Any]]  # a row's index in its batch -> InputError place
 
@@ -87,7 +113,11 @@ def file_format(path: Path) -> str:
 
 
 def read_verdicts(
-    path: str | Path, *, criterion: str | None = None, collapse: Collapse = "rows"
+    path: str | Path,
+    *,
+    criterion: str | None = None,
+    collapse: Collapse = "rows",
+    features: Features = "available",
 ) -> VerdictTable:
     """Load and validate a verdict or battle file (see the module docstring).
 
@@ -98,13 +128,16 @@ def read_verdicts(
     "scenarios", rows equal in scenario, judge, first, second and verdict merged into
     one whose weight counts them (the same VerdictCounts and ScenarioCounts); "cells",
     also every row in one scenario (code 0; `scenarios` still lists the names), for
-    callers that need the total counts only. With lengths, rows are kept as they are.
-    A JSON array is read with the standard library; Parquet is the fast path for huge
-    files.
+    callers that need the total counts only. With features read, rows are kept as they
+    are. `features`: "available", each default feature where the file offers it (none
+    offered: no features); None, no features (a fit without style control); or these
+    names, each required (an InputError names what the file lacks). A missing or
+    non-numeric feature value is an InputError. A JSON array is read with the standard
+    library; Parquet is the fast path for huge files.
     """
     if collapse not in COLLAPSES:
         raise ValueError(f"collapse must be one of {', '.join(COLLAPSES)}, not {collapse!r}")
-    source = _open(Path(path))
+    source = _open(Path(path), _requested(features))
     reader = _Reader(source, criterion, collapse)
     for batch, locate in source.batches:
         reader.add(batch, locate)
@@ -146,18 +179,47 @@ class _Convention:
     first: str
     second: str
     outcome: str
-    numbers: tuple[str, str]  # the replies' lengths
+    pair: tuple[str, str]  # the two replies' columns of a feature ("{}": its name)
+    not_features: frozenset[str]  # names whose column pair is something else
     texts: tuple[str, str]  # the replies themselves
     outcome_value: Callable[[Any], int]  # a value's verdict, or -1
     outcomes: str  # the values allowed, in words
     parts: tuple[str, ...] = ()  # columns whose values, joined by ",", are the outcome
+    arena: bool = False  # texts may be JSON lists of turns; features may be in METADATA
 
-    def columns(self, found: Sequence[str]) -> list[str]:
-        """The columns to read from a file that has `found`."""
+    def columns(self, found: Sequence[str], features: dict[str, str]) -> list[str]:
+        """The columns to read from a file that has `found`, for these features."""
         outcome = self.parts or (self.outcome,)
         roles = (self.scenario, self.judge, self.first, self.second, *outcome, "criterion")
-        lengths = [p for p in (self.numbers, self.texts) if all(c in found for c in p)][:1]
-        return [c for c in roles if c in found] + [c for pair in lengths for c in pair]
+        columns = [c for c in roles if c in found]
+        for name, source in features.items():
+            wanted = {"columns": self.feature_columns(name), "metadata": (METADATA,)}
+            columns += [c for c in wanted.get(source, self.texts) if c not in columns]
+        return columns
+
+    def feature_columns(self, name: str) -> tuple[str, str]:
+        first, second = self.pair
+        return first.format(name), second.format(name)
+
+    def offered(self, found: Sequence[str], metadata: Collection[str]) -> dict[str, str]:
+        """Every feature the file offers and where from: "columns", "metadata" or
+        "texts" (the default features only), in that order of preference."""
+        offered: dict[str, str] = {}
+        present = set(found)
+        first, second = self.pair
+        head, tail = first.split("{}")
+        for column in found:
+            name = column[len(head) : len(column) - len(tail)]
+            matches = column.startswith(head) and column.endswith(tail) and name
+            if matches and name not in self.not_features and second.format(name) in present:
+                offered[name] = "columns"
+        fields = set(metadata) if self.arena else set()
+        for name, field in METADATA_FIELDS.items():
+            if name not in offered and {field.format("a"), field.format("b")} <= fields:
+                offered[name] = "metadata"
+        if all(c in present for c in self.texts):
+            offered.update({n: "texts" for n in DEFAULT_FEATURES if n not in offered})
+        return offered
 
 
 def _verdict_value(value: Any) -> int:
@@ -193,7 +255,8 @@ _VERDICT_TABLE = _Convention(
     "first",
     "second",
     "verdict",
-    ("first_length", "second_length"),
+    ("first_{}", "second_{}"),
+    frozenset({"text"}),
     ("first_text", "second_text"),
     _verdict_value,
     "0 (tie), 1 (first better) or 2 (second better)",
@@ -206,10 +269,12 @@ _BATTLES = _Convention(
     "model_a",
     "model_b",
     "winner",
-    ("length_a", "length_b"),
+    ("{}_a", "{}_b"),
+    frozenset({"model", "response", "winner_model", "conversation"}),
     ("response_a", "response_b"),
     _winner_value,
-    "model_a, model_b, tie or tie (bothbad)",
+    "model_a, model_b, tie, tie (bothbad) or both_bad",
+    arena=True,
 )
 _ONE_HOT_BATTLES = replace(
     _BATTLES,
@@ -237,20 +302,88 @@ def _convention(path: Path, found: Sequence[str], **where: Any) -> _Convention:
     )
 
 
+def _requested(features: Features) -> tuple[str, ...] | None:
+    """The feature names asked for; None: the default features the file offers."""
+    if isinstance(features, str):
+        if features != "available":
+            raise ValueError(f"features must be 'available', None or names, not {features!r}")
+        return None
+    names = tuple(features or ())
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"feature(s) named twice: {', '.join(twice)}")
+    return names
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What is read from a file: its convention, each feature's source ("columns",
+    "metadata" or "texts") and the columns."""
+
+    convention: _Convention
+    features: dict[str, str]
+    columns: list[str]
+
+    def numeric(self) -> set[str]:
+        """The feature columns read, whose values are numbers."""
+        c = self.convention
+        pairs = [c.feature_columns(n) for n, s in self.features.items() if s == "columns"]
+        return {x for pair in pairs for x in pair}
+
+
+def _layout(
+    path: Path,
+    found: Sequence[str],
+    metadata: Collection[str],
+    requested: tuple[str, ...] | None,
+    **where: Any,
+) -> _Layout:
+    """The layout of a file with the columns `found` (and these fields in METADATA), or
+    an InputError naming a requested feature it does not offer and what that needs."""
+    convention = _convention(path, found, **where)
+    offered = convention.offered(found, metadata)
+    if requested is None:
+        features = {n: offered[n] for n in DEFAULT_FEATURES if n in offered}
+    else:
+        lacking = [n for n in requested if n not in offered]
+        if lacking:
+            needs = "; ".join(_feature_needs(convention, n) for n in lacking)
+            raise InputError(
+                f"{needs}; the file offers {', '.join(offered) or 'no features'}",
+                path=path,
+                **where,
+            )
+        features = {n: offered[n] for n in requested}
+    return _Layout(convention, features, convention.columns(found, features))
+
+
+def _feature_needs(convention: _Convention, name: str) -> str:
+    """Why the file offers no feature `name`, and what would."""
+    first, second = convention.feature_columns(name)
+    if name in convention.not_features:
+        return f"no style feature '{name}': {first} and {second} are not features"
+    sources = [f"columns {first} and {second}"]
+    if convention.arena and name in METADATA_FIELDS:
+        field = METADATA_FIELDS[name]
+        sources.append(f"{METADATA} with {field.format('a')} and {field.format('b')}")
+    if name in DEFAULT_FEATURES:
+        sources.append(f"the texts {convention.texts[0]} and {convention.texts[1]}")
+    return f"no style feature '{name}': it needs {' or '.join(sources)}"
+
+
 @dataclass(frozen=True)
 class _Source:
-    """An opened file: its convention, the columns read, and batches of rows."""
+    """An opened file: what is read from it, and batches of rows."""
 
     path: Path
-    convention: _Convention
-    columns: list[str]
+    layout: _Layout
     batches: Iterator[tuple[Any, Locate]]  # (pyarrow Table or RecordBatch, where its rows are)
     skip_blank: bool = False  # CSV rows blank in every column read are skipped
 
 
-def _open(path: Path) -> _Source:
+def _open(path: Path, requested: tuple[str, ...] | None) -> _Source:
     if path.is_dir():
-        return _parquet(path)
+        return _parquet(path, requested)
     fmt = READ_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise InputError(
@@ -259,17 +392,22 @@ def _open(path: Path) -> _Source:
             path=path,
         )
     check_file(path)
-    return {"csv": _csv, "jsonl": _jsonl, "json": _json, "parquet": _parquet}[fmt](path)
+    return {"csv": _csv, "jsonl": _jsonl, "json": _json, "parquet": _parquet}[fmt](path, requested)
 
 
-def _csv(path: Path) -> _Source:
+def _metadata_fields(value: Any) -> list[str]:
+    """The fields of a first row's METADATA object (JSON)."""
+    return list(value) if isinstance(value, dict) else []
+
+
+def _csv(path: Path, requested: tuple[str, ...] | None) -> _Source:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     with path.open(newline="", encoding="utf-8-sig") as f:
         header = csv_header(csv.reader(f), path, _NEEDS)
-    convention = _convention(path, header, line=1)
-    columns = convention.columns(header)
+    layout = _layout(path, header, (), requested, line=1)
+    columns = layout.columns
     try:
         table = pacsv.read_csv(
             path,
@@ -280,8 +418,8 @@ def _csv(path: Path) -> _Source:
             ),
         )
     except pa.ArrowException:  # ragged rows, bad UTF-8, ...: the row reader says where
-        return _csv_rows(path, convention, columns)
-    return _Source(path, convention, columns, iter([(table, partial(_csv_line, path))]), True)
+        return _csv_rows(path, layout)
+    return _Source(path, layout, iter([(table, partial(_csv_line, path))]), True)
 
 
 def _csv_line(path: Path, index: int) -> dict[str, Any]:
@@ -294,19 +432,19 @@ def _csv_line(path: Path, index: int) -> dict[str, Any]:
         return {"path": path, "line": next(line for i, line in enumerate(rows) if i == index)}
 
 
-def _csv_rows(path: Path, convention: _Convention, columns: list[str]) -> _Source:
+def _csv_rows(path: Path, layout: _Layout) -> _Source:
     """A CSV file pyarrow could not parse, read row by row: the row reader names the
     line of a ragged row or of bytes that are not UTF-8, and reads what it accepts."""
     numbers: list[int] = []
-    values: dict[str, list[Any]] = {c: [] for c in columns}
-    for line, row in read_csv(path, convention.required, _NEEDS):
+    values: dict[str, list[Any]] = {c: [] for c in layout.columns}
+    for line, row in read_csv(path, layout.convention.required, _NEEDS):
         numbers.append(line)
-        for c in columns:
+        for c in layout.columns:
             values[c].append(row[c])
-    return _python_source(path, convention, values, lambda i: {"path": path, "line": numbers[i]})
+    return _python_source(path, layout, values, lambda i: {"path": path, "line": numbers[i]})
 
 
-def _jsonl(path: Path) -> _Source:
+def _jsonl(path: Path, requested: tuple[str, ...] | None) -> _Source:
     import pyarrow as pa
     import pyarrow.json as pajson
 
@@ -314,9 +452,10 @@ def _jsonl(path: Path) -> _Source:
     if first is None:
         raise InputError(f"the file has no verdicts; {_NEEDS}", path=path)
     number, record = first
-    convention = _convention(path, list(record), line=number)
-    columns = convention.columns(list(record))
-    schema = pa.schema([(c, _json_type(c, record[c], convention)) for c in columns])
+    metadata = _metadata_fields(record.get(METADATA))
+    layout = _layout(path, list(record), metadata, requested, line=number)
+    columns = layout.columns
+    schema = pa.schema([(c, _json_type(c, record[c], layout)) for c in columns])
     try:
         table = pajson.read_json(
             path,
@@ -332,17 +471,17 @@ def _jsonl(path: Path) -> _Source:
             numbers.append(line)
             for c in columns:
                 values[c].append(row.get(c))
-        return _python_source(
-            path, convention, values, lambda i: {"path": path, "line": numbers[i]}
-        )
-    return _Source(path, convention, columns, iter([(table, partial(_jsonl_line, path))]))
+        return _python_source(path, layout, values, lambda i: {"path": path, "line": numbers[i]})
+    return _Source(path, layout, iter([(table, partial(_jsonl_line, path))]))
 
 
-def _json_type(column: str, value: Any, convention: _Convention) -> Any:
+def _json_type(column: str, value: Any, layout: _Layout) -> Any:
     """The pyarrow type for a JSONL column, from its value on the first line."""
     import pyarrow as pa
 
-    if column in convention.numbers or isinstance(value, float):
+    if column == METADATA and isinstance(value, dict):
+        return pa.array([value]).type
+    if column in layout.numeric() or isinstance(value, float):
         return pa.float64()
     if isinstance(value, bool):
         return pa.bool_()
@@ -354,7 +493,7 @@ def _jsonl_line(path: Path, index: int) -> dict[str, Any]:
     return {"path": path, "line": next(n for i, (n, _) in enumerate(lines(path)) if i == index)}
 
 
-def _json(path: Path) -> _Source:
+def _json(path: Path, requested: tuple[str, ...] | None) -> _Source:
     data = load_json(read_text(path), path)
     if not isinstance(data, list):
         raise InputError(
@@ -370,22 +509,22 @@ def _json(path: Path) -> _Source:
             )
     if not data:
         raise InputError(f"the file has no verdicts; {_NEEDS}", path=path)
-    convention = _convention(path, list(data[0]), row=1)
-    values = {c: [item.get(c) for item in data] for c in convention.columns(list(data[0]))}
-    return _python_source(path, convention, values, lambda i: {"path": path, "row": i + 1})
+    metadata = _metadata_fields(data[0].get(METADATA))
+    layout = _layout(path, list(data[0]), metadata, requested, row=1)
+    values = {c: [item.get(c) for item in data] for c in layout.columns}
+    return _python_source(path, layout, values, lambda i: {"path": path, "row": i + 1})
 
 
 def _python_source(
-    path: Path, convention: _Convention, values: dict[str, list[Any]], locate: Locate
+    path: Path, layout: _Layout, values: dict[str, list[Any]], locate: Locate
 ) -> _Source:
     """Columns of Python values (JSON or CSV read without pyarrow) as one batch."""
     import pyarrow as pa
 
-    names = (convention.scenario, convention.judge, convention.first, convention.second)
-    table = pa.table(
-        {c: _python_column(v, c, c in (*names, "criterion"), locate) for c, v in values.items()}
-    )
-    return _Source(path, convention, list(values), iter([(table, locate)]))
+    c = layout.convention
+    names = (c.scenario, c.judge, c.first, c.second, "criterion")
+    table = pa.table({x: _python_column(v, x, x in names, locate) for x, v in values.items()})
+    return _Source(path, layout, iter([(table, locate)]))
 
 
 def _python_column(values: list[Any], column: str, name: bool, locate: Locate) -> Any:
@@ -412,7 +551,7 @@ def _python_column(values: list[Any], column: str, name: bool, locate: Locate) -
     return pa.array(texts, pa.string())
 
 
-def _parquet(path: Path) -> _Source:
+def _parquet(path: Path, requested: tuple[str, ...] | None) -> _Source:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -422,8 +561,10 @@ def _parquet(path: Path) -> _Source:
         schema = dataset.schema
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"not a readable {what} ({exc})", path=path) from None
-    convention = _convention(path, schema.names)
-    columns = convention.columns(schema.names)
+    kind = schema.field(METADATA).type if METADATA in schema.names else None
+    metadata = [f.name for f in kind] if kind is not None and pa.types.is_struct(kind) else []
+    layout = _layout(path, schema.names, metadata, requested)
+    columns = layout.columns
 
     def batches() -> Iterator[tuple[Any, Locate]]:
         for fragment in dataset.get_fragments():
@@ -438,7 +579,7 @@ def _parquet(path: Path) -> _Source:
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(f"not a readable Parquet file ({exc})", path=where) from None
 
-    return _Source(path, convention, columns, batches())
+    return _Source(path, layout, batches())
 
 
 def _parquet_row(path: Path, before: int, index: int) -> dict[str, Any]:
@@ -613,8 +754,9 @@ class _Reader:
 
     def __init__(self, source: _Source, criterion: str | None, collapse: Collapse) -> None:
         self.path = source.path
-        self.convention = c = source.convention
-        self.columns = source.columns
+        self.convention = c = source.layout.convention
+        self.columns = source.layout.columns
+        self.features = source.layout.features
         self.skip_blank = source.skip_blank
         self.criterion = criterion
         has_criterion = "criterion" in self.columns
@@ -625,11 +767,10 @@ class _Reader:
             )
         self.weigh_judgments = has_criterion and criterion is None
         self.numbered = c.scenario not in self.columns  # battles without question_id
-        self.has_lengths = any(x in self.columns for x in (*c.numbers, *c.texts))
         mode: str = collapse
         if mode == "cells" and self.weigh_judgments:
             mode = "scenarios"  # the weights need the judgments
-        if self.has_lengths or (self.numbered and mode == "scenarios"):
+        if self.features or (self.numbered and mode == "scenarios"):
             mode = "rows"  # nothing to merge
         self.cells = mode == "cells"
         self.rows = _Rows(merge=mode != "rows")
@@ -643,7 +784,7 @@ class _Reader:
         if not batch.num_rows:
             return
         c = self.convention
-        blank, codes, verdict = self._checked(batch, locate)
+        blank, codes, verdict, replies = self._checked(batch, locate)
         keep = ~blank
         self.read += int(keep.sum())
         if self.criterion is not None:
@@ -657,8 +798,8 @@ class _Reader:
             r: kept(codes[x]) for r, x in zip(_ROLES, (c.judge, c.first, c.second), strict=True)
         }
         part["verdict"] = kept(verdict)
-        if self.has_lengths:
-            part["lengths"] = kept(self._lengths(batch))
+        if replies is not None:
+            part["first_features"], part["second_features"] = map(kept, replies)
         m = len(part["verdict"])
         if self.numbered:
             part["scenario"] = np.arange(self.kept, self.kept + m)
@@ -676,9 +817,10 @@ class _Reader:
 
     def _checked(
         self, batch: Any, locate: Locate
-    ) -> tuple[BoolArray, dict[str, IntArray], IntArray]:
-        """The batch's blank rows, each name column's codes and the verdicts; every check
-        runs on whole columns and the first bad row (in the file's order) is reported."""
+    ) -> tuple[BoolArray, dict[str, IntArray], IntArray, tuple[FloatArray, FloatArray] | None]:
+        """The batch's blank rows, each name column's codes, the verdicts and the replies'
+        features; every check runs on whole columns and the first bad row (in the file's
+        order) is reported."""
         n = batch.num_rows
         c = self.convention
         names = [x for x in (c.scenario, c.judge, c.first, c.second) if x in self.columns]
@@ -703,10 +845,11 @@ class _Reader:
                 (same, 20, message + f"a {c.noun} compares two different evaluees", None)
             )
         verdict = self._outcomes(coded[c.outcome], n, blank, problems)
+        replies = self._replies(batch, blank, problems) if self.features else None
         if problems:
             row, _, problem, where = min(problems, key=lambda p: p[:2])
             raise InputError(problem, column=where, **locate(row))
-        return blank, codes, verdict
+        return blank, codes, verdict, replies
 
     def _missing(
         self, batch: Any, column: str, col: _Coded | None, blank: BoolArray, rank: int
@@ -796,22 +939,102 @@ class _Reader:
             )
         return verdict
 
-    def _lengths(self, batch: Any) -> NDArray[np.float64]:
-        """The two replies' lengths per row (NaN where unknown)."""
+    def _replies(
+        self, batch: Any, blank: BoolArray, problems: list[_Problem]
+    ) -> tuple[FloatArray, FloatArray]:
+        """Each row's features (columns in the order of `self.features`) of its first and
+        of its second reply."""
+        c = self.convention
+        from_texts = [n for n, source in self.features.items() if source == "texts"]
+        sides = []
+        for side, text in enumerate(c.texts):
+            texts = self._text_features(batch, text, from_texts, blank, problems)
+            columns = []
+            for name, source in self.features.items():
+                if source == "columns":
+                    column = c.feature_columns(name)[side]
+                    columns.append(
+                        self._numbers(batch.column(column), column, column, blank, problems)
+                    )
+                elif source == "metadata":
+                    field = METADATA_FIELDS[name].format("ab"[side])
+                    columns.append(self._metadata(batch, field, blank, problems))
+                else:
+                    columns.append(texts[name])
+            sides.append(np.stack(columns, axis=1))
+        return sides[0], sides[1]
+
+    def _text_features(
+        self, batch: Any, column: str, names: list[str], blank: BoolArray, problems: list[_Problem]
+    ) -> dict[str, FloatArray]:
+        """The features `names` of the replies in the text column `column`."""
+        import pyarrow as pa
         import pyarrow.compute as pc
 
-        c = self.convention
-        if all(x in self.columns for x in c.numbers):
-            return np.stack([_numbers(batch.column(x)) for x in c.numbers], axis=1)
-        columns = []
-        for x in c.texts:
-            texts = _code_free(batch.column(x))
-            columns.append(
-                pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.float64)
-                if _is_text(texts.type)
-                else np.full(batch.num_rows, np.nan)
+        if not names:
+            return {}
+        texts = _code_free(batch.column(column))
+        if self.convention.arena:
+            texts = joined_turns(texts)
+        if pa.types.is_null(texts.type):
+            texts = texts.cast(pa.string())
+        if not _is_text(texts.type):
+            row = _first_row(_flags(pc.is_valid(texts)) & ~blank)
+            if row is not None:
+                problems.append((row, 50, f"expected a text, got {_kind(texts)}", column))
+            return {n: np.full(len(texts), math.nan) for n in names}
+        row = _first_row(_flags(pc.is_null(texts)) & ~blank)
+        if row is not None:
+            message = (
+                "missing value (None); a reply without its text has no features: give every "
+                "reply its text, or leave style control out (--style none)"
             )
-        return np.stack(columns, axis=1)
+            problems.append((row, 50, message, column))
+        return text_features(texts, names)
+
+    def _metadata(
+        self, batch: Any, field: str, blank: BoolArray, problems: list[_Problem]
+    ) -> FloatArray:
+        """A count in METADATA, a struct of counts summed (LMArena's header_count_a
+        holds h1 to h6)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        metadata = _code_free(batch.column(METADATA))
+        if not pa.types.is_struct(metadata.type):
+            row = _first_row(_flags(pc.is_valid(metadata)) & ~blank)
+            if row is not None:
+                message = f"expected an object with {field}, got {_kind(metadata)}"
+                problems.append((row, 50, message, METADATA))
+            return np.full(len(metadata), math.nan)
+        values = pc.struct_field(metadata, [field])
+        if not pa.types.is_struct(values.type):
+            return self._numbers(values, METADATA, field, blank, problems)
+        total = np.zeros(len(values))
+        for part in values.type:
+            count = pc.struct_field(values, [part.name])
+            total += self._numbers(count, METADATA, f"{field}.{part.name}", blank, problems)
+        return total
+
+    def _numbers(
+        self, values: Any, column: str, label: str, blank: BoolArray, problems: list[_Problem]
+    ) -> FloatArray:
+        """A feature's values as floats; the first row without a finite number (numbers
+        written as text are read) is a problem."""
+        array = _code_free(values)
+        floats, missing, wrong = _floats(array)
+        checks = {
+            "missing value ({!r}) in {}; every reply needs one, or leave style control out "
+            "(--style none)": missing,
+            "{!r} in {} is not a number": wrong,
+            "{!r} in {} is not a finite number": np.isinf(floats),
+        }
+        for rank, (problem, flags) in enumerate(checks.items()):
+            row = _first_row(flags & ~blank)
+            if row is not None:
+                message = problem.format(array[row].as_py(), label)
+                problems.append((row, 50 + rank, message, column))
+        return floats
 
     def table(self) -> VerdictTable:
         rows = self.rows.columns()
@@ -838,7 +1061,7 @@ class _Reader:
             scenarios, new_scenario = self.scenarios.ordered(kept)
             scenario = new_scenario[scenario]
         judge, first, second = (new_model[rows[r]] for r in _ROLES)
-        verdict, weight, lengths = rows["verdict"], rows["count"], rows.get("lengths")
+        verdict, weight = rows["verdict"], rows["count"]
         if self.rows.merge:  # in key order, whatever the batches were
             distinct, group = _distinct([scenario, judge, first, second, verdict])
             scenario, judge, first, second, verdict = distinct
@@ -856,7 +1079,11 @@ class _Reader:
             models=models,
             scenarios=scenarios,
             weight=weight,
-            lengths=lengths,
+            features=(
+                ReplyFeatures(tuple(self.features), rows["first_features"], rows["second_features"])
+                if self.features
+                else None
+            ),
         )
 
 
@@ -879,25 +1106,28 @@ def _code_free(column: Any) -> Any:
     return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
 
-def _numbers(column: Any) -> NDArray[np.float64]:
-    """A column of numbers (or numbers written as text) as floats; NaN where a value is
-    missing or not a number."""
+def _floats(array: Any) -> tuple[FloatArray, BoolArray, BoolArray]:
+    """Numbers (or numbers written as text) as floats, and where a value is missing
+    (null, NaN, text such as "" or "NA") or not a number (those are NaN)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    array = _code_free(column)
-    if _is_text(array.type):
+    kind = array.type
+    missing = _flags(pc.is_null(array))
+    if _is_text(kind):
         trimmed = pc.utf8_trim_whitespace(array)
-        gone = pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(_MISSING))
-        trimmed = pc.if_else(gone, pa.scalar(None, pa.string()), trimmed)
+        missing |= _flags(pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(_MISSING)))
+        trimmed = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), trimmed)
         try:
             array = pc.cast(trimmed, pa.float64())
-        except pa.ArrowException:  # some text is not a number: those alone become NaN
-            return np.array([_number(v) for v in trimmed.to_pylist()], dtype=np.float64)
-    elif not (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)):
-        return np.full(len(array), np.nan)
+        except pa.ArrowException:  # some text is not a number: found in Python
+            floats = np.array([_number(v) for v in trimmed.to_pylist()], dtype=np.float64)
+            return floats, missing, np.isnan(floats) & ~missing
+    elif not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
+        return np.full(len(array), math.nan), missing, ~missing
     floats = pc.fill_null(pc.cast(array, pa.float64()), math.nan)
-    return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
+    numbers = np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return numbers, np.isnan(numbers), np.zeros(len(numbers), dtype=bool)
 
 
 def _number(text: str | None) -> float:
@@ -982,7 +1212,21 @@ def _columns(
     }
     if criterion is not None:
         columns["criterion"] = list(criterion)
-    return [c for c in (*REQUIRED, *OPTIONAL) if c in columns], columns
+    names = [c for c in (*REQUIRED, *OPTIONAL) if c in columns]
+    if table.features is not None:
+        replies = (table.features.first, table.features.second)
+        for f, name in enumerate(table.features.names):
+            for column, values in zip(_VERDICT_TABLE.feature_columns(name), replies, strict=True):
+                columns[column] = [_written(v) for v in values[:, f].tolist()]
+                names.append(column)
+    return names, columns
+
+
+def _written(value: float) -> int | float | None:
+    """A feature's value as written: whole numbers without ".0", NaN as no value."""
+    if math.isnan(value):
+        return None
+    return int(value) if value.is_integer() else value
 
 
 def verdicts_csv(table: VerdictTable, *, criterion: Sequence[str] | None = None) -> str:

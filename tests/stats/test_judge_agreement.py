@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eigenjury.stats.judge_agreement import AgreementRow, judge_agreement
-from eigenjury.stats.verdicts import DataError, VerdictTable
+from eigenjury.stats.verdicts import DataError, ReplyFeatures, VerdictTable
 
 Row = tuple[str, str, str, str, str | None]  # scenario, judge, shown first, shown second, winner
 
@@ -22,7 +22,10 @@ def _table(rows: list[Row], lengths: list[tuple[float, float]] | None = None) ->
     )  # fmt: skip
     if lengths is None:
         return table
-    return dataclasses.replace(table, lengths=np.array(lengths, dtype=float))
+    pairs = np.array(lengths, dtype=float)
+    return dataclasses.replace(
+        table, features=ReplyFeatures(("length",), pairs[:, :1], pairs[:, 1:])
+    )
 
 
 def _row(result: object, judge: str) -> AgreementRow:

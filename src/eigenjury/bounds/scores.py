@@ -177,7 +177,7 @@ def _columns(path: Path, suffix: str) -> set[str]:
 
 
 def _from_verdicts(path: Path) -> ScoreSet:
-    table = read_verdicts(path)
+    table = read_verdicts(path, features=None)
     n = len(table.verdict)
     rows = np.arange(n)
     scenarios = np.asarray(table.scenarios, dtype=object)[table.scenario]

@@ -22,7 +22,7 @@ from eigenjury.files import blocking_file
 
 if TYPE_CHECKING:
     from eigenjury.stats.verdicts import VerdictTable
-    from eigenjury.verdict_files import Collapse
+    from eigenjury.verdict_files import Collapse, Features
 
 
 def bounded(
@@ -81,6 +81,21 @@ def folds(text: str) -> int:
             "1 fold leaves no scenarios to hold out; use 0 (none) or at least 2"
         )
     return value
+
+
+def style_features(text: str) -> tuple[str, ...]:
+    """Reply features for style control, comma-separated; "none" (no control) is ()."""
+    if text.strip().lower() == "none":
+        return ()
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names an empty feature; give FEATURE[,FEATURE...] or none"
+        )
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} named more than once")
+    return names
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -209,12 +224,17 @@ def add_judgment_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_judgments(args: argparse.Namespace, collapse: Collapse = "rows") -> VerdictTable:
-    """The verdicts of `args.verdicts` with the options of `add_judgment_options`."""
+def read_judgments(
+    args: argparse.Namespace, collapse: Collapse = "rows", features: Features = "available"
+) -> VerdictTable:
+    """The verdicts of `args.verdicts` with the options of `add_judgment_options`, and
+    the replies' `features` (see `read_verdicts`)."""
     from eigenjury.stats.verdicts import DataError, pool_judges
     from eigenjury.verdict_files import read_verdicts
 
-    table = read_verdicts(args.verdicts, criterion=args.criterion, collapse=collapse)
+    table = read_verdicts(
+        args.verdicts, criterion=args.criterion, collapse=collapse, features=features
+    )
     for pattern in args.pool_judges:
         try:
             table = pool_judges(table, pattern)

@@ -19,16 +19,18 @@ from eigenjury.commands.options import (
     folds,
     read_judgments,
     seed,
+    style_features,
 )
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
     from eigenjury.peer.run import Inputs, RankRun
     from eigenjury.stats.simulate import Population
-    from eigenjury.verdict_files import Collapse
+    from eigenjury.verdict_files import Collapse, Features
 
 # The `fit` option behind each PeerRanking setting the verdicts may refuse
 SETTING_OPTIONS = {
+    "style": "--style",
     "damping": "--damping",
     "external_weights": "--external-weight",
     "anchor": "--anchor",
@@ -99,6 +101,20 @@ def register(commands: Any) -> None:
         help="size of a clique whose members favour each other",
     )
     sim.add_argument("--greenbeard-bonus", type=bounded(float), default=2.0)
+    sim.add_argument(
+        "--verbosity",
+        type=bounded(float, 0.0, 5.0),
+        default=0.0,
+        help="spread of the models' mean log reply length; with it the replies' lengths "
+        "are written as first_length and second_length (default 0: no lengths)",
+    )
+    sim.add_argument(
+        "--style-effect",
+        type=bounded(float, -20.0, 20.0),
+        default=0.0,
+        help="what judges add to a reply's win log-odds per unit of normalised length "
+        "difference, (a - b) / (a + b) (needs --verbosity; for style control)",
+    )
     sim.add_argument("--seed", type=seed, default=0)
     sim.set_defaults(handler=simulate_command)
 
@@ -134,6 +150,19 @@ def register(commands: Any) -> None:
         dest="position_bias",
         action="store_false",
         help="do not fit per-judge first-slot bias",
+    )
+    fit.add_argument(
+        "--style",
+        type=style_features,
+        metavar="FEATURE[,FEATURE...]|none",
+        help="style control: hold these reply features equal (any feature the file has "
+        "as first_<f>/second_<f> or <f>_a/<f>_b columns; length, headers, lists and bold "
+        "also from reply texts); default: those four where the file has them; none: off",
+    )
+    fit.add_argument(
+        "--style-per-judge",
+        action="store_true",
+        help="one style coefficient per judge and feature (which judge is most swayed)",
     )
     fit.add_argument(
         "--l2",
@@ -244,6 +273,11 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
         raise InputError(f"--group-size {group_size} exceeds --models {args.models}")
     if args.greenbeard > args.models:
         raise InputError(f"--greenbeard {args.greenbeard} exceeds --models {args.models}")
+    if args.style_effect and not args.verbosity:
+        raise InputError(
+            "--style-effect needs --verbosity > 0: without it every reply has the same length",
+            field="--style-effect",
+        )
     if args.dim > args.models:  # scores of m models have rank at most m
         raise InputError(
             f"--dim {args.dim} exceeds --models {args.models}; the latent dimension is at "
@@ -271,6 +305,8 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
         judge_noise=args.judge_noise,
         greenbeard=args.greenbeard,
         greenbeard_bonus=args.greenbeard_bonus,
+        verbosity=args.verbosity,
+        style_effect=args.style_effect,
         seed=args.seed,
     )
     table = simulate_verdicts(
@@ -345,7 +381,12 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     needs: Collapse = (
         "rows" if args.agreement else "scenarios" if args.bootstrap or args.cv else "cells"
     )
-    table = read_judgments(args, needs)
+    if args.style is None:  # the default features, where the file has them
+        features: Features = "available"
+    else:  # agreement reads the lengths where it can, for the longer-reply preference
+        features = args.style or ("available" if args.agreement else None)
+    table = read_judgments(args, needs, features)
+    style = table.features.names if args.style is None and table.features else args.style
     agreement = (  # before the fit: a bad reference stops the command at once
         None
         if args.agreement is None
@@ -366,6 +407,8 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         args.dim,
         **tuning,
         position_bias=args.position_bias,
+        style=style,
+        style_per_judge=args.style_per_judge,
         exclude_self=args.exclude_self,
         damping=args.damping,
         external_weights=external_weights,
@@ -386,7 +429,7 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         ) from None
     except DataError as exc:
         raise InputError(str(exc), path=args.verdicts) from None
-    record = ranking_record(ranking, source=str(args.verdicts))
+    record = ranking_record(ranking, source=str(args.verdicts), style_named=bool(args.style))
     record.agreement = agreement
     if truth is not None:
         if set(truth.evaluees) != set(ranking.models_):

@@ -16,10 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from eigenjury.config import located
 from eigenjury.engine.settings import EngineSettings
 from eigenjury.models.spec import ModelSpec, SpecError
+from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats.bootstrap import rounds_problem
 
 DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
 Seed = Annotated[int, Field(ge=0)]  # numpy's generators refuse negative seeds
+# The features rank computes from the replies (reply_features.DEFAULT_FEATURES).
+StyleFeature = Literal["length", "headers", "lists", "bold"]
 
 
 class _Strict(BaseModel):
@@ -90,11 +93,31 @@ class Judging(_Strict):
 
 
 class Fit(_Strict):
+    """The fit of the verdicts. `style`: the reply features held equal (style control):
+    "default" (length, headers, lists, bold), "none", or a list of them."""
+
     dim: int = Field(2, ge=1)
     bootstrap: int = Field(200, ge=0)
     ci: float = Field(0.95, gt=0.0, lt=1.0)
     exclude_self: bool = False
     seed: Seed = 0
+    style: Literal["default", "none"] | list[StyleFeature] = "default"
+    style_per_judge: bool = False
+
+    @field_validator("style")
+    @classmethod
+    def _each_once(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            twice = sorted({name for name in value if value.count(name) > 1})
+            if twice:
+                raise ValueError(f"{', '.join(twice)} named more than once")
+        return value
+
+    def style_features(self) -> tuple[str, ...]:
+        """The features the fit holds equal (none: no style control)."""
+        if self.style == "default":
+            return DEFAULT_FEATURES
+        return () if self.style == "none" else tuple(self.style)
 
 
 class Greenbeard(_Strict):

@@ -7,7 +7,8 @@ their record here, so the two write the same fields.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,24 +23,34 @@ from eigenjury.peer.record import (
     RankingRecord,
     Settings,
     Shift,
+    StyleCoefficient,
+    StylePart,
     TrustMatrix,
 )
 from eigenjury.records import now
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
-from eigenjury.stats.verdicts import DataError, VerdictTable
+from eigenjury.stats.verdicts import DataError, ReplyFeatures, VerdictTable
 
 if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's config
     from eigenjury.peer.collect import Outcome
     from eigenjury.peer.config import RankConfig
+    from eigenjury.peer.designs import Comparison
 
 METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
+NORMALISATION = (
+    "(a - b) / (|a| + |b|) for the first reply's a and the second's b, divided by its "
+    "standard deviation over the verdicts"
+)
 
 
 def verdict_table(
-    outcomes: Sequence[Outcome], per_criterion: bool
+    outcomes: Sequence[Outcome],
+    per_criterion: bool,
+    responses: Mapping[tuple[str, str], str | None] | None = None,
 ) -> tuple[VerdictTable, list[str] | None]:
-    """The verdicts as a table, and each row's criterion number in criteria mode."""
+    """The verdicts as a table, and each row's criterion number in criteria mode. With
+    the `responses` ((member, scenario) -> text), the replies' style features too."""
     rows = [
         (o.comparison, v, str(i + 1))
         for o in outcomes
@@ -57,7 +68,25 @@ def verdict_table(
         [v for _, v, _ in rows],
         criterion=criterion,
     )
+    if responses is not None:
+        table = dataclasses.replace(table, features=reply_features(rows, responses))
     return table, criterion
+
+
+def reply_features(
+    rows: Sequence[tuple[Comparison, int, str]],
+    responses: Mapping[tuple[str, str], str | None],
+) -> ReplyFeatures:
+    """The default style features of each row's two replies, each reply measured once."""
+    from eigenjury.reply_features import DEFAULT_FEATURES, text_features
+
+    keys = sorted({(member, c.scenario) for c, _, _ in rows for member in (c.first, c.second)})
+    index = {key: i for i, key in enumerate(keys)}
+    measured = text_features([responses.get(key) for key in keys])
+    per_reply = np.stack([measured[name] for name in DEFAULT_FEATURES], axis=1)
+    first = np.array([index[c.first, c.scenario] for c, _, _ in rows], dtype=np.int64)
+    second = np.array([index[c.second, c.scenario] for c, _, _ in rows], dtype=np.int64)
+    return ReplyFeatures(DEFAULT_FEATURES, per_reply[first], per_reply[second])
 
 
 def fit_config(
@@ -74,6 +103,8 @@ def fit_config(
     f = config.fit
     return PeerRanking(
         f.dim,
+        style=f.style_features() if table.features is not None else None,
+        style_per_judge=f.style_per_judge,
         bootstrap=f.bootstrap if bootstrap else 0,
         ci=f.ci,
         seed=f.seed,
@@ -87,9 +118,13 @@ def _interval(ci: np.ndarray | None, i: int, digits: int) -> list[float] | None:
     return None if ci is None else [round(float(ci[i, 0]), digits), round(float(ci[i, 1]), digits)]
 
 
-def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> RankingRecord:
+def ranking_record(
+    ranking: PeerRanking, *, source: str | None = None, style_named: bool = False
+) -> RankingRecord:
     """Everything a fitted PeerRanking reports: the evaluees sorted by rank, every judge
-    that gave verdicts (external ones marked), dispositions of the evaluees only."""
+    that gave verdicts (external ones marked), dispositions of the evaluees only, and
+    style control's coefficients. `style_named`: the user named the style features, so
+    one left out as constant is worth a warning."""
     btd = ranking.btd_
     boot = ranking.bootstrap > 0
     elo_ci = ranking.elo_ci_ if boot else None
@@ -100,6 +135,7 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
     evaluees = np.flatnonzero(~ranking.external_)  # models_[k] is names[evaluees[k]]
     evaluee_n = ranking.counts_.evaluee_totals()
     judge_n = ranking.counts_.judge_totals()
+    styled = bool(ranking.style_features_)
     models = [
         ModelRow(
             name=ranking.models_[k],
@@ -110,6 +146,8 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
             rank=int(ranking.rank_[k]),
             rank_ci=None if rank_ci is None else [int(rank_ci[k, 0]), int(rank_ci[k, 1])],
             verdicts_as_evaluee=round(float(evaluee_n[evaluees[k]]), 3),
+            elo_uncontrolled=round(float(ranking.elo_uncontrolled_[k]), 2) if styled else None,
+            rank_change=int(ranking.rank_change_[k]) if styled else None,
         )
         for k in order
     ]
@@ -138,6 +176,12 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
             folds=ranking.cv,
             fold_unit="scenario",
         )
+    warnings = list(ranking.warnings_)
+    if style_named and ranking.style_dropped_:
+        warnings.append(
+            "left out of style control, as no fit could tell their effect apart: "
+            + "; ".join(f"{name} ({why})" for name, why in ranking.style_dropped_.items())
+        )
     return RankingRecord(
         eigenjury=__version__,
         created=now(),
@@ -151,6 +195,8 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
             exclude_self=ranking.exclude_self,
             damping=ranking.damping_,
             external_weights=ranking.external_weights_,
+            style=list(ranking.style) if ranking.style else None,
+            style_per_judge=ranking.style_per_judge if ranking.style else None,
             anchor=ranking.anchor,
             anchor_value=ranking.anchor_value,
             bootstrap=ranking.bootstrap,
@@ -187,7 +233,44 @@ def ranking_record(ranking: PeerRanking, *, source: str | None = None) -> Rankin
             bootstrap_seconds=round(ranking.bootstrap_seconds_, 3),
             heldout_loglik_per_verdict=heldout,
         ),
-        warnings=list(ranking.warnings_),
+        warnings=warnings,
+        style=_style_part(ranking) if ranking.style else None,
+    )
+
+
+def _style_part(ranking: PeerRanking) -> StylePart:
+    """The style coefficients (per judge that gave verdicts, with style_per_judge)."""
+    features = ranking.style_features_
+    ci = ranking.style_ci_ if ranking.bootstrap > 0 and features else None
+    coefficients = []
+    if ranking.style_per_judge:
+        for i, judge in enumerate(ranking.judges_):
+            if ranking.btd_.judge_mask_[i]:
+                coefficients += [
+                    StyleCoefficient(
+                        feature=name,
+                        judge=judge,
+                        coefficient=round(float(ranking.style_coef_[i, f]), 5),
+                        ci=None if ci is None else _interval(ci[i], f, 5),
+                    )
+                    for f, name in enumerate(features)
+                ]
+    else:
+        coefficients = [
+            StyleCoefficient(
+                feature=name,
+                coefficient=round(float(ranking.style_coef_[f]), 5),
+                ci=_interval(ci, f, 5),
+            )
+            for f, name in enumerate(features)
+        ]
+    return StylePart(
+        features=list(features),
+        dropped=dict(ranking.style_dropped_),
+        normalisation=NORMALISATION,
+        scale={n: round(float(x), 6) for n, x in zip(features, ranking.style_scale_, strict=True)},
+        per_judge=ranking.style_per_judge,
+        coefficients=coefficients,
     )
 
 

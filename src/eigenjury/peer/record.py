@@ -22,9 +22,11 @@ Interval = list[float]  # [low, high]
 
 class Settings(Sparse):
     """The estimator's settings (stats.consensus.PeerRanking): `damping` is the a used;
-    `external_weights` the weight of each external judge (left out without any)."""
+    `external_weights` the weight of each external judge (left out without any);
+    `style` the reply features asked to be held equal and `style_per_judge` (both left
+    out without style control)."""
 
-    OMITTED = frozenset({"external_weights"})
+    OMITTED = frozenset({"external_weights", "style", "style_per_judge"})
 
     dim: int
     l2: float
@@ -33,6 +35,8 @@ class Settings(Sparse):
     exclude_self: bool
     damping: float
     external_weights: dict[str, float] | None = None
+    style: list[str] | None = None
+    style_per_judge: bool | None = None
     anchor: str
     anchor_value: float
     bootstrap: int
@@ -41,8 +45,13 @@ class Settings(Sparse):
     seed: int
 
 
-class ModelRow(Part):
-    """A ranked model: Elo, trust and rank with their intervals (None without bootstrap)."""
+class ModelRow(Sparse):
+    """A ranked model: Elo, trust and rank with their intervals (None without bootstrap).
+    With style control these are with style held equal, and `elo_uncontrolled` and
+    `rank_change` (rank without control minus rank with it: positive for a model that
+    rises once style is held equal) stand beside them (left out without)."""
+
+    OMITTED = frozenset({"elo_uncontrolled", "rank_change"})
 
     name: str
     elo: float
@@ -52,6 +61,8 @@ class ModelRow(Part):
     rank: int
     rank_ci: list[int] | None
     verdicts_as_evaluee: float
+    elo_uncontrolled: float | None = None
+    rank_change: int | None = None
 
 
 class JudgeRow(Part):
@@ -73,6 +84,33 @@ class JudgeRow(Part):
         if not self.external:
             del data["external"]
         return data
+
+
+class StyleCoefficient(Sparse):
+    """A feature's effect on the win logit, per standard deviation of its normalised
+    difference between the two replies (positive: judges favour the reply with more of
+    it), with its interval; `judge` with one coefficient per judge (else left out)."""
+
+    OMITTED = frozenset({"judge"})
+
+    feature: str
+    judge: str | None = None
+    coefficient: float
+    ci: Interval | None
+
+
+class StylePart(Part):
+    """Style control (stats.style): the features held equal, those left out (feature ->
+    why: no fit could tell their effect apart), how the differences were normalised
+    (`scale`: each feature's standard deviation of normalised difference) and the
+    coefficients."""
+
+    features: list[str]
+    dropped: dict[str, str]
+    normalisation: str
+    scale: dict[str, float]
+    per_judge: bool
+    coefficients: list[StyleCoefficient]
 
 
 class TrustMatrix(Part):
@@ -205,7 +243,7 @@ class RankingRecord(Record, Sparse):
 
     KIND = "ranking"
     FILE = "results.json"
-    OMITTED = frozenset({"run", "objective", "greenbeard", "truth_recovery", "agreement"})
+    OMITTED = frozenset({"run", "objective", "greenbeard", "truth_recovery", "agreement", "style"})
 
     kind: str = KIND
     method: str
@@ -217,6 +255,7 @@ class RankingRecord(Record, Sparse):
     trust_matrix: TrustMatrix
     fit: FitSummary
     warnings: list[str]
+    style: StylePart | None = None
     run: RunSummary | None = None
     objective: ObjectiveCheck | None = None
     greenbeard: GreenbeardShift | None = None

@@ -304,11 +304,13 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     config, path = inputs.config, inputs.path
     per_criterion = config.judging.mode == "criteria"
     try:
-        table, criterion = verdict_table(got.outcomes, per_criterion)
+        table, criterion = verdict_table(got.outcomes, per_criterion, got.collector.responses)
         ranking = fit_config(config, table, map_rounds=map_rounds)
     except DataError as exc:
         raise unfittable(exc, got.outcomes, path) from None
-    record = ranking_record(ranking, source=str(path))
+    record = ranking_record(
+        ranking, source=str(path), style_named=isinstance(config.fit.style, list)
+    )
     record.run = run_summary(inputs, got)
     if inputs.questions is not None:
         record.objective = objective_record(
@@ -316,8 +318,8 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
             got.collector.responses,
             dict(zip(ranking.models_, ranking.elo_, strict=True)),
         )
-    if got.control is not None:
-        control, _ = verdict_table(got.control, per_criterion)
+    if got.control is not None and got.control_collector is not None:
+        control, _ = verdict_table(got.control, per_criterion, got.control_collector.responses)
         record.greenbeard = greenbeard_shift(config, table, control, ranking)
     return RankRun(
         record, ranking, got.outcomes, table, criterion, got.collector.transcripts, inputs.out

@@ -17,7 +17,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from eigenjury.peer.record import GreenbeardShift, ModelRow, RankingRecord, Shift, TranscriptLine
+from eigenjury.peer.record import (
+    GreenbeardShift,
+    ModelRow,
+    RankingRecord,
+    Shift,
+    StyleCoefficient,
+    StylePart,
+    TranscriptLine,
+)
 from eigenjury.records import dump_lines
 from eigenjury.reports.accounting import ACCOUNTING_COLUMNS, accounting_cells, print_accounting
 from eigenjury.reports.kit import e, fmt, page, table, with_ci
@@ -50,6 +58,87 @@ def _elo_ci(m: ModelRow) -> str:
 
 def _rank_ci(m: ModelRow) -> str:
     return "-" if not m.rank_ci else f"{m.rank_ci[0]}-{m.rank_ci[1]}"
+
+
+def _rank_change(m: ModelRow) -> str:
+    """Places gained once style is held equal: "+2", "-1", "0" (plain in any terminal)."""
+    if m.rank_change is None:
+        return "-"
+    return f"{m.rank_change:+d}" if m.rank_change else "0"
+
+
+def _styled(record: RankingRecord) -> bool:
+    """Whether the leaderboard is style-controlled: it then has an uncontrolled Elo."""
+    return any(m.elo_uncontrolled is not None for m in record.models)
+
+
+def _held_equal(record: RankingRecord) -> str:
+    features = record.style.features if record.style else []
+    return f"Elo with style held equal ({', '.join(features)})"
+
+
+UNCONTROLLED = ["Elo uncontrolled", "change"]  # the leaderboard's columns with style control
+
+
+def _uncontrolled(m: ModelRow) -> list[str]:
+    return [fmt(m.elo_uncontrolled), _rank_change(m)]
+
+
+# Which reply a feature's coefficient favours, (positive, negative); the features of
+# reply_features.py by name, others as "the reply with the higher <feature>".
+STYLE_SIDES = {
+    "length": ("the longer reply", "the shorter reply"),
+    "headers": ("the reply with more headers", "the reply with fewer headers"),
+    "lists": ("the reply with more list items", "the reply with fewer list items"),
+    "bold": ("the reply with more bold spans", "the reply with fewer bold spans"),
+}
+
+STYLE_COEFFICIENT = (
+    "a judge's log-odds of preferring a reply, per standard deviation of the normalised "
+    "difference between the two replies; positive: judges favour the reply with more of it"
+)
+STYLE_MEANING = (
+    f"A coefficient is {STYLE_COEFFICIENT}. Held equal: Elo comes from the fit with the two "
+    "replies' features set equal, so a model's rating owes nothing to its style; \"Elo "
+    'uncontrolled" is the fit without style control, and "change" the places a model '
+    "gains once style is held equal."
+)
+
+
+def style_reading(c: StyleCoefficient) -> str:
+    """A coefficient in words: the side judges favour when its interval leaves out 0."""
+    more, less = STYLE_SIDES.get(
+        c.feature,
+        (f"the reply with the higher {c.feature}", f"the reply with the lower {c.feature}"),
+    )
+    side = more if c.coefficient > 0 else less
+    shared = c.judge is None  # else the row names the judge
+    if c.ci is None:
+        if c.coefficient == 0:
+            return "no effect"
+        return f"{'judges lean' if shared else 'leans'} to {side} (no interval)"
+    if c.ci[0] > 0 or c.ci[1] < 0:
+        return f"{'judges favour' if shared else 'favours'} {side}"
+    return "no clear effect"
+
+
+def _style_rows(style: StylePart) -> list[list[str]]:
+    """[judge,] feature, coefficient with its interval, reading."""
+    return [
+        [*([c.judge or "-"] if style.per_judge else []), c.feature,
+         with_ci(c.coefficient, c.ci, "+.2f"), style_reading(c)]
+        for c in style.coefficients
+    ]  # fmt: skip
+
+
+def _style_headers(style: StylePart, ci: str) -> list[str]:
+    return [*(["judge"] if style.per_judge else []), "feature", f"coefficient {ci}", "reading"]
+
+
+def _dropped(style: StylePart) -> str | None:
+    if not style.dropped:
+        return None
+    return "left out: " + "; ".join(f"{name} ({why})" for name, why in style.dropped.items())
 
 
 def _plural(n: int, noun: str) -> str:
@@ -86,12 +175,23 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     """The leaderboard, judge diagnostics and fit; then what the run collected and cost
     (`rank`) or how well a simulated truth was recovered (`fit --truth`)."""
     ci_pct = f"{100 * record.settings.ci:g}%"
-    board = Table(title="Peer ranking (low-rank BTD + EigenTrust)", title_justify="left")
+    styled = _styled(record)
+    title = "Peer ranking (low-rank BTD + EigenTrust)"
+    if styled:
+        title += f", {_held_equal(record)}"
+    board = Table(
+        title=escape(title),
+        title_justify="left",
+        caption="change: places a model gains once style is held equal" if styled else None,
+        caption_justify="left",
+    )
     board.add_column("rank", justify="right")
     board.add_column(f"rank {ci_pct}", justify="center")
     board.add_column("model")
     board.add_column("Elo", justify="right")
     board.add_column(f"Elo {ci_pct}", justify="center")
+    for column in UNCONTROLLED if styled else []:
+        board.add_column(column, justify="right")
     board.add_column("trust", justify="right")
     board.add_column("verdicts", justify="right")
     for m in record.models:
@@ -101,10 +201,13 @@ def print_summary(console: Console, record: RankingRecord) -> None:
             escape(m.name),
             f"{m.elo:.0f}",
             _elo_ci(m),
+            *(_uncontrolled(m) if styled else []),
             f"{m.trust:.4f}",
             f"{m.verdicts_as_evaluee:g}",
         )
     console.print(board)
+    if record.style is not None:
+        _print_style(console, record.style, ci_pct)
 
     judges = Table(title="Judges", title_justify="left")
     judges.add_column("judge")
@@ -155,6 +258,23 @@ def print_summary(console: Console, record: RankingRecord) -> None:
         console.print(line, highlight=False)
     if record.run is not None:
         _print_run(console, record)
+
+
+def _print_style(console: Console, style: StylePart, ci_pct: str) -> None:
+    """The style coefficients (per judge and feature with per-judge coefficients) and
+    the features left out."""
+    if style.coefficients:  # none when every feature asked for was left out
+        coefficients = Table(title="Style coefficients", title_justify="left")
+        headers = _style_headers(style, ci_pct)
+        for header in headers:
+            coefficients.add_column(header, justify="right" if header == headers[-2] else "left")
+        for row in _style_rows(style):
+            coefficients.add_row(*map(escape, row))
+        console.print(coefficients)
+        console.print(f"[dim]coefficient: {STYLE_COEFFICIENT}[/]", highlight=False)
+    dropped = _dropped(style)
+    if dropped:
+        console.print(f"[dim]{escape(dropped)}[/]", highlight=False)
 
 
 def _print_run(console: Console, record: RankingRecord) -> None:
@@ -362,23 +482,29 @@ def render(
         f"{e(record.eigenjury)}</p>"
     )
     out.extend(f'<p class="warn">{e(w)}</p>' for w in record.warnings)
+    styled = _styled(record)
+    held = f" {e(_held_equal(record))};" if styled else ""
     out.append(
         f"<h2>Leaderboard</h2><p class=muted>Elo from EigenTrust over the low-rank "
-        f"BTD fit; bars are {ci} scenario-bootstrap intervals.</p>"
+        f"BTD fit;{held} bars are {ci} scenario-bootstrap intervals.</p>"
     )
     formation = trust_formation(record)
     if formation:
         out.append(f'<p class="muted">{e(formation)}</p>')
     out.append(leaderboard_svg(models))
+    uncontrolled = UNCONTROLLED if styled else []
     out.append(
         table(
-            ["model", "rank", f"rank {ci}", "Elo", f"Elo {ci}", "trust"],
+            ["model", "rank", f"rank {ci}", "Elo", f"Elo {ci}", *uncontrolled, "trust"],
             [
-                [m.name, m.rank, _rank_ci(m), fmt(m.elo), _elo_ci(m), f"{m.trust:.4f}"]
+                [m.name, m.rank, _rank_ci(m), fmt(m.elo), _elo_ci(m),
+                 *(_uncontrolled(m) if styled else []), f"{m.trust:.4f}"]
                 for m in models
             ],
         )
-    )
+    )  # fmt: skip
+    if record.style is not None:
+        out.append(_style_section(record.style, ci))
     tm = record.trust_matrix
     out.append(
         "<h2>Trust matrix</h2><p class=muted>Row: judge; column: evaluee; darker = "
@@ -446,6 +572,22 @@ def render(
         f"{'converged' if fit.converged else 'NOT converged'}.</p>"
     )
     return page(title, "\n".join(out))
+
+
+def _style_section(style: StylePart, ci: str) -> str:
+    """The coefficients, what they and "held equal" mean, and the features left out."""
+    out = ["<h2>Style control</h2>"]
+    if style.coefficients:  # none when every feature asked for was left out
+        out.append(
+            f"<p class=muted>{e(STYLE_MEANING)} Normalised difference: "
+            f"{e(style.normalisation)}.</p>"
+        )
+        left = len(_style_headers(style, ci)) - 2  # feature [and judge]
+        out.append(table(_style_headers(style, ci), _style_rows(style), left=left))
+    dropped = _dropped(style)
+    if dropped:
+        out.append(f"<p class=muted>{e(dropped)}.</p>")
+    return "".join(out)
 
 
 def _greenbeard(g: GreenbeardShift) -> str:

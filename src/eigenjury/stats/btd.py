@@ -13,6 +13,13 @@ cancels in the tie logit and is kept out of the trust matrix, so a judge that
 favours the first slot does not move anyone's trust. With gamma = 0 this is exactly
 P(1) = pi_ij / D, P(2) = pi_ik / D, P(0) = lambda_i sqrt(pi_ij pi_ik) / D.
 
+Style control adds covariates to the same offset: with z the normalised, standardised
+difference in style features between the first and the second reply (stats.style),
+gamma_i becomes gamma_i + beta . z, one beta shared by all judges or one per judge.
+Like the position bias it moves the win logits in opposite directions and cancels in
+the tie logit, so ties stay symmetric, and it stays out of the scores s_ij: trust and
+Elo come from the model with style held equal (z = 0).
+
 Only U V^T up to a per-judge constant, lambda and gamma are identified; the small
 L2 penalty picks one representative of the rest. The objective is the mean
 negative log-likelihood per verdict plus the penalty, so it depends on the data
@@ -21,7 +28,7 @@ only through verdict proportions: duplicating every verdict changes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -61,6 +68,7 @@ def davidson_nll(
 ) -> tuple[float, FloatArray, FloatArray, FloatArray, FloatArray]:
     """Negative log-likelihood of counts `n` (cells x 3) and its gradient per cell.
 
+    `gamma` is the first slot's offset per cell (position bias plus style terms).
     Returns (nll, d/ds1, d/ds2, d/dlog_tie, d/dgamma); the pieces every pairwise model
     in eigenjury chains through its own parameters.
 
@@ -94,42 +102,81 @@ def davidson_nll(
 
 @dataclass(frozen=True)
 class BTDParams:
-    """A point in parameter space: lenses U, dispositions V, log tie, position bias."""
+    """A point in parameter space: lenses U, dispositions V, log tie, position bias,
+    and the style coefficients (features,) shared or (models, features) per judge."""
 
     lenses: FloatArray  # (models, dim)
     dispositions: FloatArray  # (models, dim)
     log_tie: FloatArray  # (models,)
     position_bias: FloatArray  # (models,)
+    style: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def pack(self) -> FloatArray:
         return np.concatenate(
-            [self.lenses.ravel(), self.dispositions.ravel(), self.log_tie, self.position_bias]
+            [
+                self.lenses.ravel(),
+                self.dispositions.ravel(),
+                self.log_tie,
+                self.position_bias,
+                self.style.ravel(),
+            ]
         )
 
     @classmethod
-    def unpack(cls, x: FloatArray, n_models: int, dim: int) -> BTDParams:
+    def unpack(
+        cls, x: FloatArray, n_models: int, dim: int, style: tuple[int, ...] = (0,)
+    ) -> BTDParams:
+        """The parameters packed in `x`; `style` is the shape of the style coefficients."""
         md = n_models * dim
+        end = 2 * md + 2 * n_models
         return cls(
             x[:md].reshape(n_models, dim),
             x[md : 2 * md].reshape(n_models, dim),
             x[2 * md : 2 * md + n_models],
-            x[2 * md + n_models :],
+            x[2 * md + n_models : end],
+            x[end:].reshape(style),
         )
+
+    def with_style(self, style: FloatArray) -> BTDParams:
+        return BTDParams(self.lenses, self.dispositions, self.log_tie, self.position_bias, style)
+
+
+def style_shape(counts: VerdictCounts, per_judge: bool) -> tuple[int, ...]:
+    """The shape of the style coefficients for these counts."""
+    return (counts.n_models, counts.n_style) if per_judge else (counts.n_style,)
+
+
+def first_offset(
+    params: BTDParams, counts: VerdictCounts, position_bias: bool = True
+) -> FloatArray:
+    """Per cell, the first slot's advantage: position bias plus the style terms."""
+    gamma = params.position_bias[counts.judge] if position_bias else np.zeros(counts.n_cells)
+    if counts.style is None:
+        return gamma
+    if params.style.ndim == 2:  # per judge
+        terms = np.sum(counts.style * params.style[counts.judge], axis=1)
+    else:
+        terms = counts.style @ params.style
+    return np.asarray(gamma + terms, dtype=np.float64)
 
 
 def btd_objective(
-    x: FloatArray, counts: VerdictCounts, dim: int, l2: float, position_bias: bool
+    x: FloatArray,
+    counts: VerdictCounts,
+    dim: int,
+    l2: float,
+    position_bias: bool,
+    per_judge_style: bool = False,
 ) -> tuple[float, FloatArray]:
-    """Mean NLL per verdict + (l2/2)(|U|^2 + |V|^2), and its exact gradient."""
+    """Mean NLL per verdict + (l2/2)(|U|^2 + |V|^2 + |beta|^2), and its exact gradient."""
     m = counts.n_models
-    p = BTDParams.unpack(x, m, dim)
+    p = BTDParams.unpack(x, m, dim, style_shape(counts, per_judge_style))
     scores = p.lenses @ p.dispositions.T  # (judge, evaluee)
-    gamma = p.position_bias[counts.judge] if position_bias else np.zeros(counts.n_cells)
     nll, g1, g2, g_tie, g_gamma = davidson_nll(
         scores.ravel()[counts.judge_first],
         scores.ravel()[counts.judge_second],
         p.log_tie[counts.judge],
-        gamma,
+        first_offset(p, counts, position_bias),
         counts.n,
     )
     w = 1.0 / counts.total
@@ -142,10 +189,24 @@ def btd_objective(
             (g_scores.T @ p.lenses + l2 * p.dispositions).ravel(),
             tally(counts.judge, g_tie, m) * w,
             tally(counts.judge, g_gamma, m) * w if position_bias else np.zeros(m),
+            (_style_gradient(counts, g_gamma, per_judge_style) * w + l2 * p.style).ravel(),
         ]
     )
-    penalty = 0.5 * l2 * (np.sum(p.lenses**2) + np.sum(p.dispositions**2))
+    penalty = 0.5 * l2 * (np.sum(p.lenses**2) + np.sum(p.dispositions**2) + np.sum(p.style**2))
     return nll * w + penalty, grad
+
+
+def _style_gradient(counts: VerdictCounts, g_offset: FloatArray, per_judge: bool) -> FloatArray:
+    """d nll / d beta from the gradient per cell of the first slot's offset."""
+    if counts.style is None:
+        return np.zeros(0)
+    if not per_judge:
+        return np.asarray(counts.style.T @ g_offset)
+    weighted = counts.style * g_offset[:, None]
+    return np.stack(
+        [tally(counts.judge, weighted[:, f], counts.n_models) for f in range(counts.n_style)],
+        axis=1,
+    )
 
 
 @dataclass
@@ -168,6 +229,8 @@ class LowRankBTD:
         (a DataError otherwise: scores of m models have rank at most m).
     l2 : L2 penalty on lenses and dispositions, per verdict (see module docstring).
     position_bias : fit a per-judge first-slot advantage gamma_i.
+    style_per_judge : with style features in the counts, one coefficient per judge and
+        feature instead of one per feature shared by all judges.
     restarts : seeded starts; the problem is non-convex, the best objective wins.
     tol : gradient tolerance (projected, per verdict) of the optimiser.
     max_iter : iteration cap per start.
@@ -179,7 +242,8 @@ class LowRankBTD:
     ``restart_losses_`` (mean negative log-likelihood per verdict reached by each
     start, explored to a loose tolerance before the best is polished),
     ``n_agreeing_starts_`` (starts that reached the best optimum),
-    ``n_verdicts_``, ``n_cells_``, ``params_``. Lenses and dispositions are reported in
+    ``n_verdicts_``, ``n_cells_``, ``params_``, ``style_coef_`` (per feature, or judges x
+    features; empty without style features). Lenses and dispositions are reported in
     the canonical gauge of :func:`canonical_gauge`.
     """
 
@@ -189,6 +253,7 @@ class LowRankBTD:
         *,
         l2: float = DEFAULT_L2,
         position_bias: bool = True,
+        style_per_judge: bool = False,
         restarts: int = DEFAULT_RESTARTS,
         tol: float = 1e-9,
         max_iter: int = 5000,
@@ -197,13 +262,15 @@ class LowRankBTD:
         self.dim = dim
         self.l2 = l2
         self.position_bias = position_bias
+        self.style_per_judge = style_per_judge
         self.restarts = restarts
         self.tol = tol
         self.max_iter = max_iter
         self.seed = seed
 
     def fit(self, counts: VerdictCounts, init: BTDParams | None = None) -> LowRankBTD:
-        """Fit to `counts`; with `init`, one warm start from it instead of the restarts."""
+        """Fit to `counts`; with `init`, one warm start from it instead of the restarts
+        (its style coefficients are taken when their shape fits, else started at 0)."""
         if self.dim < 1:
             raise ValueError(f"dim must be at least 1, got {self.dim}")
         if counts.total <= 0:
@@ -214,8 +281,11 @@ class LowRankBTD:
                 f"a latent dimension (dim) of {self.dim} exceeds the {m} models in the data, "
                 f"which never need more than {m}; use dim {m} or less"
             )
+        shape = style_shape(counts, self.style_per_judge)
         with one_blas_thread():
             if init is not None:
+                if init.style.shape != shape:
+                    init = init.with_style(np.zeros(shape))
                 best = self._solve(counts, init, self.tol)
                 explored = [best]
                 n_iter = best.n_iter
@@ -223,6 +293,7 @@ class LowRankBTD:
                 rng = np.random.default_rng(self.seed)
                 starts = [_informed_start(counts, self.dim, rng)]
                 starts += [_random_start(m, self.dim, rng) for _ in range(self.restarts - 1)]
+                starts = [s.with_style(np.zeros(shape)) for s in starts]
                 explored = [self._solve(counts, s, max(_EXPLORE_TOL, self.tol)) for s in starts]
                 leader = min(explored, key=lambda s: s.objective)
                 best = self._solve(counts, canonical_gauge(leader.params), self.tol)
@@ -241,6 +312,7 @@ class LowRankBTD:
         self.dispositions_ = params.dispositions
         self.tie_propensity_ = np.exp(params.log_tie)
         self.position_bias_ = params.position_bias
+        self.style_coef_ = params.style
         self.n_verdicts_ = counts.total
         self.n_cells_ = counts.n_cells
         self.loglik_ = self.loglik(counts)
@@ -248,22 +320,25 @@ class LowRankBTD:
 
     def _solve(self, counts: VerdictCounts, start: BTDParams, tol: float) -> _Solution:
         m, d = counts.n_models, self.dim
+        shape = style_shape(counts, self.style_per_judge)
+        bias = slice(2 * m * d + m, 2 * m * d + 2 * m)
         bounds = [(None, None)] * (2 * m * d) + [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
-        if not self.position_bias:
-            bounds[-m:] = [(0.0, 0.0)] * m
+        bounds += [(None, None)] * int(np.prod(shape))
         x0 = start.pack().copy()
         if not self.position_bias:
-            x0[-m:] = 0.0
+            bounds[bias] = [(0.0, 0.0)] * m
+            x0[bias] = 0.0
+        args = (counts, d, self.l2, self.position_bias, self.style_per_judge)
         res = minimize(
             btd_objective,
             x0,
-            args=(counts, d, self.l2, self.position_bias),
+            args=args,
             jac=True,
             method="L-BFGS-B",
             bounds=bounds,
             options={"maxiter": self.max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": tol},
         )
-        _, grad = btd_objective(res.x, counts, d, self.l2, self.position_bias)
+        _, grad = btd_objective(res.x, *args)
         lower = np.array([b[0] if b[0] is not None else -np.inf for b in bounds])
         upper = np.array([b[1] if b[1] is not None else np.inf for b in bounds])
         projected = np.where(
@@ -271,9 +346,9 @@ class LowRankBTD:
         )
         grad_norm = float(np.max(np.abs(projected)))
         converged = bool(res.success) or grad_norm <= 10 * tol
-        loss = btd_objective(res.x, counts, d, 0.0, self.position_bias)[0]
+        loss = btd_objective(res.x, counts, d, 0.0, *args[3:])[0]
         return _Solution(
-            BTDParams.unpack(res.x, m, d),
+            BTDParams.unpack(res.x, m, d, shape),
             float(res.fun),
             loss,
             int(res.nit),
@@ -289,22 +364,30 @@ class LowRankBTD:
     def loglik(self, counts: VerdictCounts) -> float:
         """Total log-likelihood of `counts` under the fitted parameters."""
         s = self.scores()
-        gamma = self.position_bias_[counts.judge]
         nll = davidson_nll(
             s[counts.judge, counts.first],
             s[counts.judge, counts.second],
             np.log(self.tie_propensity_)[counts.judge],
-            gamma,
+            first_offset(self.params_, counts),
             counts.n,
         )[0]
         return -nll
 
     def predict_proba(
-        self, judge: NDArray[np.int64], first: NDArray[np.int64], second: NDArray[np.int64]
+        self,
+        judge: NDArray[np.int64],
+        first: NDArray[np.int64],
+        second: NDArray[np.int64],
+        style: FloatArray | None = None,
     ) -> FloatArray:
-        """P(tie, first, second) for each (judge, first, second) triple."""
+        """P(tie, first, second) for each (judge, first, second) triple, with the style
+        differences `style` (triples x features; default: style held equal)."""
         s = self.scores()
-        half = 0.5 * self.position_bias_[judge]
+        offset = self.position_bias_[judge]
+        if style is not None and self.style_coef_.size:
+            coef = self.style_coef_[judge] if self.style_coef_.ndim == 2 else self.style_coef_
+            offset = offset + np.sum(style * coef, axis=-1)
+        half = 0.5 * offset
         s1, s2 = s[judge, first], s[judge, second]
         logits = np.stack(
             [np.log(self.tie_propensity_[judge]) + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1
@@ -333,7 +416,9 @@ def canonical_gauge(params: BTDParams) -> BTDParams:
     lenses[:, :k] = left[:, :k] * root
     dispositions[:, :k] = right_t[:k].T * root
     sign = np.where(lenses.sum(axis=0) < 0, -1.0, 1.0)
-    return BTDParams(lenses * sign, dispositions * sign, params.log_tie, params.position_bias)
+    return BTDParams(
+        lenses * sign, dispositions * sign, params.log_tie, params.position_bias, params.style
+    )
 
 
 def _informed_start(counts: VerdictCounts, dim: int, rng: np.random.Generator) -> BTDParams:

@@ -8,7 +8,7 @@ enters EigenTrust as the pre-trust (stats.eigentrust.panel_trust).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,6 +23,7 @@ from eigenjury.stats.bootstrap import (
 from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
 from eigenjury.stats.eigentrust import damping_for, panel_trust, trust_matrix
 from eigenjury.stats.elo import rank_intervals, ranks, to_elo
+from eigenjury.stats.style import StyleDesign, style_design
 from eigenjury.stats.validation import heldout_loglik
 from eigenjury.stats.verdicts import (
     DataError,
@@ -45,6 +46,7 @@ class _ConsensusStatistic:
     dim: int
     l2: float
     position_bias: bool
+    style_per_judge: bool
     restarts: int
     seed: int | None
     exclude_self: bool
@@ -62,6 +64,7 @@ class _ConsensusStatistic:
             self.dim,
             l2=self.l2,
             position_bias=self.position_bias,
+            style_per_judge=self.style_per_judge,
             restarts=self.restarts,
             seed=self.seed,
         )
@@ -97,6 +100,7 @@ class _ConsensusStatistic:
             "elo": to_elo(trust, anchor=self.anchor, value=self.anchor_value),
             "tie_propensity": model.tie_propensity_,
             "position_bias": model.position_bias_,
+            "style": model.style_coef_,
             "converged": np.array(model.converged_),
             "matrix": matrix,
         }
@@ -123,6 +127,14 @@ class PeerRanking:
     Parameters
     ----------
     dim, l2, position_bias, restarts : passed to :class:`LowRankBTD`.
+    style : names of reply features (the table's ``features``) to control for
+        (stats.style): their differences enter the win logits, and trust and Elo come
+        from the model with style held equal; the fit without them is kept beside
+        (``elo_uncontrolled_``). None or empty: no style control. A feature with the
+        same difference in every verdict, or one value per evaluee, is left out
+        (``style_dropped_``): no fit could tell its effect apart.
+    style_per_judge : one style coefficient per judge and feature instead of one per
+        feature shared by all judges.
     exclude_self : drop verdicts in which the judge is one of the two evaluees and
         zero the self entries of the trust matrix, so self-preference cannot reach scores.
     damping : a in EigenTrust's damped form t = (1 - a) t T + a p. None (default): 0
@@ -178,6 +190,14 @@ class PeerRanking:
     bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_``, ``tie_propensity_ci_`` and
     ``position_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the raw draws),
     ``bootstrap_converged_`` (share of rounds whose refit converged); ``counts_``,
+    ``style_features_`` (the features controlled for; empty without style control),
+    ``style_dropped_`` (requested but left out: feature -> why), ``style_scale_``
+    (each one's standard deviation of normalised difference), ``style_coef_`` (per
+    feature, or judges x features) and with bootstrap ``style_ci_`` (its intervals on
+    a last axis of 2);
+    with style control ``elo_uncontrolled_``, ``rank_uncontrolled_`` and
+    ``rank_change_`` (uncontrolled rank minus controlled rank: positive for a model
+    that ranks higher once style is held equal), from a point fit without style;
     ``n_scenarios_``, ``anchor_index_`` (into ``models_``), ``fit_seconds_``,
     ``bootstrap_seconds_``, ``warnings_``; with cv, ``heldout_`` (a :class:`HeldOutScore`).
     Without external judges, ``models_ == judges_``.
@@ -189,6 +209,8 @@ class PeerRanking:
         *,
         l2: float = DEFAULT_L2,
         position_bias: bool = True,
+        style: Sequence[str] | None = None,
+        style_per_judge: bool = False,
         restarts: int = DEFAULT_RESTARTS,
         exclude_self: bool = False,
         damping: float | None = None,
@@ -208,6 +230,8 @@ class PeerRanking:
         self.dim = dim
         self.l2 = l2
         self.position_bias = position_bias
+        self.style = style
+        self.style_per_judge = style_per_judge
         self.restarts = restarts
         self.exclude_self = exclude_self
         self.damping = damping
@@ -233,7 +257,8 @@ class PeerRanking:
         if self.exclude_self:
             table = table.without_self_judgments()
         start = time.perf_counter()
-        data = ScenarioCounts.from_table(table)
+        style = self._style_design(table)
+        data = ScenarioCounts.from_table(table, style.z if style.names else None)
         counts = data.counts()
         design = check_design(counts, min_verdicts=self.min_verdicts)
         errors = list(design.errors)
@@ -269,6 +294,7 @@ class PeerRanking:
             self.dim,
             self.l2,
             self.position_bias,
+            self.style_per_judge,
             self.restarts,
             self.seed,
             self.exclude_self,
@@ -297,6 +323,12 @@ class PeerRanking:
         self.trust_ = point["trust"]
         self.elo_ = point["elo"]
         self.rank_ = ranks(self.elo_)
+        self.style_coef_ = self.btd_.style_coef_
+        if style.names:
+            uncontrolled = statistic.summarise(statistic.fit(counts.without_style()))
+            self.elo_uncontrolled_ = uncontrolled["elo"]
+            self.rank_uncontrolled_ = ranks(self.elo_uncontrolled_)
+            self.rank_change_ = self.rank_uncontrolled_ - self.rank_
         self.n_scenarios_ = data.n_scenarios
         self.fit_seconds_ = time.perf_counter() - start
         self.bootstrap_seconds_ = 0.0
@@ -329,11 +361,44 @@ class PeerRanking:
         self.rank_ci_ = rank_intervals(self.elo_ci_[:, 0], self.elo_ci_[:, 1])
         self.tie_propensity_ci_ = interval("tie_propensity")
         self.position_bias_ci_ = interval("position_bias")
+        if self.style_features_:
+            low, high = percentile_interval(draws["style"], self.ci)
+            self.style_ci_ = np.stack([low, high], axis=-1)
         self.bootstrap_converged_ = float(np.mean(draws["converged"]))
         if self.bootstrap_converged_ < 0.95:
             self.warnings_.append(
                 f"only {self.bootstrap_converged_:.0%} of bootstrap refits converged"
             )
+
+    def _style_design(self, table: VerdictTable) -> StyleDesign:
+        """The style covariates asked for."""
+        names = tuple(self.style or ())
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise SettingError(f"style feature(s) {', '.join(twice)} named twice", "style")
+        if not names:
+            design = StyleDesign((), np.zeros(0), np.zeros((len(table), 0)), {})
+        elif table.features is None:
+            raise SettingError(
+                "style control needs the replies' features, and these verdicts carry none "
+                "(no reply texts or feature columns)",
+                "style",
+            )
+        else:
+            missing = [n for n in names if n not in table.features.names]
+            if missing:
+                raise SettingError(
+                    f"no style feature {', '.join(missing)} in the verdicts; they carry "
+                    f"{', '.join(table.features.names)}",
+                    "style",
+                )
+            design = style_design(
+                table.features.only(names), table.weight, table.first, table.second, table.n_models
+            )
+        self.style_features_ = design.names
+        self.style_dropped_ = design.dropped
+        self.style_scale_ = design.scale
+        return design
 
     def elo_at(self, params: BTDParams) -> FloatArray:
         """The evaluees' Elo under other BTD parameters, by the fitted trust rule (for

@@ -303,10 +303,11 @@ def _judge_sums(
     for k, side in enumerate(("tie", "low", "high")):
         sums[f"judge_{side}"] = counted & (judge_says == k)
         sums[f"majority_{side}"] = reference_says == k
-    if table.lengths is None:
+    lengths = None if table.features is None else table.features.get("length")
+    if lengths is None:
         sums["longer_weight"] = sums["sized_verdicts"] = np.zeros(len(rows), dtype=bool)
     else:
-        first_len, second_len = table.lengths[rows, 0], table.lengths[rows, 1]
+        first_len, second_len = lengths[0][rows], lengths[1][rows]
         sized = (verdict != TIE) & np.isfinite(first_len) & np.isfinite(second_len)
         sized &= first_len != second_len
         sums["sized_verdicts"] = sized

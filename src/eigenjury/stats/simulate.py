@@ -6,6 +6,11 @@ bias. Two departures from the model are available: per-scenario noise on respons
 quality (what makes verdicts within a scenario correlated) and a "greenbeard"
 clique whose members favour each other's responses over everyone else's.
 
+A population may also have a taste for style: its evaluees differ in verbosity (the
+mean log length of their replies) and every judge adds `style_effect` times the
+normalised length difference (stats.style) to the first reply's win logit, what style
+control should find and remove.
+
 A population may also have external judges: judges who are never judged (a person,
 a crowd, a panel model outside the population), with lenses drawn like the others'.
 Its evaluees may judge too (peer judges) or not; the true trust follows the rule the
@@ -23,14 +28,21 @@ import numpy as np
 
 from eigenjury.stats.eigentrust import damping_for, panel_trust, trust_matrix
 from eigenjury.stats.elo import to_elo
-from eigenjury.stats.verdicts import FloatArray, IntArray, VerdictTable
+from eigenjury.stats.style import normalised_difference
+from eigenjury.stats.verdicts import FloatArray, IntArray, ReplyFeatures, VerdictTable
+
+# Simulated replies are this many tokens long at verbosity 0 (the median).
+TYPICAL_LENGTH = 300.0
 
 
 @dataclass(frozen=True, eq=False)
 class Population:
     """True parameters of a simulated population (one entry per model, external judges
     included; their dispositions mean nothing). `external` names the judges who are
-    never judged; `peer_judges` says whether the evaluees judge too."""
+    never judged; `peer_judges` says whether the evaluees judge too. `verbosity` (mean
+    log length offset per model; None: replies carry no lengths) and `style_effect`
+    (logit per unit of normalised length difference, one for all judges or one per
+    model as judge) plant a taste for length."""
 
     models: tuple[str, ...]
     lenses: FloatArray
@@ -41,6 +53,8 @@ class Population:
     greenbeard_bonus: float = 0.0
     external: tuple[str, ...] = ()
     peer_judges: bool = True
+    verbosity: FloatArray | None = None
+    style_effect: float | FloatArray = 0.0
 
     @property
     def n_models(self) -> int:
@@ -104,7 +118,7 @@ class Population:
 
     def to_dict(self) -> dict[str, Any]:
         """The population as JSON; `external` and `peer_judges` only when it has
-        external judges."""
+        external judges, `verbosity` and `style_effect` only with verbosity."""
         out = {
             "models": list(self.models),
             "lenses": self.lenses.tolist(),
@@ -116,6 +130,9 @@ class Population:
         }
         if self.external:
             out |= {"external": list(self.external), "peer_judges": self.peer_judges}
+        if self.verbosity is not None:
+            effect = np.asarray(self.style_effect, dtype=np.float64)
+            out |= {"verbosity": self.verbosity.tolist(), "style_effect": effect.tolist()}
         return out
 
     @classmethod
@@ -160,6 +177,21 @@ class Population:
             )
         if set(external) & set(members):
             raise ValueError("external judges are never judged, so they cannot be greenbeards")
+        verbosity = None
+        if "verbosity" in data:
+            verbosity = _finite_array(data["verbosity"], "verbosity", 1)
+            if len(verbosity) != m:
+                raise ValueError("verbosity must have one number per model")
+        effect: float | FloatArray = 0.0
+        if isinstance(data.get("style_effect"), list):
+            effect = _finite_array(data["style_effect"], "style_effect", 1)
+            if len(effect) != m:
+                raise ValueError("style_effect must be one number, or one per model")
+        elif "style_effect" in data:
+            effect = data["style_effect"]
+            if not isinstance(effect, int | float) or not math.isfinite(effect):
+                raise ValueError("style_effect must be a finite number")
+            effect = float(effect)
         return cls(
             tuple(models),
             arrays["lenses"],
@@ -170,6 +202,8 @@ class Population:
             float(bonus),
             tuple(name for name in models if name in external),
             peer_judges,
+            verbosity,
+            effect,
         )
 
 
@@ -197,6 +231,8 @@ def make_population(
     greenbeard_bonus: float = 2.0,
     external: int = 0,
     peer_judges: bool = True,
+    verbosity: float = 0.0,
+    style_effect: float | FloatArray = 0.0,
     seed: int | None = 0,
 ) -> Population:
     """Draw a population: dispositions N(0, I); lenses = consensus lens + judge_noise N(0, I).
@@ -206,7 +242,10 @@ def make_population(
     (the last ones) form the clique; external: how many external judges to add after
     the `n_models` evaluees (lenses, ties and biases drawn alike, after everything
     else, so the evaluees' draws do not depend on it); peer_judges: whether the
-    evaluees judge too.
+    evaluees judge too; verbosity: the spread (standard deviation) of the evaluees' mean
+    log reply length (0: replies carry no lengths), drawn last; style_effect: what
+    every judge adds to the first reply's win logit per unit of normalised length
+    difference (one number, or one per model as judge; needs verbosity).
     """
     if n_models < 2:
         raise ValueError(f"a population needs at least 2 models, got {n_models}")
@@ -216,6 +255,8 @@ def make_population(
         raise ValueError("tie and judge_noise must be non-negative")
     if external < 0 or not (peer_judges or external):
         raise ValueError("external must be >= 0, and at least 1 when the evaluees do not judge")
+    if verbosity < 0 or (np.any(style_effect) and not verbosity):
+        raise ValueError("verbosity must be >= 0, and positive for a style_effect")
     rng = np.random.default_rng(seed)
     consensus = np.zeros(dim)
     consensus[0] = 1.0
@@ -243,6 +284,10 @@ def make_population(
         dispositions = np.vstack([dispositions, np.zeros((external, dim))])
         ties = np.append(ties, draw_ties(external))
         bias = np.append(bias, draw_biases(external))
+    verbose = None
+    if verbosity:
+        verbose = np.zeros(n_models + external)
+        verbose[:n_models] = verbosity * rng.standard_normal(n_models)
     return Population(
         models + panel,
         lenses,
@@ -253,6 +298,8 @@ def make_population(
         greenbeard_bonus if greenbeard else 0.0,
         panel,
         peer_judges,
+        verbose,
+        style_effect,
     )
 
 
@@ -263,11 +310,14 @@ def simulate_verdicts(
     group_size: int = 4,
     judges_per_scenario: int = 1,
     scenario_noise: float = 0.0,
+    length_noise: float = 0.5,
     seed: int | None = 0,
 ) -> VerdictTable:
     """The random-groups design: per scenario, `group_size` evaluees and
     `judges_per_scenario` judges drawn from all who judge (a judge may judge itself),
-    every ordered pair judged by every judge."""
+    every ordered pair judged by every judge. With the population's verbosity, each
+    reply has a length in tokens (log-normal around its evaluee's verbosity, spread
+    `length_noise`, drawn from a stream of its own), the table's "length" feature."""
     m = population.n_models
     evaluees = np.flatnonzero(~population.external_mask)
     pool = population.judge_indices()
@@ -298,6 +348,19 @@ def simulate_verdicts(
         s1 = s1 + population.greenbeard_bonus * (favour & clique[first])
         s2 = s2 + population.greenbeard_bonus * (favour & clique[second])
     half = 0.5 * population.position_bias[judge]
+    features = None
+    if population.verbosity is not None:
+        style_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        log_length = population.verbosity + length_noise * style_rng.standard_normal(
+            (n_scenarios, m)
+        )
+        length = np.round(TYPICAL_LENGTH * np.exp(log_length))
+        features = ReplyFeatures(
+            ("length",), length[scenario, first][:, None], length[scenario, second][:, None]
+        )
+        difference = normalised_difference(features.first[:, 0], features.second[:, 0])
+        effect = np.broadcast_to(np.asarray(population.style_effect, dtype=np.float64), (m,))
+        half = half + 0.5 * effect[judge] * difference
     with np.errstate(divide="ignore"):  # a tie propensity of 0: log 0 = -inf, never a tie
         log_tie = np.log(population.tie_propensity[judge])
     logits = np.stack([log_tie + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1)
@@ -316,6 +379,7 @@ def simulate_verdicts(
         models=population.models,
         scenarios=tuple(f"s{i:0{width}d}" for i in range(n_scenarios)),
         weight=np.ones(len(judge)),
+        features=features,
     )
 
 

@@ -48,14 +48,57 @@ class DataError(ValueError):
 
 
 @dataclass(frozen=True, eq=False)
+class ReplyFeatures:
+    """Numeric features of the two replies behind each verdict row (their length in
+    tokens, markdown headers, list items, bold spans, or any a file names):
+    `first[r, f]` and `second[r, f]` hold feature `names[f]` of row r's first and second
+    reply; NaN where unknown. Style control (stats.style) reads them."""
+
+    names: tuple[str, ...]
+    first: FloatArray  # (rows, features)
+    second: FloatArray  # (rows, features)
+
+    def __post_init__(self) -> None:
+        shape = (self.first.shape[0], len(self.names))
+        if self.first.shape != shape or self.second.shape != shape:
+            raise ValueError(f"features must be (rows, {len(self.names)}) arrays for both replies")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError("each feature may be named once")
+
+    def __len__(self) -> int:
+        return int(self.first.shape[0])
+
+    def select(self, mask: NDArray[np.bool_] | IntArray) -> ReplyFeatures:
+        """Rows where `mask` holds (or at these indices)."""
+        return ReplyFeatures(self.names, self.first[mask], self.second[mask])
+
+    def only(self, names: Sequence[str]) -> ReplyFeatures:
+        """These features, in this order (a KeyError names one that is absent)."""
+        missing = [n for n in names if n not in self.names]
+        if missing:
+            raise KeyError(", ".join(missing))
+        index = [self.names.index(n) for n in names]
+        return ReplyFeatures(tuple(names), self.first[:, index], self.second[:, index])
+
+    def get(self, name: str) -> tuple[FloatArray, FloatArray] | None:
+        """One feature's (first, second) columns, or None without it."""
+        if name not in self.names:
+            return None
+        f = self.names.index(name)
+        return self.first[:, f], self.second[:, f]
+
+
+@dataclass(frozen=True, eq=False)
 class VerdictTable:
     """Verdicts as integer-coded columns.
 
     `judge`, `first` and `second` index `models`; `scenario` indexes `scenarios`.
     `weight` gives each row's share of one judgment (1 unless several criterion rows
     come from the same judgment, which then share a total weight of 1; a reader that
-    merges equal rows gives the merged row their summed weight). `lengths`, where the
-    verdicts came with the replies' lengths or texts, holds (first, second) per row.
+    merges equal rows gives the merged row their summed weight). `features`, where the
+    verdicts came with the replies' texts or numeric features of them, holds those per
+    row (ReplyFeatures); "length" among them is what agreement's longer-reply
+    preference reads.
     """
 
     scenario: IntArray
@@ -66,7 +109,7 @@ class VerdictTable:
     models: tuple[str, ...]
     scenarios: Sequence[str]
     weight: FloatArray
-    lengths: FloatArray | None = None
+    features: ReplyFeatures | None = None
 
     @classmethod
     def from_columns(
@@ -117,7 +160,7 @@ class VerdictTable:
             self.models,
             self.scenarios,
             np.asarray(weight, dtype=np.float64),
-            self.lengths,
+            self.features,
         )
 
     def select(self, mask: NDArray[np.bool_]) -> VerdictTable:
@@ -131,7 +174,7 @@ class VerdictTable:
             self.models,
             self.scenarios,
             self.weight[mask],
-            None if self.lengths is None else self.lengths[mask],
+            None if self.features is None else self.features.select(mask),
         )
 
     def without_self_judgments(self) -> VerdictTable:
@@ -170,7 +213,7 @@ def pool_judges(table: VerdictTable, pattern: str) -> VerdictTable:
         tuple(str(name) for name in models),
         table.scenarios,
         table.weight,
-        table.lengths,
+        table.features,
     )
 
 
@@ -190,7 +233,9 @@ class VerdictCounts:
     """Weighted verdict counts per distinct (judge, first, second) cell.
 
     `n[c]` holds the (tie, first, second) counts of cell c. Cells with zero weight are
-    allowed and contribute nothing, so resampled counts can share one cell layout.
+    allowed and contribute nothing, so resampled counts can share one cell layout. With
+    style control, `style[c]` holds the cell's style differences (stats.style), and a
+    cell is a distinct (judge, first, second, style) instead.
     """
 
     judge: IntArray
@@ -198,10 +243,12 @@ class VerdictCounts:
     second: IntArray
     n: FloatArray
     models: tuple[str, ...]
+    style: FloatArray | None = None  # (cells, features)
 
     @classmethod
-    def from_table(cls, table: VerdictTable) -> VerdictCounts:
-        return _collapse(table)[0]
+    def from_table(cls, table: VerdictTable, style: FloatArray | None = None) -> VerdictCounts:
+        """The counts of `table`; `style` gives each row's style differences."""
+        return _collapse(table, style)[0]
 
     @cached_property
     def judge_first(self) -> IntArray:
@@ -221,16 +268,31 @@ class VerdictCounts:
         return len(self.judge)
 
     @property
+    def n_style(self) -> int:
+        return 0 if self.style is None else int(self.style.shape[1])
+
+    @property
     def total(self) -> float:
         return float(self.n.sum())
 
     def with_n(self, n: FloatArray) -> VerdictCounts:
         """Same cells, other counts (keeps the cached index arrays)."""
-        out = VerdictCounts(self.judge, self.first, self.second, n, self.models)
+        out = VerdictCounts(self.judge, self.first, self.second, n, self.models, self.style)
         for cached in ("judge_first", "judge_second"):
             if cached in self.__dict__:
                 out.__dict__[cached] = self.__dict__[cached]
         return out
+
+    def without_style(self) -> VerdictCounts:
+        """The same verdicts in (judge, first, second) cells, style set aside."""
+        if self.style is None:
+            return self
+        m = self.n_models
+        keys, cell = np.unique((self.judge * m + self.first) * m + self.second, return_inverse=True)
+        n = np.stack([tally(cell, self.n[:, r], len(keys)) for r in range(3)], axis=1)
+        judge, rest = np.divmod(keys, m * m)
+        first, second = np.divmod(rest, m)
+        return VerdictCounts(judge, first, second, n, self.models)
 
     def judge_totals(self) -> FloatArray:
         """Verdict weight each model gave as a judge."""
@@ -267,8 +329,9 @@ class ScenarioCounts:
     n_scenarios: int
 
     @classmethod
-    def from_table(cls, table: VerdictTable) -> ScenarioCounts:
-        cells, slot = _collapse(table)
+    def from_table(cls, table: VerdictTable, style: FloatArray | None = None) -> ScenarioCounts:
+        """Per-scenario counts of `table`; `style` gives each row's style differences."""
+        cells, slot = _collapse(table, style)
         n_cells = cells.n_cells
         entry = table.scenario * (3 * n_cells) + slot
         if np.all(table.weight == 1.0):
@@ -289,11 +352,29 @@ class ScenarioCounts:
         return self.cells.with_n(n.reshape(-1, 3))
 
 
-def _collapse(table: VerdictTable) -> tuple[VerdictCounts, IntArray]:
-    """Cell counts, and each row's slot (cell * 3 + verdict) in them."""
+def _collapse(
+    table: VerdictTable, style: FloatArray | None = None
+) -> tuple[VerdictCounts, IntArray]:
+    """Cell counts, and each row's slot (cell * 3 + verdict) in them. With `style` (per
+    row), rows share a cell only when their style differences are equal too."""
     m = table.n_models
     key = (table.judge * m + table.first) * m + table.second
-    if m**3 <= _DENSE_KEY_LIMIT:
+    cell_style = None
+    if style is not None:
+        kinds, kind = np.unique(style, axis=0, return_inverse=True)
+        kind = kind.ravel()
+        if m**3 * len(kinds) < 2**62:
+            cell_keys, first_row, cell = np.unique(
+                key * len(kinds) + kind, return_index=True, return_inverse=True
+            )
+        else:  # pragma: no cover - beyond MAX_NAMES
+            _, first_row, cell = np.unique(
+                np.stack([key, kind], axis=1), axis=0, return_index=True, return_inverse=True
+            )
+        cell = cell.ravel()
+        cell_keys = key[first_row]
+        cell_style = style[first_row]
+    elif m**3 <= _DENSE_KEY_LIMIT:
         present = np.bincount(key, minlength=m**3) > 0
         cell = (np.cumsum(present) - 1)[key]
         cell_keys = np.flatnonzero(present)
@@ -304,7 +385,7 @@ def _collapse(table: VerdictTable) -> tuple[VerdictCounts, IntArray]:
     n = tally(slot, table.weight, 3 * n_cells).reshape(n_cells, 3)
     judge, rest = np.divmod(cell_keys, m * m)
     first, second = np.divmod(rest, m)
-    return VerdictCounts(judge, first, second, n, table.models), slot
+    return VerdictCounts(judge, first, second, n, table.models, cell_style), slot
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,12 @@ function money(value) {
   return value === null || value === undefined ? "-" : `$${Number(value).toFixed(4)}`;
 }
 
+// A change, "+" when up, coloured: green up, red down.
+function signed(value, digits) {
+  const text = value > 0 ? `+${num(value, digits)}` : num(value, digits);
+  return el("span", { class: value > 0 ? "up" : value < 0 ? "down" : null }, text);
+}
+
 // A table: headers, rows of cells (text or nodes); the first `left` columns align left
 // (or the columns listed, when `left` is a list).
 function table(headers, rows, attrs = {}, left = 1) {
@@ -170,10 +176,6 @@ async function openComparison(a, b) {
     api(`/api/runs/${encodeURIComponent(b)}`),
     api(`/api/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`),
   ]);
-  const signed = (value, digits) => {
-    const text = value > 0 ? `+${num(value, digits)}` : num(value, digits);
-    return el("span", { class: value > 0 ? "up" : value < 0 ? "down" : null }, text);
-  };
   const rows = change.models.map((m) => [
     m.model,
     String(m.rank_a),
@@ -245,13 +247,16 @@ function eloAxis(models) {
 function rankingRun(record, run) {
   const models = record.models;
   const [low, high] = eloAxis(models);
+  // with style control: Elo is with style held equal, the fit without it stands beside
+  const styled = models.some((m) => m.elo_uncontrolled !== undefined && m.elo_uncontrolled !== null);
   const leaderboard = table(
-    ["rank", "model", "Elo", "", "trust", "rank interval"],
+    ["rank", "model", "Elo", "", ...(styled ? ["Elo uncontrolled", "change"] : []), "trust", "rank interval"],
     models.map((m) => [
       String(m.rank),
       m.name,
       withCi(m.elo, m.elo_ci, 0),
       intervalBar(m.elo, m.elo_ci, low, high),
+      ...(styled ? [num(m.elo_uncontrolled, 0), signed(m.rank_change, 0)] : []),
       withCi(m.trust, m.trust_ci, 3),
       m.rank_ci ? `${m.rank_ci[0]}–${m.rank_ci[1]}` : "-",
     ]),
@@ -306,13 +311,58 @@ function rankingRun(record, run) {
       accounting ? "no transcripts.jsonl beside this run's results" : fitted));
   return [
     ...warnings(record),
-    section("Leaderboard", leaderboard),
+    section("Leaderboard", styled ? el("p", { class: "muted", id: "held-equal" },
+      `Elo with style held equal (${record.style.features.join(", ")}); change: places a model gains once style is held equal`) : null,
+    leaderboard),
+    ...(record.style ? [styleControl(record.style, record.settings.ci)] : []),
     section("Trust", el("p", { class: "muted" }, "how much each judge (row) trusts each evaluee (column)"), heatmap(record.trust_matrix)),
     section("Dispositions and lenses", lenses),
     section("Judges", judges),
     section("Cost by member and role", cost),
     transcripts,
   ];
+}
+
+// Style control, in the words of the static report (reports/ranking.py): which reply a
+// feature's coefficient favours, (positive, negative); other features by their name.
+const STYLE_SIDES = {
+  length: ["the longer reply", "the shorter reply"],
+  headers: ["the reply with more headers", "the reply with fewer headers"],
+  lists: ["the reply with more list items", "the reply with fewer list items"],
+  bold: ["the reply with more bold spans", "the reply with fewer bold spans"],
+};
+
+function styleReading(c) {
+  const [more, less] = STYLE_SIDES[c.feature] || [`the reply with the higher ${c.feature}`, `the reply with the lower ${c.feature}`];
+  const side = c.coefficient > 0 ? more : less;
+  const shared = c.judge === undefined || c.judge === null; // else the row names the judge
+  if (!c.ci) return c.coefficient === 0 ? "no effect" : `${shared ? "judges lean" : "leans"} to ${side} (no interval)`;
+  return c.ci[0] > 0 || c.ci[1] < 0 ? `${shared ? "judges favour" : "favours"} ${side}` : "no clear effect";
+}
+
+function styleControl(style, ci) {
+  const plus = (v) => (v > 0 ? `+${num(v, 2)}` : num(v, 2));
+  const coefficient = (c) => (c.ci ? `${plus(c.coefficient)} [${plus(c.ci[0])}, ${plus(c.ci[1])}]` : plus(c.coefficient));
+  const judged = style.per_judge ? ["judge"] : [];
+  // no coefficients when every feature asked for was left out
+  const coefficients = style.coefficients.length ? [
+    el("p", { class: "muted" },
+      "A coefficient is a judge's log-odds of preferring a reply, per standard deviation of the normalised difference " +
+      "between the two replies; positive: judges favour the reply with more of it. Held equal: Elo comes from the fit " +
+      "with the two replies' features set equal, so a model's rating owes nothing to its style. " +
+      `Normalised difference: ${style.normalisation}.`),
+    table([...judged, "feature", `coefficient ${sig(100 * ci)}%`, "reading"],
+      style.coefficients.map((c) => [...(style.per_judge ? [c.judge] : []), c.feature, coefficient(c), styleReading(c)]),
+      { id: "style" }, [0, judged.length, judged.length + 2]),
+  ] : null;
+  return section(
+    "Style control",
+    coefficients,
+    Object.keys(style.dropped).length
+      ? el("p", { class: "muted", id: "style-dropped" },
+        `left out: ${Object.entries(style.dropped).map(([name, why]) => `${name} (${why})`).join("; ")}`)
+      : null,
+  );
 }
 
 function heatmap(matrix) {
