@@ -70,6 +70,39 @@ def peer_truth(request: ChatRequest) -> str:
 
 register_script("peer-truth", peer_truth)
 
+VERBOSITY = re.compile(r"\[verbosity ([\d.]+)\]")
+LOVES_LENGTH = re.compile(r"\[loves length (-?[\d.]+)\]")
+
+
+def verbose_truth(request: ChatRequest) -> str:
+    """peer-truth with a taste for length: evaluees pad their replies with a number of
+    words that varies by scenario around their "[verbosity v]", and judges add
+    "[loves length b]" times the normalised word-count difference to the first reply's
+    strength (what style control should find)."""
+    system = request.messages[0].content if request.messages[0].role == "system" else ""
+    if "Someone has come to you" in system:
+        quality = QUALITY.search(system)
+        verbosity = VERBOSITY.search(system)
+        words = int(_rng(request).random() * 40 * (float(verbosity.group(1)) if verbosity else 1))
+        return f"My advice [quality {quality.group(1) if quality else 0}]." + " indeed" * words
+    if "You assess replies" in system or "did not end with" in request.messages[-1].content:
+        return peer_truth(request)
+    replies = dict(REPLY.findall(request.messages[-1].content))
+    strength = {}
+    for label in ("A", "B"):
+        found = QUALITY.search(replies.get(label, ""))
+        strength[label] = float(found.group(1)) if found else 0.0
+    a_words, b_words = (len(replies.get(label, "").split()) for label in ("A", "B"))
+    love = LOVES_LENGTH.search(system)
+    shift = (float(love.group(1)) if love else 0.0) * (a_words - b_words) / (a_words + b_words)
+    a, b = math.exp(strength["A"] + shift / 2), math.exp(strength["B"] - shift / 2)
+    tie = 0.4 * math.sqrt(a * b)
+    u = _rng(request).random() * (a + b + tie)
+    return f"<verdict>{'A' if u < a else 'B' if u < a + b else 'tie'}</verdict>"
+
+
+register_script("verbose-truth", verbose_truth)
+
 
 def _objective_keys() -> dict[str, str]:
     from pathlib import Path
