@@ -374,7 +374,7 @@ def test_lmarena_conv_metadata_in_a_streamed_parquet_dataset(
     }
     battles[3]["conv_metadata"]["header_count_b"]["h4"] = None
     with pytest.raises(InputError) as error:
-        read_verdicts(_write(tmp_path / "bad", battles))
+        read_verdicts(_write(tmp_path / "bad", battles), features=["headers"])
     assert error.value.path == str(tmp_path / "bad" / "part-1.parquet")
     assert (error.value.row, error.value.column) == (2, "conv_metadata")
     assert "missing value (None) in header_count_b.h4" in error.value.message
@@ -454,12 +454,16 @@ def test_a_bad_feature_value_is_located(
         {"scenario": "s", "judge": "a", "first": "c", "second": "b", "verdict": 2,
          "first_length": 3, "second_length": value},
     ]  # fmt: skip
+    path = _write(tmp_path / name, rows)
     with pytest.raises(InputError) as error:
-        read_verdicts(_write(tmp_path / name, rows))
+        read_verdicts(path, features=["length"])
     assert error.value.column == "second_length"
     assert {k: getattr(error.value, k) for k in where} == where
     assert message in error.value.message
     assert "--style none" in error.value.message or "missing" not in message
+    if "missing" in message:  # features not named: unknown, for the fit to refuse or not
+        table = read_verdicts(path)
+        assert table.features is not None and np.isnan(table.features.second[1, 0])
 
 
 def test_a_reply_without_its_text_is_an_error(tmp_path: Path) -> None:
@@ -468,13 +472,15 @@ def test_a_reply_without_its_text_is_an_error(tmp_path: Path) -> None:
         {"model_a": "y", "model_b": "x", "winner": "tie", "response_a": "c", "response_b": None},
     ]
     path = _write(tmp_path / "b.parquet", battles)
-    for features in ("available", ["length"]):
-        with pytest.raises(InputError) as error:
-            read_verdicts(path, features=features)
-        assert (error.value.row, error.value.column) == (2, "response_b")
-        assert "has no features" in error.value.message
-        assert "--style none" in error.value.message
+    with pytest.raises(InputError) as error:
+        read_verdicts(path, features=["length"])
+    assert (error.value.row, error.value.column) == (2, "response_b")
+    assert "has no features" in error.value.message
+    assert "--style none" in error.value.message
     assert read_verdicts(path, features=None).features is None
+    unknown = read_verdicts(path).features  # not named: unknown, NaN
+    assert unknown is not None and np.isnan(unknown.second[1]).all()
+    assert not np.isnan(unknown.first).any()
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])

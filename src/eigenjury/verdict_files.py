@@ -318,11 +318,14 @@ def _requested(features: Features) -> tuple[str, ...] | None:
 @dataclass(frozen=True)
 class _Layout:
     """What is read from a file: its convention, each feature's source ("columns",
-    "metadata" or "texts") and the columns."""
+    "metadata" or "texts"), the columns, and whether the features were named (then a
+    reply without a value is an error; else its features are unknown, NaN, and only a
+    fit that controls for them refuses it)."""
 
     convention: _Convention
     features: dict[str, str]
     columns: list[str]
+    named: bool = False
 
     def numeric(self) -> set[str]:
         """The feature columns read, whose values are numbers."""
@@ -354,7 +357,7 @@ def _layout(
                 **where,
             )
         features = {n: offered[n] for n in requested}
-    return _Layout(convention, features, convention.columns(found, features))
+    return _Layout(convention, features, convention.columns(found, features), requested is not None)
 
 
 def _feature_needs(convention: _Convention, name: str) -> str:
@@ -757,6 +760,7 @@ class _Reader:
         self.convention = c = source.layout.convention
         self.columns = source.layout.columns
         self.features = source.layout.features
+        self.features_named = source.layout.named
         self.skip_blank = source.skip_blank
         self.criterion = criterion
         has_criterion = "criterion" in self.columns
@@ -983,7 +987,7 @@ class _Reader:
             if row is not None:
                 problems.append((row, 50, f"expected a text, got {_kind(texts)}", column))
             return {n: np.full(len(texts), math.nan) for n in names}
-        row = _first_row(_flags(pc.is_null(texts)) & ~blank)
+        row = _first_row(_flags(pc.is_null(texts)) & ~blank) if self.features_named else None
         if row is not None:
             message = (
                 "missing value (None); a reply without its text has no features: give every "
@@ -1025,7 +1029,7 @@ class _Reader:
         floats, missing, wrong = _floats(array)
         checks = {
             "missing value ({!r}) in {}; every reply needs one, or leave style control out "
-            "(--style none)": missing,
+            "(--style none)": missing if self.features_named else np.zeros_like(missing),
             "{!r} in {} is not a number": wrong,
             "{!r} in {} is not a finite number": np.isinf(floats),
         }

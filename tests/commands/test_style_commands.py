@@ -110,16 +110,31 @@ def test_bad_style_options_are_refused_by_name(
 
 
 @pytest.mark.parametrize(
-    ("value", "problem"),
-    [("ten", "not a number"), ("", "missing value"), ("inf", "not a finite number")],
+    ("value", "style", "problem"),
+    [
+        ("ten", [], "not a number"),
+        ("inf", [], "not a finite number"),
+        ("", ["--style", "length"], "missing value"),
+    ],
 )
 def test_a_bad_feature_value_is_located(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, problem: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, style: list[str], problem: str
 ) -> None:
     rows = [*ROWS[:2], ("s2", "j", "a", "b", 0, value, 9), ROWS[3]]
-    assert main(["fit", str(_verdicts(tmp_path, rows)), "--bootstrap", "0"]) == 2
+    assert main(["fit", str(_verdicts(tmp_path, rows)), "--bootstrap", "0", *style]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "line 4" in err and "first_length" in err and problem in err
+
+
+def test_an_unknown_value_of_a_default_feature_stops_the_fit_that_needs_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [*ROWS[:2], ("s2", "j", "a", "b", 0, "", 9), ROWS[3]]
+    path = str(_verdicts(tmp_path, rows))
+    assert main(["fit", path, "--bootstrap", "0"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--style" in err and "'length' is unknown for 1 of 4 verdicts" in err
+    assert main(["fit", path, "--bootstrap", "0", "--style", "none"]) == 0
 
 
 def test_a_named_feature_that_cannot_be_told_apart_is_a_warning(

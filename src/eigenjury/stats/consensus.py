@@ -392,9 +392,16 @@ class PeerRanking:
                     f"{', '.join(table.features.names)}",
                     "style",
                 )
-            design = style_design(
-                table.features.only(names), table.weight, table.first, table.second, table.n_models
-            )
+            try:
+                design = style_design(
+                    table.features.only(names),
+                    table.weight,
+                    table.first,
+                    table.second,
+                    table.n_models,
+                )
+            except DataError as exc:
+                raise SettingError(str(exc), "style") from None
         self.style_features_ = design.names
         self.style_dropped_ = design.dropped
         self.style_scale_ = design.scale

@@ -70,8 +70,9 @@ def style_design(
         f = int(np.flatnonzero(unknown.any(axis=0))[0])
         raise DataError(
             f"style feature '{features.names[f]}' is unknown for "
-            f"{int(unknown[:, f].sum()):,} of {len(features):,} verdicts; every verdict "
-            "needs it to control for it (give the values, or leave the feature out)"
+            f"{int(unknown[:, f].sum()):,} of {len(features):,} verdicts (a reply without its "
+            "text or value); every verdict needs it to control for it: give the values, or "
+            "leave the feature out of style control"
         )
     diff = normalised_difference(features.first, features.second)
     total = float(weight.sum())
