@@ -215,3 +215,28 @@ def test_rank_measures_the_replies_and_fit_on_its_verdicts_agrees(tmp_path: Path
     assert main(["fit", str(run.out / "verdicts.csv"), "--bootstrap", "0", "--out", str(out)]) == 0
     refit = {m["name"]: m["elo"] for m in json.loads(out.read_text())["models"]}
     assert refit == pytest.approx(elo, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("style", "words"),
+    [
+        (["length", "length"], ["fit.style", "length named more than once"]),
+        (["tone"], ["fit.style", "'tone' is not a feature rank measures (length, headers"]),
+        ("some", ["fit.style", "expected 'default', 'none' or a list of features"]),
+    ],
+)
+def test_a_rank_config_with_a_bad_style_is_refused_before_anything_is_spent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], style: object, words: list[str]
+) -> None:
+    path = config(tmp_path, fit={"style": style})
+    assert main(["rank", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert all(word in err for word in words), err
+    assert not (tmp_path / "run").exists()
+
+
+def test_rank_without_style_control(tmp_path: Path) -> None:
+    path = config(tmp_path, fit={"style": "none", "bootstrap": 0}, scenarios={"limit": 6})
+    run = run_rank(path, progress=False)
+    assert run.record.style is None and run.record.settings.style is None
+    assert all(m.elo_uncontrolled is None for m in run.record.models)

@@ -104,13 +104,20 @@ class Fit(_Strict):
     style: Literal["default", "none"] | list[StyleFeature] = "default"
     style_per_judge: bool = False
 
-    @field_validator("style")
+    @field_validator("style", mode="before")
     @classmethod
-    def _each_once(cls, value: str | list[str]) -> str | list[str]:
+    def _known_features_once(cls, value: Any) -> Any:
+        """One clear message for a value the union of types would report twice."""
+        known = ", ".join(DEFAULT_FEATURES)
         if isinstance(value, list):
+            unknown = [name for name in value if name not in DEFAULT_FEATURES]
+            if unknown:
+                raise ValueError(f"{unknown[0]!r} is not a feature rank measures ({known})")
             twice = sorted({name for name in value if value.count(name) > 1})
             if twice:
                 raise ValueError(f"{', '.join(twice)} named more than once")
+        elif value not in ("default", "none"):
+            raise ValueError(f"expected 'default', 'none' or a list of features ({known})")
         return value
 
     def style_features(self) -> tuple[str, ...]:
