@@ -240,7 +240,8 @@ class LowRankBTD:
     ``position_bias_``, ``judge_mask_`` (models with judge data), ``loglik_`` (total,
     unpenalised), ``objective_``, ``n_iter_``, ``converged_``, ``grad_norm_``,
     ``restart_losses_`` (mean negative log-likelihood per verdict reached by each
-    start, explored to a loose tolerance before the best is polished),
+    start, explored to a loose tolerance before the best is polished; with style
+    features, explored on the model without them, whose cells are far fewer),
     ``n_agreeing_starts_`` (starts that reached the best optimum),
     ``n_verdicts_``, ``n_cells_``, ``params_``, ``style_coef_`` (per feature, or judges x
     features; empty without style features). Lenses and dispositions are reported in
@@ -290,13 +291,18 @@ class LowRankBTD:
                 explored = [best]
                 n_iter = best.n_iter
             else:
+                # style splits cells by battle: starts are told apart on the model
+                # without it, whose cells are few, and the best is polished with it
+                plain = counts.without_style()
                 rng = np.random.default_rng(self.seed)
-                starts = [_informed_start(counts, self.dim, rng)]
+                starts = [_informed_start(plain, self.dim, rng)]
                 starts += [_random_start(m, self.dim, rng) for _ in range(self.restarts - 1)]
-                starts = [s.with_style(np.zeros(shape)) for s in starts]
-                explored = [self._solve(counts, s, max(_EXPLORE_TOL, self.tol)) for s in starts]
+                empty = np.zeros(style_shape(plain, self.style_per_judge))
+                starts = [s.with_style(empty) for s in starts]
+                explored = [self._solve(plain, s, max(_EXPLORE_TOL, self.tol)) for s in starts]
                 leader = min(explored, key=lambda s: s.objective)
-                best = self._solve(counts, canonical_gauge(leader.params), self.tol)
+                start = canonical_gauge(leader.params).with_style(np.zeros(shape))
+                best = self._solve(counts, start, self.tol)
                 n_iter = leader.n_iter + best.n_iter
         losses = np.array([s.loss for s in explored])
         self.params_ = params = canonical_gauge(best.params)
