@@ -99,7 +99,7 @@ STYLE_COEFFICIENT = (
 )
 STYLE_MEANING = (
     f"A coefficient is {STYLE_COEFFICIENT}. Held equal: Elo comes from the fit with the two "
-    "replies' features set equal, so a model's rating owes nothing to its style; \"Elo "
+    "replies' features set equal, so a model's rating owes nothing to these features; \"Elo "
     'uncontrolled" is the fit without style control, and "change" the places a model '
     "gains once style is held equal."
 )

@@ -349,7 +349,7 @@ function styleControl(style, ci) {
     el("p", { class: "muted" },
       "A coefficient is a judge's log-odds of preferring a reply, per standard deviation of the normalised difference " +
       "between the two replies; positive: judges favour the reply with more of it. Held equal: Elo comes from the fit " +
-      "with the two replies' features set equal, so a model's rating owes nothing to its style. " +
+      "with the two replies' features set equal, so a model's rating owes nothing to these features. " +
       `Normalised difference: ${style.normalisation}.`),
     table([...judged, "feature", `coefficient ${sig(100 * ci)}%`, "reading"],
       style.coefficients.map((c) => [...(style.per_judge ? [c.judge] : []), c.feature, coefficient(c), styleReading(c)]),
