@@ -125,10 +125,8 @@ def add_odd_runs(runs: Path) -> None:
     transcripts.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
-@pytest.fixture(scope="module")
-def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    runs = make_runs(tmp_path_factory.mktemp("browser"))
-    add_odd_runs(runs)
+def serve(runs: Path) -> Iterator[str]:
+    """`eigenjury view` over `runs` in a process of its own, for a fixture: its URL."""
     process = subprocess.Popen(
         [sys.executable, "-m", "eigenjury", "view", str(runs)],
         stdout=subprocess.PIPE,
@@ -145,12 +143,24 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def driver() -> Iterator[WebDriver]:
+def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    runs = make_runs(tmp_path_factory.mktemp("browser"))
+    add_odd_runs(runs)
+    yield from serve(runs)
+
+
+def session() -> Iterator[WebDriver]:
+    """A browser for a fixture, closed after it."""
     chrome = browser()
     try:
         yield chrome
     finally:
         chrome.quit()
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[WebDriver]:
+    yield from session()
 
 
 def visible(driver: WebDriver, css: str) -> None:

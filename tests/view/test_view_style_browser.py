@@ -4,15 +4,13 @@ coefficients; one without style control shows no style panel."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 import test_view_browser as chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from test_view_browser import PLACEHOLDERS, browser, loaded, open_run, visible
+from test_view_browser import PLACEHOLDERS, loaded, open_run, visible
 
 from eigenjury.records import write_record
 from style_records import fitted, with_rank_change
@@ -38,27 +36,12 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for name, record in records.items():
         (runs / name).mkdir(parents=True)
         write_record(runs / name / "results.json", record)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eigenjury", "view", str(runs)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    try:
-        yield process.stdout.readline().strip()
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    yield from chromium.serve(runs)
 
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[WebDriver]:
-    chrome = browser()
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
+    yield from chromium.session()
 
 
 def rows(driver: WebDriver, table: str) -> list[list[str]]:

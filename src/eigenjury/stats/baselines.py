@@ -108,10 +108,10 @@ class Davidson:
 
         def objective(x: FloatArray) -> tuple[float, FloatArray]:
             beta, log_tie = x[:m], x[m]
-            nll, g1, g2, g_tie, _ = davidson_nll(
+            nll, g, g_tie = davidson_nll(
                 beta[j], beta[k], np.full(len(j), log_tie), np.zeros(len(j)), n
             )
-            grad = tally(j, g1, m) + tally(k, g2, m)
+            grad = tally(j, g, m) - tally(k, g, m)
             grad = np.append(grad / total + self.l2 * beta, g_tie.sum() / total)
             return nll / total + 0.5 * self.l2 * beta @ beta, grad
 
