@@ -8,6 +8,7 @@ scores); for those the ranking stability over noise draws is measured and report
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ from eigenjury.bounds.record import (
     Stability,
     UtilityPart,
     UtilityRecord,
+    unit_codes,
 )
 from eigenjury.bounds.scores import ScoreSet
 from eigenjury.errors import InputError
@@ -53,7 +55,8 @@ class ReleaseSettings:
     `confidence_share` of delta goes to the upper confidence bound on Delta (computed
     from the profile's pairs at confidence 1 - that share); the rest is split
     `delta_split` : 1 - `delta_split` between the Markov step and the noise tail.
-    sigma None is sigma_max / 2.
+    sigma None is sigma_max / 2. neighbour_size (k) None is the scores' own (the most
+    items one edited reply, submission or unit feeds); a smaller one is refused.
     """
 
     tau: float
@@ -62,7 +65,7 @@ class ReleaseSettings:
     seed: int = 0
     alpha: float | None = None
     centre: Centre = 0.5
-    neighbour_size: int = 1
+    neighbour_size: int | None = None
     delta_split: float = 0.5
     confidence_share: float = 0.2
     noise_share: float = 0.5
@@ -81,10 +84,32 @@ class Release:
     debiased: FloatArray
 
 
+def neighbour_size(scores: ScoreSet, given: int | None) -> tuple[int, str]:
+    """k and how it was set: the scores' structure, or a larger k given.
+
+    A neighbour edits one reply (submission, unit), which moves every item it feeds; a
+    k below the most items one edit reaches would certify a bound that can fail.
+    """
+    derived = scores.neighbourhood
+    if given is None:
+        return derived.k, derived.source
+    if given > scores.dim:
+        raise InputError(f"--k {given} exceeds the number of items ({scores.dim})", field="--k")
+    if given < derived.k:
+        raise InputError(
+            f"--k {given} is below the k of these scores, {derived.k}: {derived.reason}, and "
+            f"a neighbour editing it moves all {derived.k}; give --k {derived.k} or more, or "
+            "leave --k out",
+            field="--k",
+        )
+    return given, "given" if given > derived.k else derived.source
+
+
 def profile_sensitivities(
-    profile: SensitivityProfile, settings: ReleaseSettings
+    profile: SensitivityProfile, settings: ReleaseSettings, k: int
 ) -> dict[str, Sensitivity]:
-    """Each chosen generator's Delta and upper bound at the release's confidence."""
+    """Each chosen generator's Delta (for k-item neighbours) and upper bound at the
+    release's confidence."""
     names = settings.generators or tuple(profile.generators)
     unknown = [g for g in names if g not in profile.generators]
     if unknown:
@@ -107,7 +132,8 @@ def profile_sensitivities(
             [p.perturbed for p in pairs],
             confidence,
             method=settings.method or profile.method,
-            neighbour_size=settings.neighbour_size,
+            neighbour_size=k,
+            units=unit_codes(pairs),
             rng=np.random.default_rng(settings.seed),
         )
     return out
@@ -115,12 +141,9 @@ def profile_sensitivities(
 
 def release(scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSettings) -> Release:
     """Certify against the worst chosen generator, then shrink and add noise."""
-    sensitivities = profile_sensitivities(profile, settings)
+    k, k_source = neighbour_size(scores, settings.neighbour_size)
+    sensitivities = profile_sensitivities(profile, settings, k)
     worst = max(s.upper_bound for s in sensitivities.values())
-    if settings.neighbour_size > scores.dim:
-        raise InputError(
-            f"--k {settings.neighbour_size} exceeds the number of items ({scores.dim})"
-        )
     try:
         certificate = certify(
             settings.tau,
@@ -130,7 +153,7 @@ def release(scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSett
             alpha=settings.alpha,
             delta_split=settings.delta_split,
             delta_sensitivity=settings.confidence_share * settings.delta,
-            neighbour_size=settings.neighbour_size,
+            neighbour_size=k,
             range_bound=settings.range_bound,
             centre=settings.centre,
             noise_share=settings.noise_share,
@@ -160,7 +183,7 @@ def release(scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSett
         models=None if models is None else _utility(models),
     )
     record = _certificate(
-        certificate, sigma, sensitivities, utility, stability, scores, profile, settings
+        certificate, sigma, sensitivities, utility, stability, scores, profile, settings, k_source
     )
     return Release(certificate=record, debiased=debiased)
 
@@ -178,8 +201,10 @@ def _certificate(
     scores: ScoreSet,
     profile: SensitivityProfile,
     settings: ReleaseSettings,
+    k_source: str,
 ) -> BoundCertificate:
     """The certificate record: everything the bound rests on, and what it cost in signal."""
+    raw_bound = settings.tau / certificate.alpha * (scores.scale.high - scores.scale.low)
     return BoundCertificate.model_validate(
         {
             "created": now(),
@@ -190,7 +215,12 @@ def _certificate(
                 "neighbours D' from each generator used and the noise"
             ),
             **certificate.to_dict(),
+            "k_source": k_source,
+            "k_derived": scores.neighbourhood.k,
+            "k_unit": scores.neighbourhood.unit,
+            "deterministic": certificate.deterministic or None,
             "sigma": sigma,
+            "raw_bound": raw_bound,
             "seed": settings.seed,
             "scores": ScoresPart(
                 format=scores.source_format,
@@ -212,15 +242,23 @@ def _certificate(
                     confidence=s.confidence,
                     method=s.method,
                     m=s.m,
-                    beyond_jitter=profile.generators[name].beyond_jitter,
+                    beyond_jitter=_for_k(profile.generators[name].beyond_jitter, s.neighbour_size),
                 )
                 for name, s in sensitivities.items()
             },
             "utility": utility,
             "stability": stability,
-            "warnings": _warnings(scores, profile, settings),
+            "warnings": [
+                *_warnings(scores, profile, settings),
+                *certificate.weaknesses(),
+            ],
         }
     )
+
+
+def _for_k(per_item: float | None, k: int) -> float | None:
+    """A profile's per-item RMS change as that of a k-item neighbour (squares add)."""
+    return None if per_item is None else math.sqrt(k) * per_item
 
 
 def _stability(

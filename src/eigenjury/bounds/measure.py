@@ -1,14 +1,21 @@
 """Sensitivity of a judge, measured through the engine (the profile is bounds.record's).
 
-For m items sampled (seeded) from a dataset, the judge scores each original once;
-then every generator makes one neighbour per item, and only the neighbours are
-re-judged. Neighbours are judged with another seed and sample number than the
-originals, so the identity neighbour is a fresh draw (the store does not return the
-cached answer) and every generator's change includes the same intrinsic jitter,
-which identity measures on its own. Failed calls, unparseable replies and rejected
-paraphrases are counted per generator and leave their item out; they are never
-scored.
-"""
+A neighbour edits one response, and so every item showing it: a reply judged against
+several others (the same prompt and text in several pairwise items, as in a peer
+design) is one unit. For m replies sampled (seeded) from a dataset, the judge scores
+each item they feed once; then every generator edits each sampled reply once (the
+same edit in every item showing it; the position swap, which edits no response,
+swaps each of those items) and only the neighbours are re-judged. The profile keeps
+one pair per item, with the reply named where it fed several; the bound averages a
+unit's items into one sample (stats.abb.estimate_sensitivity's `units`), so Delta is
+per item and `bound apply` scales it to its k. A dataset whose replies each appear
+once is measured item by item, as before.
+
+Neighbours are judged with another seed and sample number than the originals, so
+the identity neighbour is a fresh draw (the store does not return the cached answer)
+and every generator's change includes the same intrinsic jitter, which identity
+measures on its own. Failed calls, unparseable replies and rejected paraphrases are
+counted per generator and leave their item out; they are never scored."""
 
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +34,7 @@ from eigenjury.bounds.neighbours import (
     LOCAL_GENERATORS,
     PARAPHRASE,
     JudgedItem,
+    NeighbourGenerator,
     Paraphraser,
 )
 from eigenjury.bounds.record import (
@@ -37,6 +45,7 @@ from eigenjury.bounds.record import (
     Pair,
     ScalePart,
     SensitivityProfile,
+    unit_codes,
 )
 from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.errors import InputError
@@ -113,15 +122,38 @@ class MeasureSettings:
     paraphrase: Paraphraser = field(default_factory=Paraphraser)
 
 
-def sample_items(items: Sequence[JudgedItem], m: int, seed: int) -> list[JudgedItem]:
-    """m items (all if fewer), seeded, in dataset order."""
+@dataclass(frozen=True)
+class Reply:
+    """One response of the dataset, as a neighbour edits it: its text, and the items
+    showing it (a reply judged against several others feeds several items)."""
+
+    name: str  # the item id, and A or B on pairwise items, where it first appears
+    text: str
+    items: tuple[int, ...]
+
+
+def replies(items: Sequence[JudgedItem]) -> list[Reply]:
+    """The distinct responses (by prompt and text), in order of first appearance."""
+    found: dict[tuple[str, str], tuple[str, list[int]]] = {}
+    for i, item in enumerate(items):
+        for side, text in enumerate(item.responses):
+            name = f"{item.id}/{'AB'[side]}" if item.pairwise else item.id
+            shown = found.setdefault((item.prompt, text), (name, []))[1]
+            if i not in shown:
+                shown.append(i)
+    return [Reply(name, text, tuple(shown)) for (_, text), (name, shown) in found.items()]
+
+
+def sample(pool: Sequence[Reply], m: int, seed: int) -> list[Reply]:
+    """m replies (all if fewer), seeded, in dataset order."""
     rng = np.random.default_rng(seed)
-    chosen = np.sort(rng.choice(len(items), size=min(m, len(items)), replace=False))
-    return [items[i] for i in chosen]
+    chosen = np.sort(rng.choice(len(pool), size=min(m, len(pool)), replace=False))
+    return [pool[i] for i in chosen]
 
 
 def _generator_rng(seed: int, name: str, index: int) -> np.random.Generator:
-    """Each (generator, item) has its own stream: adding a generator changes no other."""
+    """Each (generator, sampled reply) has its own stream: adding a generator changes no
+    other."""
     return np.random.default_rng([seed, zlib.crc32(name.encode()), index])
 
 
@@ -135,38 +167,50 @@ class MeasureInputs:
 
 
 async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
-    """Judge m sampled items and their neighbours; estimate each generator's Delta."""
+    """Judge the items of m sampled replies and their neighbours; estimate each
+    generator's Delta per item, one sample per reply."""
     items, settings = inputs.items, inputs.settings
     protocol = settings.protocol
-    sampled = sample_items(items, settings.m, settings.seed)
+    sampled = sample(replies(items), settings.m, settings.seed)
+    judged = sorted({i for reply in sampled for i in reply.items})
     originals = await engine.run(
         [
-            Call(settings.judge, protocol.request(item, settings.seed), 0, role="judge")
-            for item in sampled
+            Call(settings.judge, protocol.request(items[i], settings.seed), 0, role="judge")
+            for i in judged
         ]
     )
     original_failures: Counter[str] = Counter()
     scores: dict[int, float] = {}
-    for i, (item, result) in enumerate(zip(sampled, originals, strict=True)):
-        score, failure = _score(protocol, item, result)
+    for i, result in zip(judged, originals, strict=True):
+        score, failure = _score(protocol, items[i], result)
         if failure:
             original_failures[failure] += 1
         else:
             assert score is not None
             scores[i] = score
 
-    neighbours: dict[str, dict[int, JudgedItem]] = {}
+    # per generator, (sampled reply, item) -> the item with that reply edited
+    neighbours: dict[str, dict[tuple[int, int], JudgedItem]] = {}
     failures: dict[str, Counter[str]] = {g: Counter() for g in settings.generators}
     for name in settings.generators:
         if name == PARAPHRASE:
-            neighbours[name] = await _paraphrased(engine, sampled, settings, failures[name])
+            rewritten = await _paraphrased(engine, sampled, settings, failures[name])
+            neighbours[name] = {
+                (r, i): _with_reply(items[i], sampled[r].text, text)
+                for r, text in rewritten.items()
+                for i in sampled[r].items
+            }
         else:
             generator = LOCAL_GENERATORS[name]
-            neighbours[name] = {
-                i: generator.perturb(item, _generator_rng(settings.seed, name, i))
-                for i, item in enumerate(sampled)
+            made = {
+                (r, i): item
+                for r, reply in enumerate(sampled)
+                for i, item in _edited(
+                    generator, reply, items, _generator_rng(settings.seed, name, r)
+                ).items()
             }
-    jobs = [(name, i, item) for name, made in neighbours.items() for i, item in made.items()]
+            neighbours[name] = _once(made)
+    jobs = [(name, key, item) for name, made in neighbours.items() for key, item in made.items()]
     results = await engine.run(
         [
             Call(settings.judge, protocol.request(item, settings.seed + 1), 1, role="neighbour")
@@ -174,13 +218,17 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
         ]
     )
     pairs: dict[str, list[Pair]] = {g: [] for g in settings.generators}
-    for (name, i, item), result in zip(jobs, results, strict=True):
+    for (name, (r, i), item), result in zip(jobs, results, strict=True):
         score, failure = _score(protocol, item, result)
         if failure:
             failures[name][failure] += 1
         elif i in scores:
             assert score is not None
-            pairs[name].append(Pair(item=sampled[i].id, original=scores[i], perturbed=score))
+            reply = sampled[r]
+            unit = reply.name if len(reply.items) > 1 else None
+            pairs[name].append(
+                Pair(item=items[i].id, original=scores[i], perturbed=score, unit=unit)
+            )
     generators = {
         name: _generator_profile(pairs[name], failures[name], settings)
         for name in settings.generators
@@ -209,6 +257,40 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
     )
 
 
+def _edited(
+    generator: NeighbourGenerator,
+    reply: Reply,
+    items: Sequence[JudgedItem],
+    rng: np.random.Generator,
+) -> dict[int, JudgedItem]:
+    """Each item the reply feeds, with the reply edited once, the same edit everywhere
+    (a neighbour edits a response, not a row); a generator of pairs (the position swap)
+    perturbs each item itself."""
+    if generator.pairwise_only:
+        return {i: generator.perturb(items[i], rng) for i in reply.items}
+    first = items[reply.items[0]]
+    alone = JudgedItem(first.id, first.prompt, (reply.text,), (None,))
+    text = generator.perturb(alone, rng).responses[0]
+    return {i: _with_reply(items[i], reply.text, text) for i in reply.items}
+
+
+def _once(made: dict[tuple[int, int], JudgedItem]) -> dict[tuple[int, int], JudgedItem]:
+    """Each neighbour once: a neighbour that edits no reply (identity, a position swap)
+    is the same for every sampled reply an item shows, and one judgment is one sample."""
+    seen: set[JudgedItem] = set()
+    out = {}
+    for key, item in made.items():
+        if item not in seen:
+            seen.add(item)
+            out[key] = item
+    return out
+
+
+def _with_reply(item: JudgedItem, text: str, edited: str) -> JudgedItem:
+    """The item with every response `text` replaced by `edited`."""
+    return replace(item, responses=tuple(edited if r == text else r for r in item.responses))
+
+
 def _score(
     protocol: JudgeProtocol, item: JudgedItem, result: CallResult
 ) -> tuple[float | None, str | None]:
@@ -223,38 +305,33 @@ def _score(
 
 async def _paraphrased(
     engine: Engine,
-    sampled: Sequence[JudgedItem],
+    sampled: Sequence[Reply],
     settings: MeasureSettings,
     failures: Counter[str],
-) -> dict[int, JudgedItem]:
+) -> dict[int, str]:
+    """The accepted paraphrase of each sampled reply, by its index."""
     if settings.paraphraser is None:
         raise InputError("the paraphrase neighbour needs --paraphraser MODEL")
-    which = [
-        int(_generator_rng(settings.seed, PARAPHRASE, i).integers(len(item.responses)))
-        for i, item in enumerate(sampled)
-    ]
     results = await engine.run(
         [
             Call(
                 settings.paraphraser,
-                settings.paraphrase.request(item.responses[w], settings.seed),
+                settings.paraphrase.request(reply.text, settings.seed),
                 role="paraphraser",
             )
-            for item, w in zip(sampled, which, strict=True)
+            for reply in sampled
         ]
     )
-    made: dict[int, JudgedItem] = {}
-    for i, (item, w, result) in enumerate(zip(sampled, which, results, strict=True)):
+    made: dict[int, str] = {}
+    for r, (reply, result) in enumerate(zip(sampled, results, strict=True)):
         if result.completion is None:
             failures[PARAPHRASE_ERROR] += 1
             continue
-        text = settings.paraphrase.accept(item.responses[w], result.completion.text)
+        text = settings.paraphrase.accept(reply.text, result.completion.text)
         if text is None:
             failures["rejected"] += 1
             continue
-        responses = list(item.responses)
-        responses[w] = text
-        made[i] = JudgedItem(item.id, item.prompt, tuple(responses), item.models, item.swapped)
+        made[r] = text
     return made
 
 
@@ -263,21 +340,23 @@ def _generator_profile(
 ) -> GeneratorProfile:
     if not pairs:
         estimate = upper = None
+        m = 0
     else:
         sensitivity = estimate_sensitivity(
             [p.original for p in pairs],
             [p.perturbed for p in pairs],
             settings.confidence,
             method=settings.method,
+            units=unit_codes(pairs),
             rng=np.random.default_rng(settings.seed),
         )
-        estimate, upper = sensitivity.estimate, sensitivity.upper_bound
+        estimate, upper, m = sensitivity.estimate, sensitivity.upper_bound, sensitivity.m
     return GeneratorProfile(
         estimate=estimate,
         upper_bound=upper,
         confidence=settings.confidence,
         method=settings.method,
-        m=len(pairs),
+        m=m,
         beyond_jitter=None,
         failures=dict(failures),
         pairs=pairs,

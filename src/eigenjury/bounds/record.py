@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from eigenjury.errors import InputError
-from eigenjury.records import AccountingRecord, Overview, Part, Record, read_record
+from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, read_record
 
 # Failures that are calls not made or failed (a budget stop, the model erring): a rerun
 # sends them again. Unparsed replies and rejected paraphrases are cached as they are.
@@ -33,12 +33,26 @@ class ScalePart(Part):
     high: float
 
 
-class Pair(Part):
-    """One item's normalised score, original and neighbour."""
+class Pair(Sparse):
+    """One item's normalised score, original and neighbour. `unit` names the reply
+    whose one edit moved this item and others (absent when it moved this item alone)."""
+
+    OMITTED: ClassVar[frozenset[str]] = frozenset({"unit"})
 
     item: str
     original: float = Field(ge=0.0, le=1.0)
     perturbed: float = Field(ge=0.0, le=1.0)
+    unit: str | None = None
+
+
+def unit_codes(pairs: list[Pair]) -> list[int]:
+    """One integer per pair, shared by the pairs of one unit, in order of appearance
+    (a pair without a unit is its own): stats.abb.estimate_sensitivity's `units`."""
+    codes: dict[tuple[str, str | int], int] = {}
+    return [
+        codes.setdefault(("unit", p.unit) if p.unit is not None else ("pair", i), len(codes))
+        for i, p in enumerate(pairs)
+    ]
 
 
 class GeneratorProfile(Part):
@@ -168,12 +182,23 @@ class Stability(Part):
     same_top_model: float
 
 
-class BoundCertificate(Record):
+class BoundCertificate(Record, Sparse):
     """What `eigenjury bound apply` writes as certificate.json: the (tau, delta) bound
-    (stats.abb.Certificate), everything it rests on, and what it cost in signal."""
+    (stats.abb.Certificate), everything it rests on, and what it cost in signal.
+
+    Fields older certificates lack are left out when None: `k_source` (how
+    k was set: "given", or read from the scores' structure as "rows per reply", "items
+    per submission" or "rows per unit"), `k_derived` and `k_unit` (the structure's k
+    and its largest unit), `raw_bound` (tau / alpha in the scores' raw units: how far
+    the released scores, read back on the judge's scale, may move) and `deterministic`
+    (true when sigma_max is 0: no noise, the release is a deterministic shrinkage).
+    """
 
     KIND: ClassVar[str] = "bound-certificate"
     FILE: ClassVar[str] = "certificate.json"
+    OMITTED: ClassVar[frozenset[str]] = frozenset(
+        {"k_source", "k_derived", "k_unit", "raw_bound", "deterministic"}
+    )
 
     kind: str = KIND
     bounded: str
@@ -184,6 +209,9 @@ class BoundCertificate(Record):
     split: DeltaSplitPart
     dim: int
     neighbour_size: int
+    k_source: str | None = None
+    k_derived: int | None = None
+    k_unit: str | None = None
     sensitivity: float
     bias_term: float
     bias_bound: Literal["markov", "range"]
@@ -194,11 +222,13 @@ class BoundCertificate(Record):
     threshold: float
     noise_radius: float
     sigma_max: float
+    deterministic: bool | None = None
     feasible: bool
     smallest_feasible_tau: float
     noise_share: float
     min_alpha: float
     sigma: float
+    raw_bound: float | None = None
     seed: int
     scores: ScoresPart
     profile: ProfilePart

@@ -2,8 +2,9 @@
 
 Three inputs, told apart by their content:
 
-- a score file (CSV or JSONL) with columns `item`, `score` and optional `model` and
-  `criterion`, on a declared raw range (`--scale` or `--range LOW HIGH`);
+- a score file (CSV or JSONL) with columns `item`, `score` and optional `model`,
+  `criterion` and `unit` (what one neighbour edits: rows sharing a unit change
+  together), on a declared raw range (`--scale` or `--range LOW HIGH`);
 - a peer-ranking verdict file (columns scenario, judge, first, second, verdict; 0 tie,
   1 first better, 2 second better, as `eigenjury rank` writes it): one item per row,
   scored 1 / 0.5 / 0 for the evaluee shown first;
@@ -14,6 +15,11 @@ Three inputs, told apart by their content:
 Tolerated in score files, and only this: blank lines, a UTF-8 byte-order mark, extra
 columns or fields (ignored), numbers written as strings in CSV. Everything else is a
 located error.
+
+Each input also says what one neighbour edits (its `Neighbourhood`): a peer reply feeds
+every verdict row it appears in, a submission every criterion item it is graded on, a
+score file's unit every row naming it. The most items one such edit reaches is the k a
+certificate must assume.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import csv
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +90,35 @@ LEVELS = ("task", "criterion")
 
 
 @dataclass(frozen=True)
+class Neighbourhood:
+    """What one neighbour edits, read from the input's structure: `k` is the most items
+    one edit reaches (a reply, a submission, a unit), `unit` names such a largest unit
+    ("scenario s1, evaluee ada"; None when every row is its own unit)."""
+
+    k: int
+    source: str  # "rows per reply", "items per submission" or "rows per unit"
+    unit: str | None
+
+    @property
+    def reason(self) -> str:
+        """Why k is what it is: "one reply feeds 6 rows (scenario s1, evaluee ada)"."""
+        if self.unit is None:
+            return "each row is its own unit (the file has no unit column)"
+        counted, edited = self.source.split(" per ")
+        return f"one {edited} feeds {self.k} {counted} ({self.unit})"
+
+
+def largest_unit(
+    keys: Sequence[Any], source: str, name: Callable[[Any], str | None]
+) -> Neighbourhood:
+    """The neighbourhood of items whose units are `keys`: one key per item and unit it
+    belongs to (a verdict row, fed by two replies, has two); the first largest unit is
+    named by `name`."""
+    (key, k), *_ = Counter(keys).most_common(1)
+    return Neighbourhood(k=k, source=source, unit=name(key))
+
+
+@dataclass(frozen=True)
 class ScoreSet:
     """d scored items, their scale, and which model each item speaks for.
 
@@ -101,6 +136,7 @@ class ScoreSet:
     source: IntArray
     owner: IntArray
     flip: np.ndarray[Any, np.dtype[np.bool_]]
+    neighbourhood: Neighbourhood
 
     @property
     def normalised(self) -> FloatArray:
@@ -189,6 +225,17 @@ def _from_verdicts(path: Path) -> ScoreSet:
         )
     )
     preference = np.array([_PREFERENCE_OF[int(v)] for v in table.verdict])
+    # a reply is an evaluee's answer to a scenario: it feeds every row showing it
+    n_models = len(table.models)
+    replies = n_models * np.concatenate([table.scenario, table.scenario]) + np.concatenate(
+        [table.first, table.second]
+    )
+
+    def reply(key: int) -> str:
+        scenario, evaluee = divmod(key, n_models)
+        return f"scenario {table.scenarios[scenario]}, evaluee {table.models[evaluee]}"
+
+    neighbourhood = largest_unit(replies.tolist(), "rows per reply", reply)
     return ScoreSet(
         items=_numbered_duplicates(items),
         raw=preference,
@@ -199,6 +246,7 @@ def _from_verdicts(path: Path) -> ScoreSet:
         source=np.concatenate([rows, rows]),
         owner=np.concatenate([table.first, table.second]).astype(np.int64),
         flip=np.concatenate([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]),
+        neighbourhood=neighbourhood,
     )
 
 
@@ -217,6 +265,7 @@ def _read_score_file(path: Path, suffix: str, scale: Scale) -> ScoreSet:
     raw: list[float] = []
     models: list[str | None] = []
     criteria: list[str | None] = []
+    units: list[tuple[str, str]] = []
     first_seen: dict[str, int] = {}
     rows = (
         read_csv(path, SCORE_COLUMNS, _SCORE_FILE_NEEDS)
@@ -252,9 +301,19 @@ def _read_score_file(path: Path, suffix: str, scale: Scale) -> ScoreSet:
         criteria.append(
             None if _blank(record.get("criterion")) else _name(record, "criterion", path, line)
         )
+        # a row without a unit is its own (keyed apart from any unit name)
+        units.append(
+            ("item", item)
+            if _blank(record.get("unit"))
+            else ("unit", _name(record, "unit", path, line))
+        )
     if not items:
         raise InputError("the file has no scores; expected rows with item and score", path=path)
-    return _score_set(items, raw, scale, "scores", models, criteria)
+    named_units = any(kind == "unit" for kind, _ in units)
+    neighbourhood = largest_unit(
+        units, "rows per unit", lambda key: f"{key[0]} {key[1]}" if named_units else None
+    )
+    return _score_set(items, raw, scale, "scores", models, criteria, neighbourhood)
 
 
 def _score_set(
@@ -264,6 +323,7 @@ def _score_set(
     source_format: str,
     models: Sequence[str | None],
     criteria: Sequence[str | None],
+    neighbourhood: Neighbourhood,
 ) -> ScoreSet:
     named = sorted({m for m in models if m is not None})
     index = {m: i for i, m in enumerate(named)}
@@ -278,6 +338,7 @@ def _score_set(
         source=source,
         owner=np.array([index[m] for m in models if m is not None], dtype=np.int64),
         flip=np.zeros(len(source), dtype=bool),
+        neighbourhood=neighbourhood,
     )
 
 
@@ -324,18 +385,21 @@ def _read_results(path: Path, level: str) -> ScoreSet:
     raw: list[float] = []
     models: list[str | None] = []
     criteria: list[str | None] = []
+    submissions: list[tuple[str, str]] = []  # a candidate's answer to a task feeds its items
     for task in record.tasks:
         if level == "task":
             items.append(f"{task.task_id}/{task.candidate}")
             raw.append(task.score)
             models.append(task.candidate)
             criteria.append(None)
+            submissions.append((task.task_id, task.candidate))
             continue
         for criterion in task.criteria:
             items.append(f"{task.task_id}/{task.candidate}/{criterion.id}")
             raw.append(float(criterion.passed))
             models.append(task.candidate)
             criteria.append(criterion.id)
+            submissions.append((task.task_id, task.candidate))
     if not items:
         raise InputError("no scores: the results have no tasks (or no criteria)", path=path)
     duplicates = [item for item, count in Counter(items).items() if count > 1]
@@ -347,4 +411,7 @@ def _read_results(path: Path, level: str) -> ScoreSet:
             field="tasks",
         )
     scale = SCALES["percent"] if level == "task" else SCALES["unit"]
-    return _score_set(items, raw, scale, f"contracts-{level}", models, criteria)
+    neighbourhood = largest_unit(
+        submissions, "items per submission", lambda key: f"task {key[0]}, candidate {key[1]}"
+    )
+    return _score_set(items, raw, scale, f"contracts-{level}", models, criteria, neighbourhood)

@@ -65,8 +65,8 @@ def _bound_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--k",
         type=bounded(int, 1),
-        default=1,
-        help="items a neighbour perturbs (default 1)",
+        help="items a neighbour perturbs (apply: default and least, the most items one "
+        "edited reply, submission or score-file unit feeds; certify: default 1)",
     )
     parser.add_argument(
         "--delta-split",
@@ -110,9 +110,10 @@ def register(commands: Any) -> None:
     measure = steps.add_parser(
         "measure",
         help="measure a judge's sensitivity to neighbours on a dataset (writes a profile)",
-        description="Sample m items of a JSONL dataset (id, prompt, and response or "
-        "response_a + response_b), judge them, perturb each with every generator, re-judge "
-        "only the perturbed items, and write the RMS sensitivity per generator with an "
+        description="Sample m replies of a JSONL dataset (id, prompt, and response or "
+        "response_a + response_b), judge the items showing them, edit each reply with every "
+        "generator (in every item showing it), re-judge only the perturbed items, and write "
+        "the RMS sensitivity per generator with an "
         "upper confidence bound. Identity neighbours (another seed) measure the judge's "
         "intrinsic jitter.",
     )
@@ -125,7 +126,12 @@ def register(commands: Any) -> None:
         "formatting,markdown,verbosity,identity)",
     )
     measure.add_argument("--paraphraser", help="model spec for the paraphrase neighbour")
-    measure.add_argument("--m", type=bounded(int, 1), default=50, help="items sampled (default 50)")
+    measure.add_argument(
+        "--m",
+        type=bounded(int, 1),
+        default=50,
+        help="replies sampled (default 50); a reply is edited in every item showing it",
+    )
     measure.add_argument("--seed", type=seed, default=0)
     measure.add_argument(
         "--confidence",
@@ -154,7 +160,7 @@ def register(commands: Any) -> None:
         "apply",
         help="debias a score file under a certified (tau, delta) bound",
         description="Shrink and noise a score file (CSV/JSONL with item, score, optional "
-        "model and criterion; a peer verdict file; or a contracts results.json) so that "
+        "model, criterion and unit; a peer verdict file; or a contracts results.json) so that "
         "perturbations measured in PROFILE move the released score vector by more than "
         "tau with probability at most delta. Writes debiased.csv, certificate.json and "
         "report.html.",
@@ -400,10 +406,9 @@ def _check_out_folder(args: argparse.Namespace) -> None:
 def certify_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.stats.abb import certify
 
-    if args.k > args.dim:
-        raise InputError(
-            f"--k {args.k} exceeds --dim {args.dim}: a neighbour perturbs at most d items"
-        )
+    k = 1 if args.k is None else args.k
+    if k > args.dim:
+        raise InputError(f"--k {k} exceeds --dim {args.dim}: a neighbour perturbs at most d items")
     try:
         cert = certify(
             args.tau,
@@ -413,7 +418,7 @@ def certify_command(args: argparse.Namespace, console: Console) -> int:
             alpha=args.alpha,
             delta_split=args.delta_split,
             delta_sensitivity=args.delta_sensitivity,
-            neighbour_size=args.k,
+            neighbour_size=k,
             range_bound=args.range_bound,
             centre=_centre(args.centre),
             noise_share=args.noise_share,
@@ -422,9 +427,10 @@ def certify_command(args: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         raise InputError(str(exc)) from None
     print(json.dumps(cert.to_dict(), indent=2))
+    stderr = Console(stderr=True, soft_wrap=True)
+    for warning in cert.weaknesses():
+        stderr.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if not cert.feasible:
-        Console(stderr=True, soft_wrap=True).print(
-            f"[bold red]error:[/] {escape(cert.explain())}", highlight=False
-        )
+        stderr.print(f"[bold red]error:[/] {escape(cert.explain())}", highlight=False)
         return EXIT_USAGE
     return 0

@@ -77,14 +77,50 @@ def _level(certificate: BoundCertificate) -> tuple[str, dict[str, float | None]]
     return "item", utility.items.model_dump()
 
 
+NO_NOISE = "no noise: deterministic shrinkage"
+
+
+def neighbour_text(certificate: BoundCertificate) -> str:
+    """k and where it came from: "6 (rows per reply; largest: scenario s1, evaluee ada)",
+    "8 (given; the scores give 6: ...)"; just k for certificates that do not say."""
+    c = certificate
+    if c.k_source is None:
+        return str(c.neighbour_size)
+    largest = "" if c.k_unit is None else f": {c.k_unit}"
+    if c.k_source == "given":
+        return f"{c.neighbour_size} (given; the scores give {c.k_derived}{largest})"
+    return f"{c.neighbour_size} ({c.k_source}{largest})"
+
+
+def _noise(certificate: BoundCertificate) -> str:
+    c = certificate
+    return NO_NOISE if c.deterministic else f"sigma {c.sigma:.4g} of sigma_max {c.sigma_max:.4g}"
+
+
+def _raw_bound(certificate: BoundCertificate) -> str | None:
+    """tau read back on the judge's scale: "11.25 points on likert10 [1, 10]"."""
+    c = certificate
+    if c.raw_bound is None:
+        return None
+    scale = c.scores.scale
+    return f"{c.raw_bound:.4g} points on {scale.name} [{scale.low:g}, {scale.high:g}]"
+
+
 def print_certificate(console: Console, certificate: BoundCertificate) -> None:
-    """The bound in one line, the signal it kept, and the warnings."""
+    """The bound in one line, what it assumes of a neighbour, the signal it kept, and
+    the warnings."""
     c = certificate
     console.print(
         f"certified: P[ ||M(D) - M(D')|| > {c.tau:g} ] <= {c.delta:g} for d = {c.dim} "
-        f"items (alpha {c.alpha:.4f}, sigma {c.sigma:.4g} of sigma_max "
-        f"{c.sigma_max:.4g}, {c.bias_bound} step)"
+        f"items (alpha {c.alpha:.4f}, {_noise(c)}, {c.bias_bound} step)"
     )
+    console.print(f"neighbour size k = {escape(neighbour_text(c))}")
+    raw = _raw_bound(c)
+    if raw is not None:
+        console.print(
+            f"bound: tau {c.tau:g} in [0, 1] units; read back on the judge's scale "
+            f"(tau / alpha x range) {escape(raw)}"
+        )
     level, utility = _level(c)
     console.print(
         f"utility retained ({level} level): Pearson {_number(utility['pearson'])}, Spearman "
@@ -146,6 +182,7 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
     c = certificate
     title = f"Bias bound on {c.scores.label}"
     centre = "the batch mean" if c.centre == "batch-mean" else f"{c.centre:g}"
+    raw = _raw_bound(c)
     out = [
         f"<h1>{e(title)}</h1>",
         f"<p class=muted>eigenjury {e(c.eigenjury)} · created {e(c.created or 'unknown')} · "
@@ -167,7 +204,7 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
                     "delta spent on sensitivity / Markov step / noise tail",
                     f"{c.split.sensitivity:.4g} / {c.split.markov:.4g} / {c.split.noise:.4g}",
                 ],
-                ["items d / items a neighbour perturbs k", f"{c.dim} / {c.neighbour_size}"],
+                ["items d / items a neighbour perturbs k", f"{c.dim} / {neighbour_text(c)}"],
                 ["sensitivity Delta used (worst upper bound)", _number(c.sensitivity)],
                 [f"bias term ({c.bias_bound} step)", _number(c.bias_term)],
                 [f"alpha ({'given' if c.alpha_given else 'chosen'})", _number(c.alpha)],
@@ -176,7 +213,12 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
                     "threshold (Lipschitz x bias term)",
                     f"{c.threshold:.4g} = {c.lipschitz:.4g} x {c.bias_term:.4g}",
                 ],
-                ["sigma / sigma_max", f"{c.sigma:.4g} / {c.sigma_max:.4g}"],
+                [
+                    "sigma / sigma_max",
+                    f"{c.sigma:.4g} / {c.sigma_max:.4g}"
+                    + (f" ({NO_NOISE})" if c.deterministic else ""),
+                ],
+                *([] if raw is None else [["tau on the judge's scale (tau / alpha x range)", raw]]),
                 ["noise radius", f"{c.noise_radius:.4g}"],
                 ["smallest feasible tau", f"{c.smallest_feasible_tau:.4g}"],
                 ["noise share / min alpha", f"{c.noise_share:g} / {c.min_alpha:g}"],
@@ -185,10 +227,18 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
         ),
         "<h2>Sensitivity profile</h2>",
         f"<p class=muted>Judge {e(c.profile.judge)} ({e(c.profile.protocol)} judge) on "
-        f"{c.profile.m} sampled items; jitter (identity neighbours) "
-        f"{e(_number(c.profile.jitter))}.</p>",
+        f"{c.profile.m} sampled items; jitter (identity neighbours, per item) "
+        f"{e(_number(c.profile.jitter))}. Delta is that of a neighbour moving k items: "
+        "sqrt(k) times the per-item RMS change measured.</p>",
         table(
-            ["generator", "pairs", "Delta", "upper bound", "beyond jitter", "method"],
+            [
+                "generator",
+                "pairs",
+                f"Delta (k = {c.neighbour_size})",
+                "upper bound",
+                "beyond jitter",
+                "method",
+            ],
             [
                 [
                     name,

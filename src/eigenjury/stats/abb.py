@@ -111,6 +111,40 @@ class Certificate:
     noise_share: float
     min_alpha: float
 
+    @property
+    def floored(self) -> bool:
+        """Whether `min_alpha`, not the noise share, set the chosen alpha: the bias
+        term then takes part (or all) of the share of tau meant for noise."""
+        kept = (1.0 - self.noise_share) * self.tau
+        return self.feasible and not self.alpha_given and not _at_most(self.threshold, kept)
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether the bias term uses all of tau: no noise can be added (sigma_max 0),
+        and the release is the affine map alpha f + (1 - alpha) mu."""
+        return self.feasible and self.sigma_max == 0.0
+
+    def weaknesses(self) -> list[str]:
+        """What makes this feasible certificate say little, as warnings: the alpha floor
+        eating the share of tau meant for noise, or no room for noise at all."""
+        out = []
+        if self.floored:
+            out.append(
+                f"the alpha floor took the share of tau meant for noise: min_alpha "
+                f"{self.min_alpha:g} leaves the bias term {self.threshold:.4g} of tau "
+                f"{self.tau:g}, so {self.tau - self.threshold:.4g} for noise where the noise "
+                f"share asked for {self.noise_share * self.tau:.4g}; measure a smaller Delta, "
+                "raise tau, or lower min_alpha"
+            )
+        if self.deterministic:
+            centre = "the batch mean" if self.centre is None else f"{self.centre:g}"
+            out.append(
+                f"no noise: deterministic shrinkage (sigma_max = 0): the release is "
+                f"{self.alpha:.4g} x score + {1 - self.alpha:.4g} x {centre}, so its "
+                "utilities are 1 by construction"
+            )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         record = asdict(self)
         record["centre"] = BATCH_MEAN if self.centre is None else self.centre
@@ -260,9 +294,11 @@ def _candidate(
         alpha_used = alpha
         smallest = lipschitz(alpha) * bias_term
     threshold = lipschitz(alpha_used) * bias_term
-    feasible = tau >= threshold or math.isclose(tau, threshold, rel_tol=1e-12)
+    # a threshold equal to tau up to rounding leaves no room for noise: sigma_max is 0
+    exhausted = math.isclose(tau, threshold, rel_tol=1e-12)
+    feasible = tau >= threshold or exhausted
     noise_radius = math.sqrt(2.0 * laurent_massart_radius(dim, split.noise))
-    sigma_max = max(tau - threshold, 0.0) / noise_radius if feasible else 0.0
+    sigma_max = 0.0 if exhausted or not feasible else (tau - threshold) / noise_radius
     return Certificate(
         tau=tau,
         delta=delta,
@@ -303,6 +339,10 @@ def _largest_alpha(
     return math.sqrt((reach**2 - share) / (1.0 - share))
 
 
+def _at_most(value: float, limit: float) -> bool:
+    return value <= limit or math.isclose(value, limit, rel_tol=1e-12)
+
+
 def _check_open(
     value: float, name: str, low: float, high: float, *, high_closed: bool = False
 ) -> None:
@@ -341,7 +381,9 @@ class Sensitivity:
     """RMS sensitivity from m neighbour experiments: the estimate and an upper bound.
 
     Per item, the squared change of its [0, 1] score; a neighbour perturbing k items
-    moves the vector by k times their mean in expectation (items are judged apart).
+    moves the vector by k times their mean in expectation (linearity: whether or not
+    the k changes are correlated). m counts the independent samples: items, or units
+    when one edit moved several items (a unit's items are averaged into one sample).
     """
 
     estimate: float
@@ -411,9 +453,15 @@ def estimate_sensitivity(
     *,
     method: str = "kl",
     neighbour_size: int = 1,
+    units: ArrayLike | None = None,
     rng: np.random.Generator | None = None,
 ) -> Sensitivity:
-    """Delta and its upper bound from paired [0, 1] scores of m items and neighbours."""
+    """Delta and its upper bound from paired [0, 1] scores of items and their neighbours.
+
+    `units` (one integer per pair; None: each pair its own) groups the pairs one edit
+    moved together: their squared changes are averaged into one sample per unit, so
+    the bound rests on the m independent units, not on correlated items.
+    """
     a = np.asarray(original, dtype=np.float64)
     b = np.asarray(perturbed, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
@@ -421,6 +469,12 @@ def estimate_sensitivity(
     if neighbour_size < 1:
         raise ValueError(f"neighbour_size must be at least 1, got {neighbour_size}")
     squared = (a - b) ** 2
+    if units is not None:
+        codes = np.asarray(units)
+        if codes.shape != squared.shape:
+            raise ValueError(f"need one unit per pair, got {codes.shape} for {squared.shape}")
+        _, unit = np.unique(codes, return_inverse=True)
+        squared = np.bincount(unit, squared) / np.bincount(unit)
     upper = mean_upper_bound(squared, confidence, method=method, rng=rng)
     return Sensitivity(
         estimate=math.sqrt(neighbour_size * float(squared.mean())),
