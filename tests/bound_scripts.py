@@ -47,3 +47,14 @@ def biased_judge(request: ChatRequest) -> str:
 
 
 register_script("bounds-biased", biased_judge)
+
+
+def brittle_judge(request: ChatRequest) -> str:
+    """`bounds-biased`, but no verdict at all once a response carries bold text: a
+    judge that breaks under the markdown edit."""
+    if "**" in request.messages[-1].content:
+        return "Too much formatting to judge."
+    return biased_judge(request)
+
+
+register_script("bounds-brittle", brittle_judge)

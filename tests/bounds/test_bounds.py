@@ -107,6 +107,38 @@ def test_judges_bind_to_the_last_verdict_and_never_score_failures() -> None:
     assert "[[A>>B]]" in pairwise.request(pair, 0).messages[0].content
 
 
+def test_a_neighbour_the_judge_cannot_judge_counts_as_the_largest_change(tmp_path: Path) -> None:
+    """A judge that breaks under an edit is the sensitive case: its failed judgments
+    are kept as changes of 1, not dropped to leave the judgments that survived."""
+    from eigenjury.bounds import SensitivityProfile, read_dataset
+    from eigenjury.records import read_record, write_record
+
+    items = read_dataset(write_dataset(tmp_path / "d.jsonl"))
+    settings = MeasureSettings(
+        judge=ModelSpec.parse("scripted:bounds-brittle"),
+        protocol=JudgeProtocol("single"),
+        generators=("markdown", "identity"),
+        m=20,
+        seed=1,
+    )
+
+    async def run() -> Any:
+        async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
+            return await measure_sensitivity(engine, MeasureInputs(items, "d", settings))
+
+    profile = asyncio.run(run())
+    markdown = profile.generators["markdown"]
+    assert markdown.failures == {"unparsed": 20}  # every edited reply broke it
+    # 19 pairs: the mumbling item has no original score to change from
+    assert markdown.m == len(markdown.pairs) == 19
+    assert all(p.perturbed is None for p in markdown.pairs) and markdown.estimate == 1.0
+    assert profile.generators["identity"].estimate < 0.3  # type: ignore[operator]
+    path = tmp_path / "profile.json"
+    write_record(path, profile)
+    assert '"perturbed": null' in path.read_text()
+    assert read_record(path, SensitivityProfile) == profile
+
+
 def test_measurement_through_the_engine_recovers_the_known_sensitivity(tmp_path: Path) -> None:
     from eigenjury.bounds import read_dataset
 

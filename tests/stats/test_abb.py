@@ -14,6 +14,8 @@ from eigenjury.stats.abb import (
     estimate_sensitivity,
     laurent_massart_radius,
     mean_upper_bound,
+    units_to_decide,
+    upper_bound_at,
     utility_retained,
 )
 
@@ -193,12 +195,12 @@ def test_kl_bound_covers_the_mean_at_its_confidence_and_beats_hoeffding() -> Non
     misses = 0
     for _ in range(400):
         values = (rng.uniform(size=m) < p).astype(float) * rng.uniform(0.5, 1.0, size=m)
-        bound = mean_upper_bound(values, confidence)
+        bound = mean_upper_bound(values, confidence, method="kl")
         misses += bound < p * 0.75
         assert bound <= mean_upper_bound(values, confidence, method="hoeffding")
     assert misses / 400 <= 1 - confidence
     # all zeros: 1 - (1 - confidence)^(1/m), the exact binomial bound
-    zeros = mean_upper_bound(np.zeros(m), confidence)
+    zeros = mean_upper_bound(np.zeros(m), confidence, method="kl")
     assert zeros == pytest.approx(1 - (1 - confidence) ** (1 / m), rel=1e-6)
     assert mean_upper_bound(np.zeros(m), 0.9, method="bootstrap", rng=rng) == 0.0
 
@@ -228,3 +230,46 @@ def test_the_range_step_keeps_the_sensitivitys_share_of_delta() -> None:
     assert cert.split.sensitivity == 0.01 and cert.split.markov == 0.0
     assert cert.split.noise == pytest.approx(0.04)
     assert cert.noise_radius == pytest.approx(math.sqrt(2 * laurent_massart_radius(100, 0.04)))
+
+
+def test_the_bernstein_bound_pays_off_for_many_alike_changes_and_both_cover_the_mean() -> None:
+    """A judge that moves every score a little: KL assumes the worst variance for the
+    mean, the empirical Bernstein bound sees the small one; the default takes the
+    smaller of the two at half the error each, and still covers the mean."""
+    rng = np.random.default_rng(3)
+    mean, m, confidence = 0.01, 4000, 0.95
+    values = rng.uniform(0.008, 0.012, size=m)
+    kl = mean_upper_bound(values, confidence, method="kl")
+    bernstein = mean_upper_bound(values, confidence, method="bernstein")
+    both = mean_upper_bound(values, confidence)
+    assert bernstein < kl and both == pytest.approx(
+        min(
+            mean_upper_bound(values, 1 - (1 - confidence) / 2, method="kl"),
+            mean_upper_bound(values, 1 - (1 - confidence) / 2, method="bernstein"),
+        )
+    )
+    assert both < kl
+    misses = sum(
+        mean_upper_bound(rng.uniform(size=60) * (rng.uniform(size=60) < 0.1), 0.9) < 0.05
+        for _ in range(300)
+    )
+    assert misses / 300 <= 0.1
+    assert both >= mean - 1e-3  # and it covers the mean here too
+
+
+def test_units_to_decide_is_where_the_measurement_first_beats_the_range_step() -> None:
+    markov = 0.0125
+    needed = units_to_decide(0.0, 0.0, 0.975, "kl", markov)
+    assert needed is not None
+    assert upper_bound_at(0.0, 0.0, needed, 0.975, "kl") < markov
+    assert upper_bound_at(0.0, 0.0, needed - 1, 0.975, "kl") >= markov
+    assert units_to_decide(0.02, 0.0, 0.975, "kl", markov) is None  # the mean alone is too big
+    assert units_to_decide(0.0, 0.0, 0.975, "bootstrap", markov) is None
+
+
+def test_a_failed_neighbour_judgment_counts_as_the_largest_change() -> None:
+    original = np.array([0.5, 0.5, 0.5, 0.5])
+    sensitivity = estimate_sensitivity(original, np.array([0.5, np.nan, 0.5, 0.5]), 0.95)
+    assert sensitivity.failed == 1
+    assert sensitivity.mean_square == pytest.approx(0.25)  # 1 of 4 samples changed by 1
+    assert sensitivity.estimate == pytest.approx(0.5)

@@ -24,6 +24,7 @@ from eigenjury.bounds.record import (
     Stability,
     UtilityPart,
     UtilityRecord,
+    perturbed_scores,
     unit_codes,
 )
 from eigenjury.bounds.scores import ScoreSet
@@ -129,7 +130,7 @@ def profile_sensitivities(
             )
         out[name] = estimate_sensitivity(
             [p.original for p in pairs],
-            [p.perturbed for p in pairs],
+            perturbed_scores(pairs),
             confidence,
             method=settings.method or profile.method,
             neighbour_size=k,
@@ -205,6 +206,8 @@ def _certificate(
 ) -> BoundCertificate:
     """The certificate record: everything the bound rests on, and what it cost in signal."""
     raw_bound = settings.tau / certificate.alpha * (scores.scale.high - scores.scale.low)
+    measurement_free = certificate.bias_bound == "range"
+    decide = _units_to_decide(sensitivities, settings) if measurement_free else None
     return BoundCertificate.model_validate(
         {
             "created": now(),
@@ -221,6 +224,7 @@ def _certificate(
             "deterministic": certificate.deterministic or None,
             "sigma": sigma,
             "raw_bound": raw_bound,
+            "units_to_decide": decide,
             "seed": settings.seed,
             "scores": ScoresPart(
                 format=scores.source_format,
@@ -243,6 +247,7 @@ def _certificate(
                     method=s.method,
                     m=s.m,
                     beyond_jitter=_for_k(profile.generators[name].beyond_jitter, s.neighbour_size),
+                    failed=s.failed or None,
                 )
                 for name, s in sensitivities.items()
             },
@@ -251,8 +256,43 @@ def _certificate(
             "warnings": [
                 *_warnings(scores, profile, settings),
                 *certificate.weaknesses(),
+                *([_measurement_free(sensitivities, settings, decide)] if measurement_free else []),
             ],
         }
+    )
+
+
+def _markov_delta(settings: ReleaseSettings) -> float:
+    """The share of delta the Markov step would spend (stats.abb.certify's split)."""
+    return settings.delta_split * (1.0 - settings.confidence_share) * settings.delta
+
+
+def _units_to_decide(
+    sensitivities: dict[str, Sensitivity], settings: ReleaseSettings
+) -> int | None:
+    """The fewest measured units at which every generator's measurement, as it came
+    out, would beat the range step; None when one never would."""
+    needed = [s.units_to_decide(_markov_delta(settings)) for s in sensitivities.values()]
+    return None if any(n is None for n in needed) else max(n for n in needed if n is not None)
+
+
+def _measurement_free(
+    sensitivities: dict[str, Sensitivity], settings: ReleaseSettings, decide: int | None
+) -> str:
+    """Why the measurement did not change a certificate the range step decided, and
+    what would."""
+    m = min(s.m for s in sensitivities.values())
+    if decide is not None:
+        would = f"a measurement like this one would decide it from {decide:,} units (it has {m:,})"
+    else:
+        mean = max(s.mean_square for s in sensitivities.values())
+        would = (
+            f"no number of units would: the measured mean squared change per item, {mean:.3g}, "
+            f"is not below the Markov step's share of delta, {_markov_delta(settings):.3g}"
+        )
+    return (
+        "worst-case range bound: the measurement did not change this certificate, which "
+        f"rests on the score range (sqrt(k) per neighbour); {would}"
     )
 
 

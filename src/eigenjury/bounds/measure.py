@@ -39,12 +39,14 @@ from eigenjury.bounds.neighbours import (
 )
 from eigenjury.bounds.record import (
     CALL_ERROR,
+    CALL_FAILURES,
     PARAPHRASE_ERROR,
     GeneratorProfile,
     Method,
     Pair,
     ScalePart,
     SensitivityProfile,
+    perturbed_scores,
     unit_codes,
 )
 from eigenjury.engine.engine import Call, CallResult, Engine
@@ -117,7 +119,7 @@ class MeasureSettings:
     m: int
     seed: int = 0
     confidence: float = 0.95
-    method: Method = "kl"
+    method: Method = "kl+bernstein"
     paraphraser: ModelSpec | None = None
     paraphrase: Paraphraser = field(default_factory=Paraphraser)
 
@@ -222,8 +224,9 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
         score, failure = _score(protocol, item, result)
         if failure:
             failures[name][failure] += 1
-        elif i in scores:
-            assert score is not None
+        # a judgment that failed under the edit is the largest change; a call that was
+        # not made (an error, a budget stop) is no judgment at all: a rerun makes it
+        if i in scores and failure not in CALL_FAILURES:
             reply = sampled[r]
             unit = reply.name if len(reply.items) > 1 else None
             pairs[name].append(
@@ -344,7 +347,7 @@ def _generator_profile(
     else:
         sensitivity = estimate_sensitivity(
             [p.original for p in pairs],
-            [p.perturbed for p in pairs],
+            perturbed_scores(pairs),
             settings.confidence,
             method=settings.method,
             units=unit_codes(pairs),

@@ -9,8 +9,9 @@ viewer and `read_any_record` import this module.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -22,7 +23,7 @@ from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, 
 CALL_ERROR, PARAPHRASE_ERROR = "error", "paraphrase error"
 CALL_FAILURES = (CALL_ERROR, PARAPHRASE_ERROR)
 
-Method = Literal["kl", "hoeffding", "bootstrap"]
+Method = Literal["kl+bernstein", "kl", "bernstein", "hoeffding", "bootstrap"]
 
 
 class ScalePart(Part):
@@ -33,16 +34,27 @@ class ScalePart(Part):
     high: float
 
 
+Score = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class Pair(Sparse):
-    """One item's normalised score, original and neighbour. `unit` names the reply
-    whose one edit moved this item and others (absent when it moved this item alone)."""
+    """One item's normalised score, original and neighbour; `perturbed` None when the
+    judge gave no usable judgment of the neighbour (it counts as the largest change).
+    `unit` names the reply whose one edit moved this item and others (absent when it
+    moved this item alone)."""
 
     OMITTED: ClassVar[frozenset[str]] = frozenset({"unit"})
 
     item: str
-    original: float = Field(ge=0.0, le=1.0)
-    perturbed: float = Field(ge=0.0, le=1.0)
+    original: Score
+    perturbed: Score | None
     unit: str | None = None
+
+
+def perturbed_scores(pairs: list[Pair]) -> list[float]:
+    """The neighbours' scores, NaN where the judgment failed: what
+    stats.abb.estimate_sensitivity counts as a change of 1."""
+    return [math.nan if p.perturbed is None else p.perturbed for p in pairs]
 
 
 def unit_codes(pairs: list[Pair]) -> list[int]:
@@ -149,8 +161,11 @@ class ProfilePart(Part):
     jitter: float | None
 
 
-class GeneratorBound(Part):
-    """A generator's Delta and its upper bound at the release's confidence."""
+class GeneratorBound(Sparse):
+    """A generator's Delta and its upper bound at the release's confidence; `failed`:
+    neighbours whose judgment failed, each counted as a change of 1 (left out when none)."""
+
+    OMITTED: ClassVar[frozenset[str]] = frozenset({"failed"})
 
     estimate: float
     upper_bound: float
@@ -158,6 +173,7 @@ class GeneratorBound(Part):
     method: Method
     m: int
     beyond_jitter: float | None
+    failed: int | None = None
 
 
 class UtilityPart(Part):
@@ -190,14 +206,16 @@ class BoundCertificate(Record, Sparse):
     k was set: "given", or read from the scores' structure as "rows per reply", "items
     per submission" or "rows per unit"), `k_derived` and `k_unit` (the structure's k
     and its largest unit), `raw_bound` (tau / alpha in the scores' raw units: how far
-    the released scores, read back on the judge's scale, may move) and `deterministic`
-    (true when sigma_max is 0: no noise, the release is a deterministic shrinkage).
+    the released scores, read back on the judge's scale, may move), `deterministic`
+    (true when sigma_max is 0: no noise, the release is a deterministic shrinkage) and
+    `units_to_decide` (when the range step decided: the fewest measured units at which
+    a measurement like this one would have, had it been that large).
     """
 
     KIND: ClassVar[str] = "bound-certificate"
     FILE: ClassVar[str] = "certificate.json"
     OMITTED: ClassVar[frozenset[str]] = frozenset(
-        {"k_source", "k_derived", "k_unit", "raw_bound", "deterministic"}
+        {"k_source", "k_derived", "k_unit", "raw_bound", "deterministic", "units_to_decide"}
     )
 
     kind: str = KIND
@@ -229,6 +247,7 @@ class BoundCertificate(Record, Sparse):
     min_alpha: float
     sigma: float
     raw_bound: float | None = None
+    units_to_decide: int | None = None
     seed: int
     scores: ScoresPart
     profile: ProfilePart

@@ -21,6 +21,9 @@ from eigenjury.commands.options import (
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_SOME_FAILED, EXIT_USAGE
 
+# = stats.abb.BOUND_METHODS, the default first (importing it would load scipy)
+METHODS = ("kl+bernstein", "kl", "bernstein", "hoeffding", "bootstrap")
+
 if TYPE_CHECKING:
     from eigenjury.bounds.scores import Scale
     from eigenjury.stats.abb import Centre
@@ -141,9 +144,11 @@ def register(commands: Any) -> None:
     )
     measure.add_argument(
         "--method",
-        choices=("kl", "hoeffding", "bootstrap"),
-        default="kl",
-        help="upper confidence bound on Delta (default kl: Chernoff-Hoeffding, valid at any m)",
+        choices=METHODS,
+        default=METHODS[0],
+        help="upper confidence bound on Delta (default kl+bernstein: the smaller of the "
+        "Chernoff-Hoeffding and empirical Bernstein bounds, each at half the error; valid "
+        "at any m)",
     )
     measure.add_argument(
         "--temperature",
@@ -192,7 +197,7 @@ def register(commands: Any) -> None:
         default=0.2,
         help="share of delta for the upper confidence bound on Delta (default 0.2)",
     )
-    apply.add_argument("--method", choices=("kl", "hoeffding", "bootstrap"))
+    apply.add_argument("--method", choices=METHODS)
     _bound_options(apply)
     apply.set_defaults(handler=apply_command)
 

@@ -51,7 +51,8 @@ from scipy import optimize
 from eigenjury.stats.verdicts import FloatArray
 
 BATCH_MEAN: Literal["batch-mean"] = "batch-mean"
-BOUND_METHODS = ("kl", "hoeffding", "bootstrap")
+KL_BERNSTEIN = "kl+bernstein"
+BOUND_METHODS = (KL_BERNSTEIN, "kl", "bernstein", "hoeffding", "bootstrap")
 Centre = float | Literal["batch-mean"]
 
 
@@ -392,24 +393,39 @@ class Sensitivity:
     method: str
     m: int
     neighbour_size: int
+    mean_square: float = 0.0  # per item, averaged over units
+    variance: float = 0.0  # of the m per-unit samples
+    failed: int = 0  # neighbours whose judgment failed, counted as a change of 1
+
+    def units_to_decide(self, markov_delta: float) -> int | None:
+        """The fewest units at which a measurement like this one would beat the range
+        step (see `units_to_decide`)."""
+        return units_to_decide(
+            self.mean_square, self.variance, self.confidence, self.method, markov_delta
+        )
 
 
 def mean_upper_bound(
     values: ArrayLike,
     confidence: float,
     *,
-    method: str = "kl",
+    method: str = KL_BERNSTEIN,
     rounds: int = 2000,
     rng: np.random.Generator | None = None,
 ) -> float:
     """An upper confidence bound on the mean of i.i.d. values in [0, 1].
 
-    "kl" (default): the Chernoff-Hoeffding bound, the largest q with
+    "kl": the Chernoff-Hoeffding bound, the largest q with
     m * kl(mean, q) <= ln(1 / (1 - confidence)); valid for any [0, 1] variable at any
     m, and much tighter than Hoeffding when the mean is near 0, as squared score
-    changes mostly are. "hoeffding": mean + sqrt(ln(1 / (1 - confidence)) / 2m).
-    "bootstrap": the percentile bootstrap, with no finite-sample guarantee (it gives
-    0 when all m changes are 0).
+    changes mostly are. "bernstein": Maurer and Pontil's empirical Bernstein bound,
+    mean + sqrt(2 V ln(2 / e) / m) + 7 ln(2 / e) / (3 (m - 1)) with V the sample
+    variance and e = 1 - confidence: it pays off when the changes are many and alike
+    (a judge that moves every score a little), where the KL bound, which assumes the
+    worst variance for the mean, does not. "kl+bernstein" (default): the smaller of the
+    two, each at half the error probability (a union bound). "hoeffding": mean +
+    sqrt(ln(1 / (1 - confidence)) / 2m). "bootstrap": the percentile bootstrap, with no
+    finite-sample guarantee (it gives 0 when all m changes are 0).
     """
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or len(v) == 0:
@@ -417,12 +433,29 @@ def mean_upper_bound(
     if not np.all((v >= 0.0) & (v <= 1.0)):
         raise ValueError("values must be in [0, 1]")
     _check_open(confidence, "confidence", 0.0, 1.0)
-    m, mean = len(v), float(v.mean())
-    log_term = math.log(1.0 / (1.0 - confidence))
+    if method == "bootstrap":
+        if rng is None:
+            raise ValueError("the bootstrap needs an explicit rng")
+        means = v[rng.integers(0, len(v), size=(rounds, len(v)))].mean(axis=1)
+        return float(np.quantile(means, confidence))
+    variance = float(v.var(ddof=1)) if len(v) > 1 else 0.25
+    return upper_bound_at(float(v.mean()), variance, len(v), confidence, method)
+
+
+def upper_bound_at(mean: float, variance: float, m: int, confidence: float, method: str) -> float:
+    """The upper bound of `mean_upper_bound` for m values of this mean and sample
+    variance (every method but the bootstrap depends on the values only through them)."""
+    error = 1.0 - confidence
+    if method == KL_BERNSTEIN:
+        half = 1.0 - error / 2
+        return min(
+            upper_bound_at(mean, variance, m, half, "kl"),
+            upper_bound_at(mean, variance, m, half, "bernstein"),
+        )
     if method == "kl":
         if mean >= 1.0:
             return 1.0
-        limit = log_term / m
+        limit = math.log(1.0 / error) / m
 
         def excess(q: float) -> float:
             return _bernoulli_kl(mean, q) - limit
@@ -430,14 +463,39 @@ def mean_upper_bound(
         if excess(1.0 - 1e-15) <= 0:
             return 1.0
         return float(optimize.brentq(excess, mean, 1.0 - 1e-15, xtol=1e-14))
+    if method == "bernstein":
+        if m < 2:
+            return 1.0
+        log_term = math.log(2.0 / error)
+        bound = mean + math.sqrt(2.0 * variance * log_term / m) + 7.0 * log_term / (3 * (m - 1))
+        return min(1.0, bound)
     if method == "hoeffding":
-        return min(1.0, mean + math.sqrt(log_term / (2 * m)))
-    if method == "bootstrap":
-        if rng is None:
-            raise ValueError("the bootstrap needs an explicit rng")
-        means = v[rng.integers(0, m, size=(rounds, m))].mean(axis=1)
-        return float(np.quantile(means, confidence))
+        return min(1.0, mean + math.sqrt(math.log(1.0 / error) / (2 * m)))
     raise ValueError(f"method must be one of {', '.join(BOUND_METHODS)}, got {method!r}")
+
+
+def units_to_decide(
+    mean: float, variance: float, confidence: float, method: str, markov_delta: float
+) -> int | None:
+    """The fewest measured units at which, with this mean and variance of the squared
+    per-item changes, the measurement would beat the range step: the Markov step's bias
+    term sqrt(k u) / sqrt(markov_delta) falls below the range step's sqrt(k) once the
+    upper bound u on the mean is below markov_delta. None when no number would (the
+    mean itself is not below it, or the bootstrap, which has no such guarantee)."""
+    if method == "bootstrap" or mean >= markov_delta:
+        return None
+    low, high = 1, 2
+    while upper_bound_at(mean, variance, high, confidence, method) >= markov_delta:
+        if high > 10**12:
+            return None
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if upper_bound_at(mean, variance, middle, confidence, method) >= markov_delta:
+            low = middle
+        else:
+            high = middle
+    return high
 
 
 def _bernoulli_kl(p: float, q: float) -> float:
@@ -451,16 +509,19 @@ def estimate_sensitivity(
     perturbed: ArrayLike,
     confidence: float,
     *,
-    method: str = "kl",
+    method: str = KL_BERNSTEIN,
     neighbour_size: int = 1,
     units: ArrayLike | None = None,
     rng: np.random.Generator | None = None,
 ) -> Sensitivity:
     """Delta and its upper bound from paired [0, 1] scores of items and their neighbours.
 
-    `units` (one integer per pair; None: each pair its own) groups the pairs one edit
-    moved together: their squared changes are averaged into one sample per unit, so
-    the bound rests on the m independent units, not on correlated items.
+    A neighbour whose judgment failed (perturbed NaN) counts as the largest change, 1:
+    a judge that breaks under an edit is the sensitive case, and dropping it would
+    leave the bound on the judgments that survived. `units` (one integer per pair;
+    None: each pair its own) groups the pairs one edit moved together: their squared
+    changes are averaged into one sample per unit, so the bound rests on the m
+    independent units, not on correlated items.
     """
     a = np.asarray(original, dtype=np.float64)
     b = np.asarray(perturbed, dtype=np.float64)
@@ -468,7 +529,8 @@ def estimate_sensitivity(
         raise ValueError(f"need paired 1-d arrays, got shapes {a.shape} and {b.shape}")
     if neighbour_size < 1:
         raise ValueError(f"neighbour_size must be at least 1, got {neighbour_size}")
-    squared = (a - b) ** 2
+    failed = np.isnan(b)
+    squared = np.where(failed, 1.0, (a - b) ** 2)
     if units is not None:
         codes = np.asarray(units)
         if codes.shape != squared.shape:
@@ -483,6 +545,9 @@ def estimate_sensitivity(
         method=method,
         m=len(squared),
         neighbour_size=neighbour_size,
+        mean_square=float(squared.mean()),
+        variance=float(squared.var(ddof=1)) if len(squared) > 1 else 0.0,
+        failed=int(failed.sum()),
     )
 
 
