@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eigenjury.stats import eigentrust, rank_intervals, ranks, to_elo, trust_matrix
+from eigenjury.stats import eigentrust, ranks, to_elo, trust_matrix
 
 
 def _random_trust(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -103,22 +103,14 @@ def test_elo_anchors() -> None:
         to_elo(t, anchor=7)
 
 
-def test_ranks_and_rank_intervals_from_overlap() -> None:
+def test_ranks_put_the_largest_first() -> None:
     np.testing.assert_array_equal(ranks(np.array([1400.0, 1600.0, 1500.0])), [3, 1, 2])
-    low = np.array([1590.0, 1480.0, 1470.0, 1300.0])
-    high = np.array([1620.0, 1530.0, 1500.0, 1350.0])
-    # model 0 is clear first; 1 and 2 overlap; 3 is clear last
-    np.testing.assert_array_equal(rank_intervals(low, high), [[1, 1], [2, 3], [2, 3], [4, 4]])
 
 
 def test_equal_ratings_share_ranks_whatever_their_last_digits() -> None:
     """Fits of models the verdicts cannot tell apart differ by ~1e-5 Elo: equal, not ordered."""
     noise = np.array([1500.0000025, 1500.0000041, 1499.9999934])
     np.testing.assert_array_equal(ranks(noise), [1, 1, 1])
-    np.testing.assert_array_equal(rank_intervals(noise, noise), [[1, 3]] * 3)
     np.testing.assert_array_equal(ranks(np.array([1500.0, 1500.0, 1400.0])), [1, 1, 3])
     # a real gap, however small on the Elo scale, still orders
-    np.testing.assert_array_equal(
-        rank_intervals(np.array([1500.5, 1499.0, 1400.0]), np.array([1501.0, 1500.0, 1401.0])),
-        [[1, 1], [2, 2], [3, 3]],
-    )
+    np.testing.assert_array_equal(ranks(np.array([1500.02, 1500.0, 1400.0])), [1, 2, 3])

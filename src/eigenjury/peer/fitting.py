@@ -30,6 +30,7 @@ from eigenjury.peer.record import (
 from eigenjury.records import now
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
+from eigenjury.stats.elo import ELO_TOLERANCE
 from eigenjury.stats.verdicts import DataError, ReplyFeatures, VerdictTable
 
 if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's config
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's co
     from eigenjury.peer.designs import Comparison
 
 METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
+PAIRWISE_INTERVALS = "max-t"  # stats.elo.elo_difference_intervals
 NORMALISATION = (
     "(a - b) / (|a| + |b|) for the first reply's a and the second's b, divided by its "
     "standard deviation over the verdicts"
@@ -130,6 +132,8 @@ def ranking_record(
     elo_ci = ranking.elo_ci_ if boot else None
     trust_ci = ranking.trust_ci_ if boot else None
     rank_ci = ranking.rank_ci_ if boot else None
+    # i above j: the simultaneous interval on Elo_i - Elo_j lies wholly above a tie
+    above = ranking.elo_difference_ci_[:, :, 0] > ELO_TOLERANCE if boot else None
     order = np.argsort(-ranking.elo_, kind="stable")  # tied ranks keep the input order
     names = ranking.judges_
     evaluees = np.flatnonzero(~ranking.external_)  # models_[k] is names[evaluees[k]]
@@ -148,6 +152,7 @@ def ranking_record(
             verdicts_as_evaluee=round(float(evaluee_n[evaluees[k]]), 3),
             elo_uncontrolled=round(float(ranking.elo_uncontrolled_[k]), 2) if styled else None,
             rank_change=int(ranking.rank_change_[k]) if styled else None,
+            above=None if above is None else [ranking.models_[j] for j in order if above[k, j]],
         )
         for k in order
     ]
@@ -203,6 +208,7 @@ def ranking_record(
             bootstrap_unit="scenario",
             ci=ranking.ci,
             seed=ranking.seed,
+            pairwise_intervals=PAIRWISE_INTERVALS if boot else None,
         ),
         models=models,
         judges=judges,
@@ -232,6 +238,7 @@ def ranking_record(
             fit_seconds=round(ranking.fit_seconds_, 3),
             bootstrap_seconds=round(ranking.bootstrap_seconds_, 3),
             heldout_loglik_per_verdict=heldout,
+            bootstrap_vanished=(ranking.bootstrap_vanished_ or None) if boot else None,
         ),
         warnings=warnings,
         style=_style_part(ranking) if ranking.style else None,

@@ -24,9 +24,11 @@ class Settings(Sparse):
     """The estimator's settings (stats.consensus.PeerRanking): `damping` is the a used;
     `external_weights` the weight of each external judge (left out without any);
     `style` the reply features asked to be held equal and `style_per_judge` (both left
-    out without style control)."""
+    out without style control); `pairwise_intervals` the method of the simultaneous
+    intervals on Elo differences behind each model's `above`, "max-t" (family-wise
+    coverage `ci`; left out without bootstrap)."""
 
-    OMITTED = frozenset({"external_weights", "style", "style_per_judge"})
+    OMITTED = frozenset({"external_weights", "style", "style_per_judge", "pairwise_intervals"})
 
     dim: int
     l2: float
@@ -43,15 +45,20 @@ class Settings(Sparse):
     bootstrap_unit: str
     ci: float
     seed: int
+    pairwise_intervals: str | None = None
 
 
 class ModelRow(Sparse):
-    """A ranked model: Elo, trust and rank with their intervals (None without bootstrap).
-    With style control these are with style held equal, and `elo_uncontrolled` and
-    `rank_change` (rank without control minus rank with it: positive for a model that
-    rises once style is held equal) stand beside them (left out without)."""
+    """A ranked model: Elo, trust and rank with their intervals (None without bootstrap;
+    `rank_ci` is marginal: the percentiles of this model's rank over the bootstrap
+    draws). `above`: the models it is above with family-wise confidence `ci` (its
+    simultaneous interval on the Elo difference lies wholly above a tie, 0.01 points;
+    left out without bootstrap). With style control these are with style held equal, and
+    `elo_uncontrolled` and `rank_change` (rank without control minus rank with it:
+    positive for a model that rises once style is held equal) stand beside them (left
+    out without)."""
 
-    OMITTED = frozenset({"elo_uncontrolled", "rank_change"})
+    OMITTED = frozenset({"elo_uncontrolled", "rank_change", "above"})
 
     name: str
     elo: float
@@ -63,6 +70,7 @@ class ModelRow(Sparse):
     verdicts_as_evaluee: float
     elo_uncontrolled: float | None = None
     rank_change: int | None = None
+    above: list[str] | None = None
 
 
 class JudgeRow(Part):
@@ -130,8 +138,12 @@ class HeldOut(Part):
     fold_unit: str
 
 
-class FitSummary(Part):
-    """How the fit went: likelihood, convergence, size, time."""
+class FitSummary(Sparse):
+    """How the fit went: likelihood, convergence, size, time; `bootstrap_vanished`: the
+    bootstrap rounds in which a judge or an evaluee drew none of its verdicts (left out
+    when none or without bootstrap)."""
+
+    OMITTED = frozenset({"bootstrap_vanished"})
 
     loglik: float
     loglik_per_verdict: float
@@ -149,6 +161,7 @@ class FitSummary(Part):
     fit_seconds: float
     bootstrap_seconds: float
     heldout_loglik_per_verdict: HeldOut | None
+    bootstrap_vanished: int | None = None
 
 
 class ConstitutionPart(Part):

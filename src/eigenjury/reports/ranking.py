@@ -84,6 +84,26 @@ def _uncontrolled(m: ModelRow) -> list[str]:
     return [fmt(m.elo_uncontrolled), _rank_change(m)]
 
 
+def intervals_note(record: RankingRecord) -> str | None:
+    """Which interval is which: the marginal rank interval and the family-wise `above`
+    (None for records without them: no bootstrap, or written before either)."""
+    method = record.settings.pairwise_intervals
+    if method is None:
+        return None
+    ci = f"{100 * record.settings.ci:g}%"
+    return (
+        f"rank {ci}: a marginal interval, the percentiles of the model's rank over the "
+        f"bootstrap draws (each holds its own model's rank); above: the models it is above "
+        f"with family-wise {ci} confidence, all such statements holding at once "
+        f"(simultaneous {method} intervals on every pairwise Elo difference)"
+    )
+
+
+def _above(record: RankingRecord) -> list[tuple[str, str]]:
+    """(model, the models it is above) for each model above any."""
+    return [(m.name, ", ".join(m.above)) for m in record.models if m.above]
+
+
 # Which reply a feature's coefficient favours, (positive, negative); the features of
 # reply_features.py by name, others as "the reply with the higher <feature>".
 STYLE_SIDES = {
@@ -179,10 +199,15 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     title = "Peer ranking (low-rank BTD + EigenTrust)"
     if styled:
         title += f", {_held_equal(record)}"
+    note = intervals_note(record)
+    captions = [
+        *(["change: places a model gains once style is held equal"] if styled else []),
+        *([note] if note else []),
+    ]
     board = Table(
         title=escape(title),
         title_justify="left",
-        caption="change: places a model gains once style is held equal" if styled else None,
+        caption=escape("\n".join(captions)) if captions else None,
         caption_justify="left",
     )
     board.add_column("rank", justify="right")
@@ -206,6 +231,14 @@ def print_summary(console: Console, record: RankingRecord) -> None:
             f"{m.verdicts_as_evaluee:g}",
         )
     console.print(board)
+    if note:
+        above = _above(record)
+        console.print(
+            f"above (family-wise {ci_pct}): "
+            + ("; ".join(f"{name} > {below}" for name, below in above) if above else "none"),
+            highlight=False,
+            markup=False,
+        )
     if record.style is not None:
         _print_style(console, record.style, ci_pct)
 
@@ -503,6 +536,17 @@ def render(
             ],
         )
     )  # fmt: skip
+    note = intervals_note(record)
+    if note:
+        above = _above(record)
+        out.append(
+            f'<p class="muted">{e(note)}.</p>'
+            + (
+                table(["model", f"above (family-wise {ci})"], [list(row) for row in above])
+                if above
+                else f"<p>No model is above another with family-wise {ci} confidence.</p>"
+            )
+        )
     if record.style is not None:
         out.append(_style_section(record.style, ci))
     tm = record.trust_matrix

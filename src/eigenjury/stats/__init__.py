@@ -37,6 +37,7 @@ _EXPORTS = {
     "canonical_gauge": "eigenjury.stats.btd",
     "davidson_nll": "eigenjury.stats.btd",
     "PeerRanking": "eigenjury.stats.consensus",
+    "elo_difference_intervals": "eigenjury.stats.elo",
     "rank_intervals": "eigenjury.stats.elo",
     "ranks": "eigenjury.stats.elo",
     "to_elo": "eigenjury.stats.elo",
@@ -77,6 +78,7 @@ __all__ = [
     "davidson_nll",
     "debias",
     "eigentrust",
+    "elo_difference_intervals",
     "estimate_sensitivity",
     "heldout_loglik",
     "laurent_massart_radius",
@@ -117,7 +119,7 @@ if TYPE_CHECKING:
         davidson_nll,
     )
     from eigenjury.stats.consensus import PeerRanking
-    from eigenjury.stats.elo import rank_intervals, ranks, to_elo
+    from eigenjury.stats.elo import elo_difference_intervals, rank_intervals, ranks, to_elo
     from eigenjury.stats.simulate import Population, make_population, recovery, simulate_verdicts
     from eigenjury.stats.validation import HeldOutScore, heldout_loglik, scenario_folds
     from eigenjury.stats.verdicts import (

@@ -22,7 +22,7 @@ from eigenjury.stats.bootstrap import (
 )
 from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
 from eigenjury.stats.eigentrust import damping_for, panel_trust, trust_matrix
-from eigenjury.stats.elo import rank_intervals, ranks, to_elo
+from eigenjury.stats.elo import elo_difference_intervals, rank_intervals, ranks, to_elo
 from eigenjury.stats.style import StyleDesign, style_design
 from eigenjury.stats.validation import heldout_loglik
 from eigenjury.stats.verdicts import (
@@ -108,6 +108,9 @@ class _ConsensusStatistic:
     def __call__(self, counts: VerdictCounts) -> dict[str, FloatArray]:
         out = self.summarise(self.fit(counts))
         del out["matrix"]
+        # a model with none of its verdicts drawn in a round is fitted from the prior there
+        out["judge_verdicts"] = counts.judge_totals()
+        out["evaluee_verdicts"] = counts.evaluee_totals()
         return out
 
 
@@ -187,9 +190,16 @@ class PeerRanking:
     space: the verdicts' models), ``external_`` (bool mask over ``judges_``),
     ``damping_`` (the a used), ``external_weights_`` (weight per external judge, None
     without any), ``btd_``, ``trust_matrix_`` (``judges_`` x ``models_``), and with
-    bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_``, ``tie_propensity_ci_`` and
-    ``position_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the raw draws),
-    ``bootstrap_converged_`` (share of rounds whose refit converged); ``counts_``,
+    bootstrap ``trust_ci_``, ``elo_ci_``, ``rank_ci_`` (marginal: percentiles of each
+    model's rank over the draws, :func:`~eigenjury.stats.elo.rank_intervals`),
+    ``elo_difference_ci_`` (``models_`` x ``models_`` x 2: simultaneous intervals on
+    Elo_i - Elo_j, family-wise coverage `ci` by max-t,
+    :func:`~eigenjury.stats.elo.elo_difference_intervals`), ``tie_propensity_ci_`` and
+    ``position_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the raw draws, with each
+    round's ``judge_verdicts`` and ``evaluee_verdicts`` over ``judges_``),
+    ``bootstrap_converged_`` (share of rounds whose refit converged),
+    ``bootstrap_vanished_`` (rounds in which a judge or evaluee of the data drew none of
+    its verdicts; warned of when any); ``counts_``,
     ``style_features_`` (the features controlled for; empty without style control),
     ``style_dropped_`` (requested but left out: feature -> why), ``style_scale_``
     (each one's standard deviation of normalised difference), ``style_coef_`` (per
@@ -358,7 +368,8 @@ class PeerRanking:
 
         self.trust_ci_ = interval("trust")
         self.elo_ci_ = interval("elo")
-        self.rank_ci_ = rank_intervals(self.elo_ci_[:, 0], self.elo_ci_[:, 1])
+        self.rank_ci_ = rank_intervals(draws["elo"], self.ci)
+        self.elo_difference_ci_ = elo_difference_intervals(draws["elo"], self.elo_, self.ci)
         self.tie_propensity_ci_ = interval("tie_propensity")
         self.position_bias_ci_ = interval("position_bias")
         if self.style_features_:
@@ -368,6 +379,25 @@ class PeerRanking:
         if self.bootstrap_converged_ < 0.95:
             self.warnings_.append(
                 f"only {self.bootstrap_converged_:.0%} of bootstrap refits converged"
+            )
+        self._flag_vanished(draws["judge_verdicts"], draws["evaluee_verdicts"])
+
+    def _flag_vanished(self, judge_verdicts: FloatArray, evaluee_verdicts: FloatArray) -> None:
+        """Count the rounds in which a judge or an evaluee of the data drew none of its
+        verdicts (its estimates there come from the prior alone), and warn of them."""
+        vanished = ((judge_verdicts <= 0) & (self.counts_.judge_totals() > 0)) | (
+            (evaluee_verdicts <= 0) & (self.counts_.evaluee_totals() > 0)
+        )
+        self.bootstrap_vanished_ = int(vanished.any(axis=1).sum())
+        if self.bootstrap_vanished_:
+            rounds = vanished.sum(axis=0)
+            often = np.argsort(-rounds, kind="stable")[: min(3, int((rounds > 0).sum()))]
+            most = ", ".join(f"{self.judges_[i]} in {rounds[i]}" for i in often)
+            self.warnings_.append(
+                f"in {self.bootstrap_vanished_} of {len(vanished)} bootstrap rounds a judge or "
+                f"an evaluee drew none of its verdicts (most often: {most}), so its "
+                "estimates there rest on the prior alone and intervals involving it are "
+                "unreliable; add scenarios that include it"
             )
 
     def _style_design(self, table: VerdictTable) -> StyleDesign:

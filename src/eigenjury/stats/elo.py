@@ -1,4 +1,5 @@
-"""Elo ratings from trust vectors, ranks, and rank intervals from interval overlap."""
+"""Elo ratings from trust vectors, ranks, and from bootstrap draws of Elo: marginal rank
+intervals and simultaneous intervals on the differences between models."""
 
 from __future__ import annotations
 
@@ -43,13 +44,65 @@ def ranks(values: FloatArray, tolerance: float = ELO_TOLERANCE) -> IntArray:
     return np.asarray(1 + above.sum(axis=1), dtype=np.int64)
 
 
-def rank_intervals(low: FloatArray, high: FloatArray, tolerance: float = ELO_TOLERANCE) -> IntArray:
-    """[best, worst] rank per model from interval overlap.
+def rank_intervals(
+    draws: FloatArray, ci: float = 0.95, tolerance: float = ELO_TOLERANCE
+) -> IntArray:
+    """[best, worst] rank per model: the equal-tailed `ci` percentiles of its ranks over
+    the bootstrap draws (rows of Elo, one column per model), rounded outward to ranks
+    drawn.
 
-    A model is surely behind every model whose interval lies wholly above its own
-    (by more than `tolerance`), and surely ahead of every model whose interval lies
-    wholly below it; intervals that touch within `tolerance` overlap.
+    In a draw, models within `tolerance` are tied and could stand in either order, so a
+    tied model holds the ranks from its best (as `ranks` gives it) to its worst; the
+    interval's low end comes from the best ranks, its high end from the worst. Models no
+    draw tells apart thus get 1-N, never an order made of rounding noise. Marginal: each
+    interval holds its model's rank with about `ci`, not all of them at once (for
+    statements about several models, see `elo_difference_intervals`).
     """
-    above = (low[None, :] > high[:, None] + tolerance).sum(axis=1)
-    below = (high[None, :] < low[:, None] - tolerance).sum(axis=1)
-    return np.stack([1 + above, len(low) - below], axis=1)
+    tail = _tail(ci)
+    n = draws.shape[1]
+    best = np.empty(draws.shape, dtype=np.int64)
+    worst = np.empty(draws.shape, dtype=np.int64)
+    for row, elo in enumerate(draws):
+        ordered = np.sort(elo)
+        best[row] = 1 + n - np.searchsorted(ordered, elo + tolerance, side="right")
+        worst[row] = n - np.searchsorted(ordered, elo - tolerance, side="left")
+    low = np.percentile(best, tail, axis=0, method="lower")
+    high = np.percentile(worst, 100.0 - tail, axis=0, method="higher")
+    return np.stack([low, high], axis=1).astype(np.int64)
+
+
+def elo_difference_intervals(
+    draws: FloatArray, estimate: FloatArray, ci: float = 0.95
+) -> FloatArray:
+    """Simultaneous `ci` intervals on every difference Elo_i - Elo_j (models x models x 2,
+    [low, high] on the last axis).
+
+    Max-t over all pairs: each difference is studentised by its bootstrap standard
+    error, and the critical value is the `ci` quantile of the largest |t| in a draw, so
+    all intervals hold at once with about `ci` (family-wise) and "i is above j" may be
+    read off every interval wholly above 0. It uses the correlation between models' Elo
+    (Holm or Bonferroni would ignore it and be wider). A difference that no draw varies
+    has a standard error of 0 and the point interval.
+    """
+    level = 100.0 - 2.0 * _tail(ci)
+    difference = estimate[:, None] - estimate[None, :]
+    centred = draws - draws.mean(axis=0)
+    covariance = centred.T @ centred / (len(draws) - 1)
+    variance = np.diag(covariance)
+    se = np.sqrt(np.maximum(variance[:, None] + variance[None, :] - 2.0 * covariance, 0.0))
+    varies = se > 0.0
+    largest = np.zeros(len(draws))
+    for row, elo in enumerate(draws):
+        deviation = np.abs(elo[:, None] - elo[None, :] - difference)
+        largest[row] = np.max(np.divide(deviation, se, out=np.zeros_like(se), where=varies))
+    critical = float(np.percentile(largest, level, method="higher"))
+    return np.stack([difference - critical * se, difference + critical * se], axis=-1)
+
+
+def _tail(ci: float) -> float:
+    """The percentage of draws outside an equal-tailed `ci` interval at each end, rounded
+    so that a ci of 0.8 gives 10, not 9.999999999999998 (which would move the percentile
+    to the draw below)."""
+    if not 0.0 < ci < 1.0:
+        raise ValueError(f"ci must lie in (0, 1), got {ci}")
+    return round(50.0 * (1.0 - ci), 9)

@@ -264,6 +264,20 @@ function rankingRun(record, run) {
     2,
   );
   const calls = record.run || {}; // absent when fitted from a verdict file (`eigenjury fit`)
+  // which interval is which, as the static report says it (reports/ranking.py intervals_note);
+  // records without `pairwise_intervals` (no bootstrap, or older) have neither
+  const method = record.settings.pairwise_intervals;
+  const ciPct = `${sig(100 * record.settings.ci)}%`;
+  const aboveAny = models.filter((m) => m.above && m.above.length);
+  const pairwise = method ? [
+    el("p", { class: "muted", id: "intervals" },
+      `rank interval: marginal ${ciPct}, the percentiles of the model's rank over the bootstrap draws (each holds ` +
+      `its own model's rank); above: the models it is above with family-wise ${ciPct} confidence, all such ` +
+      `statements holding at once (simultaneous ${method} intervals on every pairwise Elo difference)`),
+    aboveAny.length
+      ? table(["model", `above (family-wise ${ciPct})`], aboveAny.map((m) => [m.name, m.above.join(", ")]), { id: "above" }, 2)
+      : el("p", { id: "above" }, `No model is above another with family-wise ${ciPct} confidence.`),
+  ] : [];
   const consistency = calls.order_consistency || {};
   const parseFailures = calls.parse_failures_by_judge || {};
   const judges = table(
@@ -313,7 +327,7 @@ function rankingRun(record, run) {
     ...warnings(record),
     section("Leaderboard", styled ? el("p", { class: "muted", id: "held-equal" },
       `Elo with style held equal (${record.style.features.join(", ")}); change: places a model gains once style is held equal`) : null,
-    leaderboard),
+    leaderboard, ...pairwise),
     ...(record.style ? [styleControl(record.style, record.settings.ci)] : []),
     section("Trust", el("p", { class: "muted" }, "how much each judge (row) trusts each evaluee (column)"), heatmap(record.trust_matrix)),
     section("Dispositions and lenses", lenses),
