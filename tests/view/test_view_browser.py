@@ -241,6 +241,12 @@ def test_a_certificate_shows_its_profile_per_generator(viewer: str, driver: WebD
     visible(driver, "#generators")
     assert "formatting" in driver.find_element(By.ID, "generators").text
     assert "certified" in driver.find_element(By.ID, "guarantee").text
+    # k and where it came from, the bound on the judge's scale; the range step decided
+    k = driver.find_element(By.ID, "neighbour-size").text
+    assert k.startswith("neighbour size k = 1 · rows per unit")
+    assert "points on likert10 [1, 10]" in driver.find_element(By.ID, "raw-bound").text
+    assert "worst-case range bound" in driver.find_element(By.TAG_NAME, "body").text
+    assert not PLACEHOLDERS.search(driver.find_element(By.TAG_NAME, "body").text)
 
 
 # What a page must never show: a value the page failed to fill in, or a list of nodes

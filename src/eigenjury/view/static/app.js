@@ -600,10 +600,12 @@ function juryComparison(record) {
 
 function generators(record, id) {
   const failures = (g) => Object.entries(g.failures || {}).map(([why, n]) => `${n} ${why}`).join(", ") || "0";
+  // a certificate's generators count the failed neighbours kept as changes of 1
+  const failed = (g) => g.failures ? failures(g) : `${g.failed || 0} (each a change of 1)`;
   return table(["generator", "estimate", "upper bound", "confidence", "beyond jitter", "m", "method", "failures"],
     Object.entries(record.generators || {}).map(([name, g]) =>
       [name, num(g.estimate, 4), num(g.upper_bound, 4), num(g.confidence, 2), num(g.beyond_jitter, 4), String(g.m),
-        g.method || "-", failures(g)]),
+        g.method || "-", failed(g)]),
     { id });
 }
 
@@ -615,9 +617,19 @@ function certificate(record) {
     [level, num(u.pearson, 4), num(u.spearman, 4), num(u.kendall, 4)]);
   const judge = record.profile || {};
   const stability = record.stability;
+  const scale = (record.scores || {}).scale || {};
+  // fields certificates before eigenjury 0.3 lack: k's source, the raw bound, no noise
+  const k = [`neighbour size k = ${record.neighbour_size}`];
+  if (record.k_source === "given") k.push(`given; the scores give ${record.k_derived}`);
+  else if (record.k_source) k.push(record.k_source);
+  if (record.k_unit) k.push(`largest: ${record.k_unit}`);
   return [
     ...warnings(record),
-    el("p", { id: "guarantee" }, record.feasible ? tag("certified", "pass") : tag("infeasible", "fail"), " ", record.guarantee),
+    el("p", { id: "guarantee" }, record.feasible ? tag("certified", "pass") : tag("infeasible", "fail"), " ", record.guarantee,
+      record.deterministic ? " " : null, record.deterministic ? tag("no noise: deterministic shrinkage", "fail") : null),
+    el("p", { class: "muted", id: "neighbour-size" }, k.join(" · ")),
+    record.raw_bound === undefined ? null : el("p", { class: "muted", id: "raw-bound" },
+      `tau on the judge's scale: ${sig(record.raw_bound)} points on ${scale.name} [${scale.low}, ${scale.high}]`),
     el("p", { class: "muted" }, `bounded: ${record.bounded}; not bounded: ${record.not_bounded}`),
     section("Certificate", table(["quantity", "value"], numbers, { id: "numbers" })),
     section("Sensitivity profile per generator",
