@@ -13,6 +13,13 @@ time and all together, on the same judges.
 
     python benchmarks/bounds_validation.py [--quick] [--backend ray]
 
+A third table is a validation that can fail: a certificate forced onto the Markov
+path (a calm judge measured on m = 3,000 items), neighbours that move more items than
+the certificate assumed, and a judge deployed more sensitive than the one measured.
+The last two must show violations far above delta: that is the check's power.
+Violation rates carry a 95% interval clustered by measurement (the draws of one
+measurement share its certificate).
+
 Every (judge, d, tau, delta, choices) cell is an independent simulation: the cells run
 as a sweep over forked processes, or as Ray tasks with `--backend ray`.
 """
@@ -20,6 +27,7 @@ as a sweep over forked processes, or as Ray tasks with `--backend ray`.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from _common import environment, table, timed
 from eigenjury.bounds.simulation import (
@@ -37,6 +45,41 @@ JUDGES = {
     "rare large (3%, +4, no jitter)": SimulatedJudge(rate=0.03, points=4, jitter=0.0),
     "jitter only (0%, jitter 30%)": SimulatedJudge(rate=0.0, points=0, jitter=0.3),
 }
+CALM, TOP, LOUD = (
+    SimulatedJudge(rate=0.01, points=1, jitter=0.0),  # 1%, +1
+    SimulatedJudge(rate=1.0, points=9, jitter=0.0),  # always to the top of the scale
+    SimulatedJudge(rate=0.6, points=6, jitter=0.0),  # 60%, +6
+)
+
+
+@dataclass(frozen=True)
+class PowerRow:
+    """A row that must hold (violations <= delta) or must fail: a neighbour moving more
+    items than assumed, or a deployed judge louder than the one measured."""
+
+    label: str
+    measured: SimulatedJudge
+    m: int
+    tau: float
+    assumed_k: int = 1
+    true_k: int = 1
+    deployed: SimulatedJudge | None = None
+    delta: float = 0.05
+
+    @property
+    def must_hold(self) -> bool:
+        return self.true_k <= self.assumed_k and self.deployed is None
+
+
+POWER = [
+    PowerRow("Markov path: a calm judge (1%, +1) measured on m = 3,000", CALM, 3000, 0.1),
+    PowerRow("true k 20, certificate assumes 1 (judge: always to the top)", TOP, 30, 0.3,
+             true_k=20),
+    PowerRow("true k 20, certificate assumes 20 (judge: always to the top)", TOP, 30, 1.5,
+             assumed_k=20, true_k=20),
+    PowerRow("Markov path, deployed judge (60%, +6) louder than the calm one measured", CALM,
+             3000, 0.1, deployed=LOUD),
+]  # fmt: skip
 GRID = [(0.1, 0.05), (0.1, 0.01), (0.3, 0.05), (0.3, 0.01), (0.5, 0.01), (1.0, 0.01)]
 
 
@@ -48,7 +91,7 @@ def row(judge: str, dim: int, result: CheckResult) -> list[object]:
         result.choices,
         result.tau,
         result.delta,
-        f"{result.violation_rate:.4f}" if feasible else "-",
+        _rate(result) if feasible else "-",
         "yes" if result.violation_rate <= result.delta else "**no**",
         f"{result.feasible_share:.2f}",
         f"{result.alpha:.3f}" if feasible else "-",
@@ -58,13 +101,20 @@ def row(judge: str, dim: int, result: CheckResult) -> list[object]:
     ]
 
 
+def _rate(result: CheckResult) -> str:
+    """The violation rate and its 95% interval, clustered by measurement."""
+    low = max(result.violation_rate - 1.96 * result.violation_se, 0.0)
+    high = result.violation_rate + 1.96 * result.violation_se
+    return f"{result.violation_rate:.4f} [{low:.4f}, {high:.4f}]"
+
+
 HEADERS = [
     "judge",
     "d",
     "choices",
     "tau",
     "delta",
-    "violation rate",
+    "violation rate [95%]",
     "<= delta",
     "feasible",
     "alpha",
@@ -83,6 +133,33 @@ def run_cell(cell: Cell) -> list[object]:
     result = check(JUDGES[name], tau=tau, delta=delta, dim=dim, choices=choices,
                    measurements=measurements, draws=draws, seed=7)  # fmt: skip
     return row(name, dim, result)
+
+
+PowerCell = tuple[int, int, int]
+
+
+def run_power(cell: PowerCell) -> list[object]:
+    """One row of the validation that can fail."""
+    index, measurements, draws = cell
+    power = POWER[index]
+    result = check(
+        power.measured, tau=power.tau, delta=power.delta, dim=200, m=power.m,
+        measurements=measurements, draws=draws, assumed_k=power.assumed_k,
+        true_k=power.true_k, deployed=power.deployed, seed=7,
+    )  # fmt: skip
+    held = result.violation_rate <= power.delta
+    return [
+        power.label,
+        power.m,
+        power.assumed_k,
+        power.true_k,
+        power.tau,
+        power.delta,
+        _rate(result) if result.feasible_share else "-",
+        f"{result.markov_share:.2f}",
+        "holds" if power.must_hold else "must fail",
+        "as expected" if held == power.must_hold else "**NOT as expected**",
+    ]
 
 
 def main() -> None:
@@ -122,6 +199,16 @@ def main() -> None:
     seconds, rows = timed(compare)
     print("### The reference implementation's choices on the same judges\n")
     print(table(HEADERS, rows))
+    print(f"\n({seconds:.1f} s)\n")
+
+    def power() -> list[list[object]]:
+        return sweep(run_power, [(i, measurements, draws) for i in range(len(POWER))])
+
+    seconds, rows = timed(power)
+    print("### A validation that can fail (d = 200)\n")
+    headers = ["row", "m", "assumed k", "true k", "tau", "delta", "violation rate [95%]",
+               "Markov share", "the bound", "result"]  # fmt: skip
+    print(table(headers, rows))
     print(f"\n({seconds:.1f} s)")
 
 

@@ -428,6 +428,26 @@ def test_monte_carlo_violation_rate_stays_below_delta_on_a_small_grid() -> None:
     assert OURS.upper_bound and not OURS.mixed_units
 
 
+def test_the_check_can_fail_where_the_bound_does_not_hold() -> None:
+    """A certificate on the Markov path holds; one that assumes k = 1 while a neighbour
+    moves 20 items, and one measured on a calm judge but deployed on a loud one, fail
+    far above delta, with intervals clustered by measurement that say so."""
+    calm = SimulatedJudge(rate=0.01, points=1, jitter=0.0)
+    markov = check(calm, tau=0.1, delta=0.05, dim=200, m=3000, measurements=6, draws=200)
+    assert markov.markov_share == 1.0 and markov.violation_rate <= 0.05
+    top = SimulatedJudge(rate=1.0, points=9, jitter=0.0)
+    wrong_k = check(top, tau=0.3, delta=0.05, dim=200, measurements=6, draws=200, true_k=20)
+    assert wrong_k.violation_rate - 1.96 * wrong_k.violation_se > 0.05
+    right_k = check(top, tau=1.5, delta=0.05, dim=200, measurements=6, draws=200,
+                    assumed_k=20, true_k=20)  # fmt: skip
+    assert right_k.feasible_share == 1.0 and right_k.violation_rate <= 0.05
+    loud = SimulatedJudge(rate=0.6, points=6, jitter=0.0)
+    louder = check(calm, tau=0.1, delta=0.05, dim=200, m=3000, measurements=6, draws=200,
+                   deployed=loud)  # fmt: skip
+    assert louder.markov_share == 1.0
+    assert louder.violation_rate - 1.96 * louder.violation_se > 0.05
+
+
 def scripted_paraphrase(request: ChatRequest) -> str:
     """A light rewrite; item 5 comes back far too long and item 7 loses a number, so
     both must be rejected before anything is judged."""

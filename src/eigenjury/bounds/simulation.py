@@ -5,7 +5,12 @@ kind g an item's score moves by `points` with probability `rate`, and every
 judgment (original or neighbour) has seeded jitter: +-1 point with probability
 `jitter`. The check measures the judge on m items as `bound measure` would, certifies
 (tau, delta), then draws neighbours and noise many times and counts how often the
-released vectors end up more than tau apart; the utility of the release is measured
+released vectors end up more than tau apart, with an interval clustered by
+measurement (the draws of one measurement share its certificate). It can fail on
+purpose: a neighbour may move more items than the certificate assumed (`true_k` above
+`assumed_k`), and the judge deployed may be more sensitive than the one measured
+(`deployed`); the violations it then finds show that the check has the power to see
+a bound that does not hold; the utility of the release is measured
 against the unreleased scores and against the truth (the items' qualities), since a
 release without noise keeps correlation 1 with the scores by construction. Used by
 the tests and by
@@ -84,6 +89,8 @@ class CheckResult:
     tau: float
     delta: float
     violation_rate: float
+    violation_se: float  # clustered by measurement: the spread of its rate over them
+    markov_share: float  # feasible measurements whose certificate the measurement decided
     feasible_share: float  # measurements whose target was feasible (others release nothing)
     alpha: float  # means over the feasible measurements
     sigma_max: float
@@ -116,40 +123,50 @@ def check(
     draws: int = 500,
     confidence_share: float = 0.2,
     choices: Choices = OURS,
+    assumed_k: int = 1,
+    true_k: int = 1,
+    deployed: SimulatedJudge | None = None,
     seed: int = 0,
 ) -> CheckResult:
     """Violation rate of ||M(D) - M(D')|| > tau over measurements, neighbours and noise.
 
-    Each measurement samples m items, estimates Delta, certifies and releases; each
-    draw perturbs one random item (k = 1) and compares two independent releases.
+    Each measurement samples m items (with replacement when m exceeds dim: each
+    judgment is a fresh draw), estimates Delta, certifies for `assumed_k`-item
+    neighbours and releases; each draw perturbs `true_k` random items with the
+    `deployed` judge (default: the one measured) and compares two independent releases.
     """
     rng = np.random.default_rng(seed)
     scale = judge.scale
     width = scale.high - scale.low
     quality, model = make_items(dim, n_models, rng, scale)
-    violations = feasible = 0
+    live = judge if deployed is None else deployed
+    feasible = markov = 0
+    rates: list[float] = []
     alphas, sigmas, kendalls, pearsons, kendalls_truth, pearsons_truth = [], [], [], [], [], []
     true_models = np.bincount(model, quality) / np.bincount(model)
     for _ in range(measurements):
         scores = scale.normalise(judge.judge(quality, rng))
-        sample = rng.choice(dim, size=min(m, dim), replace=False)
+        sample = rng.choice(dim, size=m, replace=m > dim)
         original = scale.normalise(judge.judge(quality[sample], rng))
         moved = scale.normalise(judge.neighbour(quality[sample], rng))
-        certificate = _certificate(original, moved, tau, delta, dim, confidence_share, choices)
+        certificate = _certificate(
+            original, moved, tau, delta, dim, confidence_share, choices, assumed_k
+        )
         if certificate is None:
             continue
         feasible += 1
+        markov += certificate.bias_bound == "markov"
         # violations at the noise ceiling (the hardest case), utility at the default half
         alpha, sigma = certificate.alpha, certificate.sigma_max
         unit = width if choices.mixed_units else 1.0  # the units tau is checked in
-        items = rng.integers(dim, size=draws)
-        after = scale.normalise(judge.neighbour(quality[items], rng))
-        change = (after - scores[items]) * unit  # the one perturbed item's move
-        # a batch-mean centre moves with the perturbed item
-        shift = (1 - alpha) * change / dim if choices.batch_mean else np.zeros(draws)
+        items = np.argsort(rng.random((draws, dim)), axis=1)[:, :true_k]  # distinct, per draw
+        after = scale.normalise(live.neighbour(quality[items], rng))
+        change = (after - scores[items]) * unit  # the perturbed items' moves
+        # a batch-mean centre moves with the perturbed items
+        shift = (1 - alpha) * change.sum(axis=1) / dim if choices.batch_mean else np.zeros(draws)
         gap = rng.normal(0.0, math.sqrt(2) * sigma, size=(draws, dim)) + shift[:, None]
-        gap[np.arange(draws), items] += alpha * change
-        violations += int(np.sum(np.linalg.norm(gap, axis=1) > tau))
+        gap[np.arange(draws)[:, None], items] += alpha * change
+        rates.append(float(np.mean(np.linalg.norm(gap, axis=1) > tau)))
         released = alpha * scores + rng.normal(0.0, sigma / 2 / unit, dim)  # + a constant
         before_models = np.bincount(model, scores) / np.bincount(model)
         after_models = np.bincount(model, released) / np.bincount(model)
@@ -159,12 +176,16 @@ def check(
         pearsons.append(utility_retained(scores, released).pearson or 0.0)
         kendalls_truth.append(utility_retained(true_models, after_models).kendall or 0.0)
         pearsons_truth.append(utility_retained(quality, released).pearson or 0.0)
-    total = max(feasible * draws, 1)
+    per_measurement = np.array(rates)
     return CheckResult(
         choices=choices.name,
         tau=tau,
         delta=delta,
-        violation_rate=violations / total,
+        violation_rate=float(per_measurement.mean()) if rates else 0.0,
+        violation_se=(
+            float(per_measurement.std(ddof=1) / math.sqrt(len(rates))) if len(rates) > 1 else 0.0
+        ),
+        markov_share=markov / feasible if feasible else 0.0,
         feasible_share=feasible / measurements,
         alpha=_mean(alphas),
         sigma_max=_mean(sigmas),
@@ -188,6 +209,7 @@ def _certificate(
     dim: int,
     confidence_share: float,
     choices: Choices,
+    neighbour_size: int = 1,
 ) -> Certificate | None:
     """The certificate as `choices` compute it (None when infeasible).
 
@@ -196,16 +218,19 @@ def _certificate(
     """
     if choices.upper_bound:
         delta_sensitivity = confidence_share * delta
-        sensitivity = estimate_sensitivity(original, moved, 1 - delta_sensitivity).upper_bound
+        sensitivity = estimate_sensitivity(
+            original, moved, 1 - delta_sensitivity, neighbour_size=neighbour_size
+        ).upper_bound
     else:
         delta_sensitivity = 0.0
-        sensitivity = math.sqrt(float(np.mean((original - moved) ** 2)))
+        sensitivity = math.sqrt(neighbour_size * float(np.mean((original - moved) ** 2)))
     certificate = certify(
         tau,
         delta,
         sensitivity,
         dim,
         delta_sensitivity=delta_sensitivity,
+        neighbour_size=neighbour_size,
         range_bound=choices.range_bound,
         centre=BATCH_MEAN if choices.batch_mean and choices.add_centre_shift else 0.5,
     )
