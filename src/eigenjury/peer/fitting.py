@@ -209,6 +209,7 @@ def ranking_record(
             ci=ranking.ci,
             seed=ranking.seed,
             pairwise_intervals=PAIRWISE_INTERVALS if boot else None,
+            interval=ranking.interval_method_ if boot else None,
         ),
         models=models,
         judges=judges,

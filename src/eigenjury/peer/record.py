@@ -26,9 +26,13 @@ class Settings(Sparse):
     `style` the reply features asked to be held equal and `style_per_judge` (both left
     out without style control); `pairwise_intervals` the method of the simultaneous
     intervals on Elo differences behind each model's `above`, "max-t" (family-wise
-    coverage `ci`; left out without bootstrap)."""
+    coverage `ci`; left out without bootstrap); `interval` the method of the other
+    intervals, "bca" or "percentile" (left out without bootstrap, and by records made
+    before it was chosen: percentile)."""
 
-    OMITTED = frozenset({"external_weights", "style", "style_per_judge", "pairwise_intervals"})
+    OMITTED = frozenset(
+        {"external_weights", "style", "style_per_judge", "pairwise_intervals", "interval"}
+    )
 
     dim: int
     l2: float
@@ -46,6 +50,7 @@ class Settings(Sparse):
     ci: float
     seed: int
     pairwise_intervals: str | None = None
+    interval: str | None = None
 
 
 class ModelRow(Sparse):
