@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+import numpy as np
+
 from _common import environment, table, timed
 from eigenjury.bounds.simulation import (
     OURS,
@@ -37,8 +39,10 @@ from eigenjury.bounds.simulation import (
     Choices,
     SimulatedJudge,
     check,
+    make_items,
 )
 from eigenjury.engine.backends import task_map
+from eigenjury.stats.abb import estimate_sensitivity
 
 JUDGES = {
     "frequent small (10%, +3, jitter 20%)": SimulatedJudge(rate=0.1, points=3, jitter=0.2),
@@ -136,6 +140,32 @@ def run_cell(cell: Cell) -> list[object]:
 
 
 PowerCell = tuple[int, int, int]
+PAYOFF_DELTAS = (0.05, 0.01)
+
+
+def payoff_rows() -> list[list[object]]:
+    """For each judge, the measured units at which its measurement first decides a
+    certificate (beats the range step), at bound apply's defaults (a fifth of delta for
+    the upper bound, half the rest for the Markov step), from its per-item squared
+    changes on 20,000 items."""
+    rng = np.random.default_rng(3)
+    quality, _ = make_items(20_000, 5, rng)
+    rows: list[list[object]] = []
+    for name, judge in {**JUDGES, "calm (1%, +1, no jitter)": CALM}.items():
+        original = judge.scale.normalise(judge.judge(quality, rng))
+        moved = judge.scale.normalise(judge.neighbour(quality, rng))
+        for delta in PAYOFF_DELTAS:
+            markov = 0.5 * 0.8 * delta
+            needed = [
+                estimate_sensitivity(
+                    original, moved, 1 - 0.2 * delta, method=method
+                ).units_to_decide(markov)
+                for method in ("kl+bernstein", "kl")
+            ]
+            square = float(np.mean((original - moved) ** 2))
+            rows.append([name, delta, f"{square:.5f}", f"{markov:g}",
+                         *(f"{n:,}" if n is not None else "never" for n in needed)])  # fmt: skip
+    return rows
 
 
 def run_power(cell: PowerCell) -> list[object]:
@@ -203,6 +233,12 @@ def main() -> None:
 
     def power() -> list[list[object]]:
         return sweep(run_power, [(i, measurements, draws) for i in range(len(POWER))])
+
+    seconds, rows = timed(payoff_rows)
+    print("### When the measured Delta first decides a certificate\n")
+    print(table(["judge", "delta", "mean squared change per item", "Markov share of delta",
+                 "units (kl+bernstein)", "units (kl)"], rows))  # fmt: skip
+    print(f"\n({seconds:.1f} s)\n")
 
     seconds, rows = timed(power)
     print("### A validation that can fail (d = 200)\n")
