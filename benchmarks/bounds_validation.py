@@ -102,6 +102,8 @@ def row(judge: str, dim: int, result: CheckResult) -> list[object]:
         f"{result.sigma_max:.4f}" if feasible else "-",
         f"{result.kendall_models:.3f}" if feasible else "-",
         f"{result.pearson_items:.3f}" if feasible else "-",
+        f"{result.kendall_models_truth:.3f}" if feasible else "-",
+        f"{result.pearson_items_truth:.3f}" if feasible else "-",
     ]
 
 
@@ -125,6 +127,8 @@ HEADERS = [
     "sigma_max",
     "Kendall (models)",
     "Pearson (items)",
+    "Kendall vs truth",
+    "Pearson vs truth",
 ]
 
 
