@@ -116,6 +116,11 @@ class _ConsensusStatistic:
         return out
 
 
+# BCa intervals need this many bootstrap rounds and scenarios (else percentile)
+BCA_ROUNDS = 100
+BCA_SCENARIOS = 20
+
+
 class SettingError(DataError):
     """A setting the verdicts cannot take; `setting` names the parameter (a damping that
     cannot apply, weights for judges that are not external, an anchor never judged)."""
@@ -194,7 +199,8 @@ class PeerRanking:
     without any), ``btd_``, ``trust_matrix_`` (``judges_`` x ``models_``), and with
     bootstrap ``trust_ci_``, ``elo_ci_`` (and every other parameter's interval below:
     BCa, bias-corrected and accelerated from a 20-group scenario jackknife, with at
-    least 3 scenarios, else percentile; ``interval_method_`` says which), ``rank_ci_``
+    least 100 rounds and 20 scenarios, else percentile; ``interval_method_`` says
+    which), ``rank_ci_``
     (marginal: percentiles of each
     model's rank over the draws, :func:`~eigenjury.stats.elo.rank_intervals`),
     ``elo_difference_ci_`` (``models_`` x ``models_`` x 2: simultaneous intervals on
@@ -375,10 +381,12 @@ class PeerRanking:
             "style": self.style_coef_,
         }
         # BCa: the fit is biased at thin data and its draws sit off-centre by about the
-        # same bias again, which a percentile interval counts twice (BENCHMARKS.md 5)
-        jackknife = (
-            group_jackknife(data, statistic, seed=self.seed) if data.n_scenarios >= 3 else None
-        )
+        # same bias again, which a percentile interval counts twice (BENCHMARKS.md 5).
+        # Its shifted levels need draws to land on and a jackknife of 20 groups to
+        # steady them: with fewer rounds or scenarios they reach for the extreme draws
+        # (a model that vanished in a round), and the percentile interval is kept.
+        bca = self.bootstrap >= BCA_ROUNDS and data.n_scenarios >= BCA_SCENARIOS
+        jackknife = group_jackknife(data, statistic, seed=self.seed) if bca else None
         self.interval_method_ = "percentile" if jackknife is None else "bca"
 
         def interval(key: str) -> FloatArray:
