@@ -107,18 +107,16 @@ def test_judges_bind_to_the_last_verdict_and_never_score_failures() -> None:
     assert "[[A>>B]]" in pairwise.request(pair, 0).messages[0].content
 
 
-def test_a_neighbour_the_judge_cannot_judge_counts_as_the_largest_change(tmp_path: Path) -> None:
-    """A judge that breaks under an edit is the sensitive case: its failed judgments
-    are kept as changes of 1, not dropped to leave the judgments that survived."""
-    from eigenjury.bounds import SensitivityProfile, read_dataset
-    from eigenjury.records import read_record, write_record
+def measured(tmp_path: Path, judge: str, generators: tuple[str, ...], *, m: int) -> Any:
+    """The profile `bound measure` makes of the scripted `judge` on the test dataset."""
+    from eigenjury.bounds import read_dataset
 
     items = read_dataset(write_dataset(tmp_path / "d.jsonl"))
     settings = MeasureSettings(
-        judge=ModelSpec.parse("scripted:bounds-brittle"),
+        judge=ModelSpec.parse(f"scripted:{judge}"),
         protocol=JudgeProtocol("single"),
-        generators=("markdown", "identity"),
-        m=20,
+        generators=generators,
+        m=m,
         seed=1,
     )
 
@@ -126,7 +124,16 @@ def test_a_neighbour_the_judge_cannot_judge_counts_as_the_largest_change(tmp_pat
         async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
             return await measure_sensitivity(engine, MeasureInputs(items, "d", settings))
 
-    profile = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_a_neighbour_the_judge_cannot_judge_counts_as_the_largest_change(tmp_path: Path) -> None:
+    """A judge that breaks under an edit is the sensitive case: its failed judgments
+    are kept as changes of 1, not dropped to leave the judgments that survived."""
+    from eigenjury.bounds import SensitivityProfile
+    from eigenjury.records import read_record, write_record
+
+    profile = measured(tmp_path, "bounds-brittle", ("markdown", "identity"), m=20)
     markdown = profile.generators["markdown"]
     assert markdown.failures == {"unparsed": 20}  # every edited reply broke it
     # 19 pairs: the mumbling item has no original score to change from
@@ -140,22 +147,7 @@ def test_a_neighbour_the_judge_cannot_judge_counts_as_the_largest_change(tmp_pat
 
 
 def test_measurement_through_the_engine_recovers_the_known_sensitivity(tmp_path: Path) -> None:
-    from eigenjury.bounds import read_dataset
-
-    items = read_dataset(write_dataset(tmp_path / "d.jsonl"))
-    settings = MeasureSettings(
-        judge=ModelSpec.parse("scripted:bounds-biased"),
-        protocol=JudgeProtocol("single"),
-        generators=("formatting", "markdown", "identity"),
-        m=40,
-        seed=1,
-    )
-
-    async def run() -> Any:
-        async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
-            return await measure_sensitivity(engine, MeasureInputs(items, "d", settings))
-
-    profile = asyncio.run(run())
+    profile = measured(tmp_path, "bounds-biased", ("formatting", "markdown", "identity"), m=40)
     assert profile.original_failures == {"unparsed": 1}  # the mumbling item, not a tie
     identity = profile.generators["identity"]
     markdown = profile.generators["markdown"]

@@ -141,8 +141,9 @@ class PeerRanking:
         (stats.style): their differences enter the win logits, and trust and Elo come
         from the model with style held equal; the fit without them is kept beside
         (``elo_uncontrolled_``). None or empty: no style control. A feature with the
-        same difference in every verdict, or one value per evaluee, is left out
-        (``style_dropped_``): no fit could tell its effect apart.
+        same difference in every verdict, or one that never varies between verdicts on
+        the same pair of evaluees, is left out (``style_dropped_``): no fit could tell
+        its effect apart.
     style_per_judge : one style coefficient per judge and feature instead of one per
         feature shared by all judges.
     exclude_self : drop verdicts in which the judge is one of the two evaluees and
