@@ -4,6 +4,7 @@ reply features, and located errors found without a loop over rows."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from numpy.typing import NDArray
 
 import eigenjury.verdict_files as vf
+from eigenjury.cli import main
 from eigenjury.errors import InputError
 from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats import (
@@ -659,3 +662,244 @@ def test_battle_names_are_a_sequence() -> None:
     assert names[-1] == "battle 3" and names[1:] == ["battle 2", "battle 3"]
     with pytest.raises(IndexError):
         names[3]
+
+
+# Soft verdicts: the judge's label probabilities as p_first, p_second, p_tie.
+
+
+@pytest.fixture(scope="module")
+def soft(small: VerdictTable) -> VerdictTable:
+    """`small` with label probabilities in tenths, leaning to the label given."""
+    rng = np.random.default_rng(5)
+    lean = np.full((len(small), 3), 0.5 / 3)
+    lean[np.arange(len(small)), small.verdict] += 0.5
+    tenths = np.stack([rng.multinomial(10, p) for p in lean])
+    return replace(small, probs=tenths / 10)
+
+
+def _probability_columns(probs: NDArray[np.float64]) -> dict[str, list[Any]]:
+    return {
+        "p_first": probs[:, 1].tolist(),
+        "p_second": probs[:, 2].tolist(),
+        "p_tie": probs[:, 0].tolist(),
+    }
+
+
+def _soft_rows(table: VerdictTable) -> list[dict[str, Any]]:
+    assert table.probs is not None
+    return _rows(table, **_probability_columns(table.probs))
+
+
+def _replicated(table: VerdictTable) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each soft row ten times, and the hard rows they stand for: per row, ten verdicts
+    of which 10 p are each label."""
+    assert table.probs is not None
+    tenths = np.rint(table.probs * 10).astype(int)
+    hard = [
+        {**row, "verdict": label}
+        for row, counts in zip(_rows(table), tenths, strict=True)
+        for label in range(3)
+        for _ in range(counts[label])
+    ]
+    return _soft_rows(table) * 10, hard
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_soft_verdicts_are_written_and_read_back(
+    suffix: str, soft: VerdictTable, tmp_path: Path
+) -> None:
+    path = tmp_path / f"v{suffix}"
+    write_verdicts(soft, path)
+    got = read_verdicts(path)
+    _same(got, soft)
+    assert got.probs is not None and soft.probs is not None
+    np.testing.assert_allclose(got.probs, soft.probs, atol=1e-12)
+    _same_counts(got, soft)
+    thirds = replace(soft, probs=np.full((len(soft), 3), 1 / 3))
+    write_verdicts(thirds, path)  # written to 6 digits, read back renormalised
+    assert read_verdicts(path).probs == pytest.approx(thirds.probs, abs=1e-15)
+
+
+def test_the_probability_columns_follow_the_verdict_and_hard_tables_lack_them() -> None:
+    hard = VerdictTable.from_columns(["s", "s"], ["j", "j"], ["a", "b"], ["b", "a"], [1, 0])
+    assert (
+        vf.verdicts_csv(hard) == "scenario,judge,first,second,verdict\r\ns,j,a,b,1\r\ns,j,b,a,0\r\n"
+    )
+    probs = [[0.25, 0.5, 0.25], [2 / 3, 1 / 6, 1 / 6]]
+    text = vf.verdicts_csv(replace(hard, probs=np.array(probs)), criterion=["wit", "wit"])
+    assert text.splitlines() == [
+        "scenario,judge,first,second,verdict,criterion,p_first,p_second,p_tie",
+        "s,j,a,b,1,wit,0.5,0.25,0.25",
+        "s,j,b,a,0,wit,0.166667,0.166667,0.666667",
+    ]
+
+
+@pytest.mark.parametrize("name", ["v.csv", "v.jsonl", "v.json", "v.parquet", "dataset"])
+def test_soft_rows_count_as_the_hard_rows_they_stand_for(
+    name: str, soft: VerdictTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vf, "BATCH_ROWS", 500)  # several merges while streaming
+    soft_rows, hard_rows = _replicated(soft)
+    soft_path = _write(tmp_path / name, soft_rows)
+    hard_path = _write(tmp_path / f"hard-{name}", hard_rows)
+    for collapse in vf.COLLAPSES:
+        got = read_verdicts(soft_path, collapse=collapse)
+        assert (got.probs is not None) == (collapse == "rows")  # merged: fractional weights
+        _same_counts(
+            got, read_verdicts(hard_path, collapse=collapse), scenarios=collapse != "cells"
+        )
+    rows = read_verdicts(soft_path)
+    assert rows.probs is not None and len(rows) == len(soft_rows)
+    np.testing.assert_array_equal(rows.verdict, np.tile(soft.verdict, 10))  # the labels given
+
+
+def test_a_soft_file_fits_as_its_replicated_hard_file(soft: VerdictTable, tmp_path: Path) -> None:
+    soft_rows, hard_rows = _replicated(soft)
+    soft_path = _write(tmp_path / "soft.csv", soft_rows)
+    hard_path = _write(tmp_path / "hard.csv", hard_rows)
+    elo = _elo(read_verdicts(hard_path))
+    for collapse in vf.COLLAPSES:
+        np.testing.assert_allclose(
+            _elo(read_verdicts(soft_path, collapse=collapse)), elo, rtol=1e-6
+        )
+    hard_only = _elo(read_verdicts(_write(tmp_path / "labels.csv", _rows(soft) * 10)))
+    assert np.abs(hard_only - elo).max() > 1.0  # the probabilities matter
+    records = []
+    for path, rounds in ((hard_path, "40"), (soft_path, "40"), (soft_path, "0")):
+        out = tmp_path / f"fit{len(records)}.json"
+        assert main(["fit", str(path), "--bootstrap", rounds, "--out", str(out)]) == 0
+        records.append({m["name"]: m for m in json.loads(out.read_text())["models"]})
+    for name, model in records[0].items():  # scenarios (bootstrap), and cells
+        assert records[1][name]["elo_ci"] == pytest.approx(model["elo_ci"], rel=1e-6)
+        assert records[1][name]["elo"] == pytest.approx(model["elo"], rel=1e-6)
+        assert records[2][name]["elo"] == pytest.approx(model["elo"], rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["v.csv", "v.jsonl", "v.json", "v.parquet"])
+def test_hard_and_soft_rows_mix_and_the_verdict_is_optional(name: str, tmp_path: Path) -> None:
+    rows: list[dict[str, Any]] = [
+        {"scenario": "s", "judge": "j", "first": "a", "second": "b", "verdict": 1},  # hard
+        {"scenario": "s", "judge": "j", "first": "b", "second": "a", "verdict": 0},
+        {"scenario": "t", "judge": "j", "first": "a", "second": "b", "verdict": None},
+        {"scenario": "t", "judge": "j", "first": "b", "second": "a", "verdict": None},
+        {"scenario": "u", "judge": "j", "first": "a", "second": "b", "verdict": 2},
+    ]
+    given = [(None,) * 3, (None,) * 3, (0.1, 0.7, 0.2), (0.4, 0.4, 0.2), (0.6, 0.1, 0.3001)]
+    for row, (p_first, p_second, p_tie) in zip(rows, given, strict=True):
+        row.update(p_first=p_first, p_second=p_second, p_tie=p_tie)
+    table = read_verdicts(_write(tmp_path / name, rows))
+    assert table.verdict.tolist() == [1, 0, 2, 1, 2]  # the most probable; the label given
+    assert table.probs is not None
+    np.testing.assert_allclose(
+        table.probs,
+        [
+            [0, 1, 0],
+            [1, 0, 0],
+            [0.2, 0.1, 0.7],
+            [0.2, 0.4, 0.4],
+            np.array([0.3001, 0.6, 0.1]) / 1.0001,
+        ],
+    )
+    unlabelled = [{k: v for k, v in row.items() if k != "verdict"} for row in rows[2:4]]
+    table = read_verdicts(_write(tmp_path / f"bare-{name}", unlabelled))
+    assert table.verdict.tolist() == [2, 1]  # equal first and second: the first
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        ("v.csv", {"line": 4}),
+        ("v.jsonl", {"line": 3}),
+        ("v.json", {"row": 3}),
+        ("v.parquet", {"row": 3}),
+    ],
+)
+@pytest.mark.parametrize(
+    ("p", "column", "message"),
+    [
+        (
+            (1.25, -0.25, 0.0),
+            "p_first, p_second",
+            "label probabilities p_first 1.25, p_second -0.25, p_tie 0.0 (sum 1): each must "
+            "lie in [0, 1] and the three must sum to 1 (within 0.001)",
+        ),
+        ((0.5, 0.3, 0.19), "p_first, p_second, p_tie", "p_tie 0.19 (sum 0.99)"),
+        ((0.5, 0.5, "none of it"), "p_tie", "'none of it' in p_tie is not a number"),
+        (
+            (0.5, None, 0.5),
+            "p_second",
+            "missing value(s) in p_second; a soft verdict needs all three of p_first, "
+            "p_second, p_tie, a hard verdict none",
+        ),
+        ((None, None, None), "verdict", "needs a value here or all of p_first, p_second, p_tie"),
+    ],
+)
+def test_a_bad_probability_is_located(
+    name: str,
+    where: dict[str, int],
+    p: tuple[Any, Any, Any],
+    column: str,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rows = [
+        {"scenario": "s", "judge": "j", "first": "a", "second": "b", "verdict": 1} for _ in range(4)
+    ]
+    for row in rows:
+        row.update(p_first=0.25, p_second=0.5, p_tie="0.25" if isinstance(p[2], str) else 0.25)
+    rows[2].update(p_first=p[0], p_second=p[1], p_tie=p[2], verdict=None)
+    path = _write(tmp_path / name, rows)
+    with pytest.raises(InputError) as error:
+        read_verdicts(path)
+    assert (error.value.path, error.value.column) == (str(path), column)
+    assert (error.value.line, error.value.row) == (where.get("line"), where.get("row"))
+    assert message in error.value.message
+    assert main(["fit", str(path), "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["v.csv", "v.parquet"])
+def test_two_probability_columns_of_three_name_the_third(name: str, tmp_path: Path) -> None:
+    rows = [
+        {
+            "scenario": "s",
+            "judge": "j",
+            "first": "a",
+            "second": "b",
+            "p_first": 0.6,
+            "p_second": 0.4,
+        }
+    ]
+    with pytest.raises(InputError) as error:
+        read_verdicts(_write(tmp_path / name, rows))
+    assert error.value.path == str(tmp_path / name)
+    assert "missing column(s) p_tie; found p_first, p_second: soft verdicts need all three" in (
+        error.value.message
+    )
+    assert "p_tie without ties" in error.value.message
+
+
+def test_soft_verdicts_stream_through_a_dataset_with_their_criteria(
+    soft: VerdictTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert soft.probs is not None
+    rows = [{**row, "criterion": c} for row in _soft_rows(soft) for c in ("care", "wit", "tact")]
+    for i, row in enumerate(rows[::2]):  # half the criterion rows hard
+        row.update(p_first=None, p_second=None, p_tie=None, verdict=i % 3)
+    for row in rows[1::4]:  # some soft ones without a label
+        row["verdict"] = None
+    path = _write(tmp_path / "dataset", rows)
+    whole = {c: read_verdicts(path, collapse=c) for c in vf.COLLAPSES}
+    assert VerdictCounts.from_table(whole["rows"]).total == pytest.approx(len(soft))  # judgments
+    monkeypatch.setattr(vf, "BATCH_ROWS", 7)
+    for collapse, table in whole.items():
+        streamed = read_verdicts(path, collapse=collapse)
+        _same(streamed, table)
+        _same_counts(streamed, whole["rows"], scenarios=collapse != "cells")
+    rows[len(rows) // 2 + 5]["p_tie"] = 2.0
+    with pytest.raises(InputError) as error:
+        read_verdicts(_write(tmp_path / "bad", rows))
+    assert error.value.path == str(tmp_path / "bad" / "part-1.parquet")
+    assert error.value.row == 6 and error.value.column == "p_tie"

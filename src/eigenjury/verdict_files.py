@@ -6,7 +6,9 @@ Two conventions are read, told apart by their columns (any other column is not r
   2 second better), optionally criterion, and features of the two replies (style
   control's covariates; "length" is also agreement's longer reply): numeric columns
   first_<feature> and second_<feature>, or the texts first_text and second_text, which
-  give the default features (eigenjury.reply_features);
+  give the default features (eigenjury.reply_features); soft verdicts add the judge's
+  label probabilities p_first, p_second and p_tie (all three or none), counted as
+  fractional verdicts; with them the verdict column is optional;
 - battles in the Chatbot Arena convention: model_a, model_b and winner (model_a,
   model_b, tie, or tie (bothbad) and both_bad: every tie kind is a tie), optionally
   judge (default: one judge named 'crowd'), question_id (the scenario; default: each
@@ -53,10 +55,26 @@ from eigenjury.files import (
     read_text,
 )
 from eigenjury.reply_features import DEFAULT_FEATURES, joined_turns, text_features
-from eigenjury.stats.verdicts import FIRST, SECOND, TIE, ReplyFeatures, VerdictTable, tally
+from eigenjury.stats.verdicts import (
+    FIRST,
+    PROBABILITY_TOLERANCE,
+    SECOND,
+    TIE,
+    ReplyFeatures,
+    VerdictTable,
+    label_probabilities,
+    probability_problems,
+    tally,
+)
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
 OPTIONAL = ("criterion",)
+# Soft verdicts: the judge's probability of each label, in the order written.
+PROBABILITY_COLUMNS = ("p_first", "p_second", "p_tie")
+_PROBABILITY_LABELS = (FIRST, SECOND, TIE)  # each column's label
+# Label probabilities are written to this many significant digits: a rounding error
+# far below the tolerance of the sum, and far below any sampling error of a fit.
+PROBABILITY_DIGITS = 6
 BATTLE_REQUIRED = ("model_a", "model_b", "winner")
 # The Kaggle "arena-human-preference" form: the winner as three 0/1 columns.
 ONE_HOT = ("winner_model_a", "winner_model_b", "winner_tie")
@@ -89,7 +107,8 @@ METADATA_FIELDS = {
 BATCH_ROWS = 1 << 20
 _MISSING = {"", "nan", "null", "none", "na", "n/a"}
 _NEEDS = (
-    "a verdict file needs scenario, judge, first, second, verdict (criterion optional); "
+    "a verdict file needs scenario, judge, first, second, verdict (criterion optional; "
+    "p_first, p_second, p_tie for soft verdicts, which make verdict optional); "
     "a battle file (the Chatbot Arena convention) needs model_a, model_b, winner "
     "(judge and question_id optional), or winner_model_a, winner_model_b, winner_tie "
     "(0/1) for winner"
@@ -132,8 +151,11 @@ def read_verdicts(
     are. `features`: "available", each default feature where the file offers it (none
     offered: no features); None, no features (a fit without style control); or these
     names, each required (an InputError names what the file lacks). A missing or
-    non-numeric feature value is an InputError. A JSON array is read with the standard
-    library; Parquet is the fast path for huge files.
+    non-numeric feature value is an InputError. Soft verdicts (p_first, p_second, p_tie)
+    are the table's `probs` in "rows" (a row without them: its verdict's one-hot);
+    where rows are merged, each spreads its weight over the labels by its
+    probabilities instead (fractional weights, no `probs`: the same counts). A JSON
+    array is read with the standard library; Parquet is the fast path for huge files.
     """
     if collapse not in COLLAPSES:
         raise ValueError(f"collapse must be one of {', '.join(COLLAPSES)}, not {collapse!r}")
@@ -186,11 +208,20 @@ class _Convention:
     outcomes: str  # the values allowed, in words
     parts: tuple[str, ...] = ()  # columns whose values, joined by ",", are the outcome
     arena: bool = False  # texts may be JSON lists of turns; features may be in METADATA
+    probabilities: tuple[str, ...] = ()  # soft verdicts: PROBABILITY_COLUMNS
 
     def columns(self, found: Sequence[str], features: dict[str, str]) -> list[str]:
         """The columns to read from a file that has `found`, for these features."""
         outcome = self.parts or (self.outcome,)
-        roles = (self.scenario, self.judge, self.first, self.second, *outcome, "criterion")
+        roles = (
+            self.scenario,
+            self.judge,
+            self.first,
+            self.second,
+            *outcome,
+            "criterion",
+            *self.probabilities,
+        )
         columns = [c for c in roles if c in found]
         for name, source in features.items():
             wanted = {"columns": self.feature_columns(name), "metadata": (METADATA,)}
@@ -276,6 +307,11 @@ _BATTLES = _Convention(
     "model_a, model_b, tie, tie (bothbad) or both_bad",
     arena=True,
 )
+_SOFT_VERDICTS = replace(
+    _VERDICT_TABLE,
+    required=(*REQUIRED[:4], *PROBABILITY_COLUMNS),
+    probabilities=PROBABILITY_COLUMNS,
+)
 _ONE_HOT_BATTLES = replace(
     _BATTLES,
     required=(*BATTLE_REQUIRED[:2], *ONE_HOT),
@@ -288,8 +324,21 @@ _ONE_HOT_BATTLES = replace(
 
 def _convention(path: Path, found: Sequence[str], **where: Any) -> _Convention:
     """The convention whose required columns the file has, or an InputError naming
-    what the nearer one misses."""
-    conventions = (_VERDICT_TABLE, _BATTLES, _ONE_HOT_BATTLES)
+    what the nearer one misses (a verdict table with some of the probability columns:
+    the others)."""
+    given = [c for c in PROBABILITY_COLUMNS if c in found]
+    lacking = [c for c in PROBABILITY_COLUMNS if c not in found]
+    if given and lacking and all(c in found for c in REQUIRED[:4]):
+        raise InputError(
+            f"missing column(s) {', '.join(lacking)}; found {', '.join(given)}: soft verdicts "
+            f"need all three of {', '.join(PROBABILITY_COLUMNS)} (0 for a label the judge "
+            "cannot give, such as p_tie without ties) or none",
+            path=path,
+            **where,
+        )
+    conventions: tuple[_Convention, ...] = (_VERDICT_TABLE, _BATTLES, _ONE_HOT_BATTLES)
+    if given:
+        conventions = (_SOFT_VERDICTS, *conventions)
     for convention in conventions:
         if all(c in found for c in convention.required):
             return convention
@@ -328,10 +377,10 @@ class _Layout:
     named: bool = False
 
     def numeric(self) -> set[str]:
-        """The feature columns read, whose values are numbers."""
+        """The feature and probability columns read, whose values are numbers."""
         c = self.convention
         pairs = [c.feature_columns(n) for n, s in self.features.items() if s == "columns"]
-        return {x for pair in pairs for x in pair}
+        return {x for pair in pairs for x in pair} | set(c.probabilities)
 
 
 def _layout(
@@ -771,6 +820,8 @@ class _Reader:
             )
         self.weigh_judgments = has_criterion and criterion is None
         self.numbered = c.scenario not in self.columns  # battles without question_id
+        self.soft = bool(c.probabilities)
+        self.labelled = bool(c.parts) or c.outcome in self.columns  # a verdict column
         mode: str = collapse
         if mode == "cells" and self.weigh_judgments:
             mode = "scenarios"  # the weights need the judgments
@@ -788,7 +839,7 @@ class _Reader:
         if not batch.num_rows:
             return
         c = self.convention
-        blank, codes, verdict, replies = self._checked(batch, locate)
+        blank, codes, verdict, probs, replies = self._checked(batch, locate)
         keep = ~blank
         self.read += int(keep.sum())
         if self.criterion is not None:
@@ -817,26 +868,48 @@ class _Reader:
             part["scenario"] = np.zeros(m, dtype=np.int64)
         part["count"] = np.ones(m)
         self.kept += m
+        if probs is not None:
+            part = self._soft(part, kept(probs))
         self.rows.add(part)
+
+    def _soft(self, part: dict[str, NDArray[Any]], probs: FloatArray) -> dict[str, NDArray[Any]]:
+        """Rows with their label probabilities: kept beside them, or, where rows are
+        merged, spread into one row per label weighted by its probability, so that only
+        equal labels merge and the counts are the same."""
+        if not self.rows.merge:
+            return {**part, "probs": probs}
+        row, label = np.nonzero(probs)
+        spread = {k: v[row] for k, v in part.items()}
+        spread["verdict"], spread["count"] = label.astype(np.int64), probs[row, label]
+        return spread
 
     def _checked(
         self, batch: Any, locate: Locate
-    ) -> tuple[BoolArray, dict[str, IntArray], IntArray, tuple[FloatArray, FloatArray] | None]:
-        """The batch's blank rows, each name column's codes, the verdicts and the replies'
-        features; every check runs on whole columns and the first bad row (in the file's
-        order) is reported."""
+    ) -> tuple[
+        BoolArray,
+        dict[str, IntArray],
+        IntArray,
+        FloatArray | None,
+        tuple[FloatArray, FloatArray] | None,
+    ]:
+        """The batch's blank rows, each name column's codes, the verdicts, the label
+        probabilities (soft verdicts) and the replies' features; every check runs on
+        whole columns and the first bad row (in the file's order) is reported."""
         n = batch.num_rows
         c = self.convention
         names = [x for x in (c.scenario, c.judge, c.first, c.second) if x in self.columns]
         labels = [*names, *(["criterion"] if "criterion" in self.columns else [])]
-        columns = (*names, c.outcome, *labels[len(names) :])
+        outcome = [c.outcome] if self.labelled else []
+        columns = (*names, *outcome, *labels[len(names) :])
         coded = {x: _code(self._column(batch, x)) for x in columns}
         blank = np.zeros(n, dtype=bool)
         if self.skip_blank and all(x and x.blank.any() for x in coded.values()):
             blank = np.logical_and.reduce([x.blank[x.codes] for x in coded.values() if x])
         problems: list[_Problem] = []
+        probs, soft = self._probabilities(batch, blank, problems) if self.soft else (None, blank)
         for rank, (column, col) in enumerate(coded.items()):
-            problems += self._missing(batch, column, col, blank, rank)
+            skipped = soft if column == c.outcome else blank  # a soft verdict needs no label
+            problems += self._missing(batch, column, col, skipped, rank)
         codes = {x: self._names(x, coded[x], n, problems) for x in labels}
         if c.judge not in self.columns:
             codes[c.judge] = self._crowd(codes[c.first], codes[c.second], blank, problems)
@@ -848,12 +921,74 @@ class _Reader:
             problems.append(
                 (same, 20, message + f"a {c.noun} compares two different evaluees", None)
             )
-        verdict = self._outcomes(coded[c.outcome], n, blank, problems)
+        verdict = self._outcomes(coded.get(c.outcome), n, blank, problems)
         replies = self._replies(batch, blank, problems) if self.features else None
         if problems:
             row, _, problem, where = min(problems, key=lambda p: p[:2])
             raise InputError(problem, column=where, **locate(row))
-        return blank, codes, verdict, replies
+        if probs is not None:
+            col = coded.get(c.outcome)
+            unlabelled = soft if col is None else soft & col.missing[col.codes]
+            verdict[unlabelled] = np.argmax(probs[unlabelled], axis=1)  # ties: tie, first
+            hard = ~soft
+            probs[hard] = np.eye(3)[verdict[hard]]
+        return blank, codes, verdict, probs, replies
+
+    def _probabilities(
+        self, batch: Any, blank: BoolArray, problems: list[_Problem]
+    ) -> tuple[FloatArray, BoolArray]:
+        """Each row's label probabilities (tie, first, second), renormalised to sum to 1,
+        and where any is given (or the row is blank); a row without any is a hard
+        verdict. A row with some but not all three, or values that are no distribution,
+        is a problem."""
+        n = batch.num_rows
+        probs = np.empty((n, 3))
+        missing = np.empty((n, 3), dtype=bool)
+        for column, label in zip(PROBABILITY_COLUMNS, _PROBABILITY_LABELS, strict=True):
+            array = _code_free(batch.column(column))
+            probs[:, label], missing[:, label], wrong = _floats(array)
+            row = _first_row(wrong & ~blank)
+            if row is not None:
+                message = f"{array[row].as_py()!r} in {column} is not a number"
+                problems.append((row, 45, message, column))
+        given = ~missing.any(axis=1)
+        incomplete = ~blank & ~given
+        if self.labelled:  # a row without any is a hard verdict
+            incomplete &= ~missing.all(axis=1)
+        row = _first_row(incomplete)
+        if row is not None:
+            absent = [
+                x
+                for x, label in zip(PROBABILITY_COLUMNS, _PROBABILITY_LABELS, strict=True)
+                if missing[row, label]
+            ]
+            message = (
+                f"missing value(s) in {', '.join(absent)}; a soft verdict needs all three of "
+                f"{', '.join(PROBABILITY_COLUMNS)}"
+            )
+            message += (
+                ", a hard verdict none" if self.labelled else " (the file has no verdict column)"
+            )
+            problems.append((row, 46, message, ", ".join(absent)))
+        usable = given & ~blank
+        bad = usable & probability_problems(probs)
+        row = _first_row(bad)
+        if row is not None:
+            values = [float(probs[row, label]) for label in _PROBABILITY_LABELS]
+            outside = [
+                x for x, v in zip(PROBABILITY_COLUMNS, values, strict=True) if not 0.0 <= v <= 1.0
+            ]
+            shown = ", ".join(
+                f"{x} {v!r}" for x, v in zip(PROBABILITY_COLUMNS, values, strict=True)
+            )
+            message = (
+                f"label probabilities {shown} (sum {sum(values):.6g}): each must lie in [0, 1] "
+                f"and the three must sum to 1 (within {PROBABILITY_TOLERANCE:g})"
+            )
+            problems.append((row, 47, message, ", ".join(outside or PROBABILITY_COLUMNS)))
+        ok = usable & ~bad
+        probs[ok] = label_probabilities(probs[ok])
+        return probs, ~missing.all(axis=1) | blank
 
     def _missing(
         self, batch: Any, column: str, col: _Coded | None, blank: BoolArray, rank: int
@@ -862,6 +997,8 @@ class _Reader:
         first row with one)."""
         c = self.convention
         needs = f"every {c.noun} needs a value here"
+        if column == c.outcome and self.soft:
+            needs += f" or all of {', '.join(PROBABILITY_COLUMNS)}"
         if col is None:
             values = _code_free(self._column(batch, column))
             row = _first_row(values.is_valid().to_numpy(zero_copy_only=False))
@@ -1088,6 +1225,7 @@ class _Reader:
                 if self.features
                 else None
             ),
+            probs=rows.get("probs"),
         )
 
 
@@ -1217,6 +1355,12 @@ def _columns(
     if criterion is not None:
         columns["criterion"] = list(criterion)
     names = [c for c in (*REQUIRED, *OPTIONAL) if c in columns]
+    if table.probs is not None:
+        for column, label in zip(PROBABILITY_COLUMNS, _PROBABILITY_LABELS, strict=True):
+            columns[column] = [
+                float(f"{p:.{PROBABILITY_DIGITS}g}") for p in table.probs[:, label].tolist()
+            ]
+            names.append(column)
     if table.features is not None:
         replies = (table.features.first, table.features.second)
         for f, name in enumerate(table.features.names):
@@ -1247,8 +1391,9 @@ def write_verdicts(
     table: VerdictTable, path: str | Path, *, criterion: Sequence[str] | None = None
 ) -> None:
     """Write a verdict table in the format its suffix names (with a criterion column
-    when `criterion` labels the rows, so that `read_verdicts` restores their weights),
-    atomically: a reader never sees a half-written file."""
+    when `criterion` labels the rows, so that `read_verdicts` restores their weights;
+    with p_first, p_second, p_tie for soft verdicts, to PROBABILITY_DIGITS significant
+    digits), atomically: a reader never sees a half-written file."""
     target = Path(path)
     fmt = file_format(target)
     path = target.with_name(f".{target.name}.tmp{target.suffix}")

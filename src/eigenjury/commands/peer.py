@@ -115,6 +115,13 @@ def register(commands: Any) -> None:
         help="what judges add to a reply's win log-odds per unit of normalised length "
         "difference, (a - b) / (a + b) (needs --verbosity; for style control)",
     )
+    sim.add_argument(
+        "--soft",
+        action="store_true",
+        help="calibrated judges: write each verdict's label probabilities too (p_first, "
+        "p_second, p_tie: soft verdicts, which `fit` counts as fractional verdicts); the "
+        "verdicts are the same draws as without --soft",
+    )
     sim.add_argument("--seed", type=seed, default=0)
     sim.set_defaults(handler=simulate_command)
 
@@ -315,6 +322,7 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
         group_size=group_size,
         judges_per_scenario=args.judges_per_scenario,
         scenario_noise=args.scenario_noise,
+        soft=args.soft,
         seed=args.seed + 1,
     )
     args.out.mkdir(parents=True, exist_ok=True)
@@ -330,7 +338,8 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
             "judges_per_scenario": args.judges_per_scenario,
             "scenario_noise": args.scenario_noise,
             "seed": args.seed,
-        },
+        }
+        | ({"soft": True} if args.soft else {}),
         "trust": trust.tolist(),
         "elo": elo.tolist(),
     }
@@ -349,7 +358,8 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
         )
     console.print(shown)
     console.print(
-        f"wrote {len(table)} verdicts to {escape(str(verdicts_path))} and the truth to "
+        f"wrote {len(table)} {'soft ' if args.soft else ''}verdicts to "
+        f"{escape(str(verdicts_path))} and the truth to "
         f"{escape(str(args.out / 'truth.json'))}",
         highlight=False,
     )

@@ -18,7 +18,7 @@ from eigenjury.models.types import ChatRequest
 from eigenjury.peer.config import Judging, Member
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.designs import Comparison
-from eigenjury.peer.parsing import parse_criteria, parse_verdict
+from eigenjury.peer.parsing import label_probabilities, parse_criteria, parse_verdict
 from eigenjury.peer.prompts import (
     comparison_request,
     evaluee_request,
@@ -32,10 +32,12 @@ Persona = Callable[[str, str], str | None]  # (member, role "evaluee" | "judge")
 
 @dataclass
 class Outcome:
-    """A comparison and what came of it: one verdict per criterion (or one), or a failure."""
+    """A comparison and what came of it: one verdict per criterion (or one), or a failure;
+    with soft verdicts, the judge's probabilities of (tie, first, second) too."""
 
     comparison: Comparison
     verdicts: list[int] | None = None
+    probs: tuple[float, float, float] | None = None
     failure: str | None = None  # "parse", "judge error", "missing response", ...
     repaired: bool = False
 
@@ -196,6 +198,8 @@ class Collector:
         ):
             line.verdicts, line.failure = self._read(result)
             outcome.verdicts, outcome.failure = line.verdicts, line.failure
+            if self.judging.soft and line.verdicts is not None and line.choice_logprobs:
+                outcome.probs = label_probabilities(line.choice_logprobs, ties=self.judging.ties)
             repairable = self.judging.repair and not self._constrained(outcome.comparison.judge)
             if outcome.failure == "parse" and repairable and result.completion is not None:
                 repairs.append((outcome, request, result.completion.text))

@@ -83,13 +83,28 @@ class Sampling(_Strict):
 
 
 class Judging(_Strict):
+    """How judges are asked. `soft`: a judge that gives label probabilities (local
+    judges) contributes them as fractional verdicts; other judges give one verdict."""
+
     reflections: bool = True
     ties: bool = True
     mode: Literal["single", "criteria"] = "single"
     repair: bool = True
+    soft: bool = False
     evaluee: Generation = Generation(temperature=0.7, max_tokens=300)
     reflection: Generation = Generation(temperature=0.0, max_tokens=200)
     judge: Generation = Generation(temperature=0.0, max_tokens=400)
+
+    @model_validator(mode="after")
+    def _soft_needs_single(self) -> Judging:
+        if self.soft and self.mode == "criteria":
+            raise located(
+                "soft verdicts need mode 'single': verdicts per criterion come from a "
+                "grammar, without label probabilities",
+                "judging",
+                "soft",
+            )
+        return self
 
 
 class Fit(_Strict):

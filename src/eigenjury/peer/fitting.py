@@ -53,15 +53,14 @@ def verdict_table(
 ) -> tuple[VerdictTable, list[str] | None]:
     """The verdicts as a table, and each row's criterion number in criteria mode. With
     the `responses` ((member, scenario) -> text), the replies' style features too."""
-    rows = [
-        (o.comparison, v, str(i + 1))
-        for o in outcomes
-        if o.verdicts is not None
-        for i, v in enumerate(o.verdicts)
-    ]
+    used = [o for o in outcomes if o.verdicts is not None]
+    rows = [(o.comparison, v, str(i + 1)) for o in used for i, v in enumerate(o.verdicts or ())]
     if not rows:
         raise DataError("no comparison produced a usable verdict")
     criterion = [k for _, _, k in rows] if per_criterion else None
+    probs = None
+    if any(o.probs is not None for o in used):  # soft verdicts (one per comparison)
+        probs = [o.probs or _certain(o.verdicts[0]) for o in used if o.verdicts]
     table = VerdictTable.from_columns(
         [c.scenario for c, _, _ in rows],
         [c.judge for c, _, _ in rows],
@@ -69,10 +68,16 @@ def verdict_table(
         [c.second for c, _, _ in rows],
         [v for _, v, _ in rows],
         criterion=criterion,
+        probs=probs,
     )
     if responses is not None:
         table = dataclasses.replace(table, features=reply_features(rows, responses))
     return table, criterion
+
+
+def _certain(verdict: int) -> tuple[float, float, float]:
+    """A verdict given without probabilities, as probabilities."""
+    return (float(verdict == 0), float(verdict == 1), float(verdict == 2))
 
 
 def reply_features(

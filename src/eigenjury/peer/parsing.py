@@ -6,7 +6,9 @@ counted as a parse failure of its judge.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE
 
@@ -41,3 +43,23 @@ def parse_criteria(text: str, n_criteria: int, *, ties: bool = True) -> list[int
         return None
     codes = [_code(last[i], ties) for i in range(1, n_criteria + 1)]
     return None if any(c is None for c in codes) else [c for c in codes if c is not None]
+
+
+def label_probabilities(
+    choice_logprobs: Mapping[str, float], *, ties: bool = True
+) -> tuple[float, float, float] | None:
+    """A soft verdict: the judge's own probabilities of (tie, A, B), renormalised over
+    the labels it was offered; None unless it scored every one. These are the model's
+    probabilities (temperature 1): a judge's sampling temperature shapes only the
+    verdict it draws, not what it believes."""
+    labels = ("tie", "A", "B") if ties else ("A", "B")
+    if any(label not in choice_logprobs for label in labels):
+        return None
+    scores = [choice_logprobs[label] for label in labels]
+    top = max(scores)
+    if not math.isfinite(top):
+        return None
+    weights = [math.exp(v - top) for v in scores]
+    total = math.fsum(weights)
+    probs = [w / total for w in weights]
+    return (probs[0], probs[1], probs[2]) if ties else (0.0, probs[0], probs[1])

@@ -185,10 +185,16 @@ class Design(Part):
     seed: int
 
 
-class JudgingPart(Part):
+class JudgingPart(Sparse):
+    """The config's judging section; `soft` when judges were asked for label
+    probabilities (left out otherwise)."""
+
+    OMITTED = frozenset({"soft"})
+
     reflections: bool
     ties: bool
     mode: str
+    soft: bool | None = None
 
 
 class MemberPart(Part):
@@ -205,8 +211,12 @@ class OrderConsistency(Part):
     same_slot: float
 
 
-class RunSummary(Part):
-    """What a `rank` run collected; its accounting includes a greenbeard control run."""
+class RunSummary(Sparse):
+    """What a `rank` run collected; its accounting includes a greenbeard control run.
+    `soft_verdicts_by_judge`: with soft verdicts, how many of each judge's verdicts came
+    with label probabilities (left out otherwise)."""
+
+    OMITTED = frozenset({"soft_verdicts_by_judge"})
 
     name: str | None
     constitution: ConstitutionPart
@@ -221,6 +231,7 @@ class RunSummary(Part):
     parse_failures_by_judge: dict[str, int]
     order_consistency: dict[str, OrderConsistency]
     accounting: AccountingRecord
+    soft_verdicts_by_judge: dict[str, int] | None = None
 
 
 class ObjectiveCheck(Part):

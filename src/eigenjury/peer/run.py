@@ -365,6 +365,7 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
                 "reflections": config.judging.reflections,
                 "ties": config.judging.ties,
                 "mode": config.judging.mode,
+                "soft": config.judging.soft or None,
             },
             "members": [
                 {"name": m.name, "model": str(m.spec), "persona": m.persona}
@@ -377,5 +378,16 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
             "parse_failures_by_judge": dict(collector.parse_failures),
             "order_consistency": order_consistency(got.outcomes),
             "accounting": accounting.record(),
+            "soft_verdicts_by_judge": _soft_by_judge(got.outcomes) if config.judging.soft else None,
         }
     )
+
+
+def _soft_by_judge(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    """Per judge that gave verdicts, how many came with label probabilities."""
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        if o.verdicts is not None:
+            judge = o.comparison.judge
+            counts[judge] = counts.get(judge, 0) + (o.probs is not None)
+    return dict(sorted(counts.items()))

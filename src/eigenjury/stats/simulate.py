@@ -311,13 +311,17 @@ def simulate_verdicts(
     judges_per_scenario: int = 1,
     scenario_noise: float = 0.0,
     length_noise: float = 0.5,
+    soft: bool = False,
     seed: int | None = 0,
 ) -> VerdictTable:
     """The random-groups design: per scenario, `group_size` evaluees and
     `judges_per_scenario` judges drawn from all who judge (a judge may judge itself),
     every ordered pair judged by every judge. With the population's verbosity, each
     reply has a length in tokens (log-normal around its evaluee's verbosity, spread
-    `length_noise`, drawn from a stream of its own), the table's "length" feature."""
+    `length_noise`, drawn from a stream of its own), the table's "length" feature.
+    `soft`: calibrated judges, whose soft verdicts (the table's `probs`) are the model's
+    own label probabilities; the verdict is still the draw from them, the same draw as
+    without `soft`."""
     m = population.n_models
     evaluees = np.flatnonzero(~population.external_mask)
     pool = population.judge_indices()
@@ -366,7 +370,8 @@ def simulate_verdicts(
     logits = np.stack([log_tie + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1)
     logits -= logits.max(axis=1, keepdims=True)
     prob = np.exp(logits)
-    cum = np.cumsum(prob / prob.sum(axis=1, keepdims=True), axis=1)
+    prob /= prob.sum(axis=1, keepdims=True)
+    cum = np.cumsum(prob, axis=1)
     u = rng.random(len(judge))
     verdict = (u > cum[:, 0]).astype(np.int64) + (u > cum[:, 1])
     width = len(str(n_scenarios - 1))
@@ -380,6 +385,7 @@ def simulate_verdicts(
         scenarios=tuple(f"s{i:0{width}d}" for i in range(n_scenarios)),
         weight=np.ones(len(judge)),
         features=features,
+        probs=prob if soft else None,
     )
 
 

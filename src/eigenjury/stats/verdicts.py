@@ -99,6 +99,12 @@ class VerdictTable:
     verdicts came with the replies' texts or numeric features of them, holds those per
     row (ReplyFeatures); "length" among them is what agreement's longer-reply
     preference reads.
+
+    `probs`, for soft verdicts, holds each row's label probabilities (tie, first,
+    second; each row sums to 1): the judge's own probabilities of its three answers.
+    The counts then take them as fractional verdicts (a row adds weight x p to each
+    label), while `verdict` keeps the label the judge gave, for what reads single
+    verdicts (agreement, order consistency). A hard verdict is the row [0, 1, 0] etc.
     """
 
     scenario: IntArray
@@ -110,6 +116,7 @@ class VerdictTable:
     scenarios: Sequence[str]
     weight: FloatArray
     features: ReplyFeatures | None = None
+    probs: FloatArray | None = None  # (rows, 3): soft verdicts
 
     @classmethod
     def from_columns(
@@ -120,8 +127,10 @@ class VerdictTable:
         second: Sequence[object] | NDArray[np.generic],
         verdict: Sequence[int] | NDArray[np.integer],
         criterion: Sequence[object] | NDArray[np.generic] | None = None,
+        probs: Sequence[Sequence[float]] | FloatArray | None = None,
     ) -> VerdictTable:
-        """Code named columns. With `criterion`, rows of one judgment share weight 1."""
+        """Code named columns. With `criterion`, rows of one judgment share weight 1;
+        `probs` (tie, first, second per row) makes the verdicts soft."""
         judge_a, first_a, second_a = (np.asarray(c).astype(str) for c in (judge, first, second))
         models, coded = np.unique(np.concatenate([judge_a, first_a, second_a]), return_inverse=True)
         n = len(judge_a)
@@ -138,6 +147,7 @@ class VerdictTable:
             models=tuple(str(m) for m in models),
             scenarios=tuple(str(s) for s in scen_names),
             weight=np.ones(n),
+            probs=None if probs is None else label_probabilities(probs),
         )
         if criterion is not None:
             table = table.with_weight(judgment_weights(table))
@@ -161,6 +171,7 @@ class VerdictTable:
             self.scenarios,
             np.asarray(weight, dtype=np.float64),
             self.features,
+            self.probs,
         )
 
     def select(self, mask: NDArray[np.bool_]) -> VerdictTable:
@@ -175,7 +186,17 @@ class VerdictTable:
             self.scenarios,
             self.weight[mask],
             None if self.features is None else self.features.select(mask),
+            None if self.probs is None else self.probs[mask],
         )
+
+    def label_weights(self) -> FloatArray:
+        """Each row's weight on each label (rows, 3: tie, first, second): its weight on
+        the label given, or spread by its probabilities for a soft verdict."""
+        if self.probs is not None:
+            return self.weight[:, None] * self.probs
+        out = np.zeros((len(self), 3))
+        out[np.arange(len(self)), self.verdict] = self.weight
+        return out
 
     def without_self_judgments(self) -> VerdictTable:
         """Drop comparisons in which the judge is one of the two evaluees."""
@@ -214,7 +235,39 @@ def pool_judges(table: VerdictTable, pattern: str) -> VerdictTable:
         table.scenarios,
         table.weight,
         table.features,
+        table.probs,
     )
+
+
+PROBABILITY_TOLERANCE = 1e-3  # label probabilities as printed to a few digits still sum to 1
+
+
+def label_probabilities(probs: Sequence[Sequence[float]] | FloatArray) -> FloatArray:
+    """Soft verdicts checked (rows of tie, first, second probabilities, each in [0, 1],
+    summing to 1, both within PROBABILITY_TOLERANCE), clipped to [0, 1] and renormalised
+    to sum to 1 exactly."""
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise DataError("label probabilities must be rows of three (tie, first, second)")
+    problem = probability_problems(p)
+    if problem.any():
+        row = int(np.flatnonzero(problem)[0])
+        raise DataError(
+            f"label probabilities of row {row} are {p[row].tolist()} (tie, first, second); "
+            f"each must lie in [0, 1] and the three must sum to 1"
+        )
+    p = np.clip(p, 0.0, 1.0)
+    return np.asarray(p / p.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def probability_problems(p: FloatArray) -> NDArray[np.bool_]:
+    """Rows of label probabilities that are not a distribution (see label_probabilities;
+    a value within the tolerance outside [0, 1], as 1 - p1 - p2 can give, is rounding)."""
+    tol = PROBABILITY_TOLERANCE
+    with np.errstate(invalid="ignore"):
+        outside = ~((p >= -tol) & (p <= 1.0 + tol)).all(axis=1)
+        off = ~(np.abs(p.sum(axis=1) - 1.0) <= tol)
+    return np.asarray(outside | off, dtype=np.bool_)
 
 
 def judgment_weights(table: VerdictTable) -> FloatArray:
@@ -331,15 +384,22 @@ class ScenarioCounts:
     @classmethod
     def from_table(cls, table: VerdictTable, style: FloatArray | None = None) -> ScenarioCounts:
         """Per-scenario counts of `table`; `style` gives each row's style differences."""
-        cells, slot = _collapse(table, style)
+        cells, cell = _collapse(table, style)
         n_cells = cells.n_cells
-        entry = table.scenario * (3 * n_cells) + slot
-        if np.all(table.weight == 1.0):
+        scenario = table.scenario
+        if table.probs is None:
+            slot, row_weight = cell * 3 + table.verdict, table.weight
+        else:  # a soft verdict is an entry per label
+            label = table.label_weights()
+            row, verdict = np.nonzero(label)
+            scenario, slot, row_weight = scenario[row], cell[row] * 3 + verdict, label[row, verdict]
+        entry = scenario * (3 * n_cells) + slot
+        if np.all(row_weight == 1.0):
             uniq, count = np.unique(entry, return_counts=True)
             weight = count.astype(np.float64)
         else:
             uniq, inverse = np.unique(entry, return_inverse=True)
-            weight = tally(inverse, table.weight, len(uniq))
+            weight = tally(inverse, row_weight, len(uniq))
         scen, slot_u = np.divmod(uniq, 3 * n_cells)
         return cls(cells, scen, slot_u, weight, len(table.scenarios))
 
@@ -355,8 +415,8 @@ class ScenarioCounts:
 def _collapse(
     table: VerdictTable, style: FloatArray | None = None
 ) -> tuple[VerdictCounts, IntArray]:
-    """Cell counts, and each row's slot (cell * 3 + verdict) in them. With `style` (per
-    row), rows share a cell only when their style differences are equal too."""
+    """Cell counts, and each row's cell. With `style` (per row), rows share a cell only
+    when their style differences are equal too."""
     m = table.n_models
     key = (table.judge * m + table.first) * m + table.second
     cell_style = None
@@ -381,11 +441,14 @@ def _collapse(
     else:
         cell_keys, cell = np.unique(key, return_inverse=True)
     n_cells = len(cell_keys)
-    slot = cell * 3 + table.verdict
-    n = tally(slot, table.weight, 3 * n_cells).reshape(n_cells, 3)
+    if table.probs is None:
+        n = tally(cell * 3 + table.verdict, table.weight, 3 * n_cells).reshape(n_cells, 3)
+    else:
+        label = table.label_weights()
+        n = np.stack([tally(cell, label[:, r], n_cells) for r in range(3)], axis=1)
     judge, rest = np.divmod(cell_keys, m * m)
     first, second = np.divmod(rest, m)
-    return VerdictCounts(judge, first, second, n, table.models, cell_style), slot
+    return VerdictCounts(judge, first, second, n, table.models, cell_style), cell
 
 
 @dataclass(frozen=True)
