@@ -247,3 +247,55 @@ def test_the_bundled_contract_graded_by_local_models(tmp_path: Path) -> None:
             "calls"
         ]
     )
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_begun_reply_is_continued(name: str) -> None:
+    """A last assistant message is a reply begun for the model: the completion is its
+    continuation only, and differs from an answer to the same turns without it."""
+    provider = make_provider(ModelSpec.parse(f"local:{name}"))
+    turns = (("user", "My cat died this morning."),)
+    begun = ChatRequest.chat(
+        *turns, ("assistant", "I'm so sorry. Losing a cat"), max_tokens=12, temperature=0.0
+    )
+    completion = asyncio.run(provider.generate(begun))
+    assert completion.text.strip() and not completion.text.startswith("I'm so sorry")
+    assert completion.usage.output_tokens <= 12
+    plain = asyncio.run(provider.generate(ChatRequest.chat(*turns, max_tokens=12, temperature=0)))
+    assert plain.text != completion.text
+    assert asyncio.run(provider.generate(begun)).text == completion.text  # deterministic
+    with pytest.raises(Exception, match="begun reply"):
+        asyncio.run(provider.generate(ChatRequest(begun.messages, choices=("A", "B"))))
+
+
+def test_label_probabilities_are_the_distribution_verdicts_are_drawn_from() -> None:
+    """Soft verdicts: the judge's label probabilities sum to 1, do not depend on the
+    sampling temperature, and at temperature 1 the drawn verdicts follow them."""
+    from eigenjury.peer.parsing import label_probabilities
+
+    provider = make_provider(ModelSpec.parse("local:smollm2-135m"))
+    labels = ("tie", "A", "B")
+
+    def at(temperature: float, seed: int = 0) -> tuple[str, dict[str, float]]:
+        request = ChatRequest(
+            VERDICT.messages, temperature=temperature, seed=seed, choices=labels, logprobs=True
+        )
+        completion = asyncio.run(provider.generate(request))
+        assert completion.choice_logprobs is not None
+        return completion.text, dict(completion.choice_logprobs)
+
+    _, cold = at(0.0)
+    _, hot = at(1.7)
+    # the model's own, whatever the temperature (up to the rounding of llama.cpp's kernels:
+    # a prompt held from the call before is finished one token at a time, not as a batch)
+    assert cold == pytest.approx(hot, abs=0.1)
+    probs = label_probabilities(cold)
+    assert probs is not None and sum(probs) == pytest.approx(1.0, abs=1e-12)
+    assert label_probabilities(cold, ties=False) == pytest.approx(
+        (0.0, probs[1] / (probs[1] + probs[2]), probs[2] / (probs[1] + probs[2]))
+    )
+    draws = 600
+    drawn = [at(1.0, seed)[0] for seed in range(draws)]
+    for label, p in zip(labels, probs, strict=True):
+        share = drawn.count(label) / draws
+        assert abs(share - p) <= 4 * (p * (1 - p) / draws) ** 0.5 + 1e-9, (label, share, p)

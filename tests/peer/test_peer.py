@@ -324,6 +324,51 @@ def test_order_consistency_arithmetic() -> None:
             },
             ["cannot reach", "is the server running"],
         ),
+        (
+            {
+                "population": [
+                    {"name": "a", "model": "openai-compatible:m@http://127.0.0.1:9/v1"},
+                    *({"name": n, "model": "scripted:echo"} for n in "bc"),
+                ],
+                "judging": {"mode": "likelihood"},
+            },
+            ["field 'population.0.model'", "likelihood verdicts need", "'a' is openai-compatible"],
+        ),
+        (
+            {
+                "population": [
+                    {"name": n, "model": "scripted:echo", "evaluee_only": True} for n in "abc"
+                ]
+            },
+            ["nobody judges"],
+        ),
+        (
+            {
+                "population": [
+                    *({"name": n, "model": "scripted:echo"} for n in "ab"),
+                    {"name": "c", "model": "scripted:echo", "evaluee_only": "cannot judge"},
+                ],
+                "sampling": {"design": "adaptive"},
+            },
+            ["field 'population.2.evaluee_only'", "adaptive design"],
+        ),
+        (
+            {
+                "population": [
+                    {
+                        "name": "a",
+                        "model": "openai-compatible:m@http://127.0.0.1:9/v1",
+                        "opening": "Well,",
+                    },
+                    *({"name": n, "model": "scripted:echo"} for n in "bc"),
+                ]
+            },
+            ["field 'population.0'", "an opening needs a model that continues"],
+        ),
+        (
+            {"judging": {"mode": "criteria", "soft": True}},
+            ["field 'judging.soft'", "soft verdicts need mode 'single'"],
+        ),
     ],
 )
 def test_bad_configs_stop_before_spending(
@@ -596,3 +641,38 @@ def test_a_config_that_is_not_a_mapping_says_so(
     err = " ".join(capsys.readouterr().err.split())
     assert "config.yaml, line 1: expected a mapping of settings" in err
     assert "RankConfig" not in err and "dictionary" not in err
+
+
+def test_openings_begin_replies_and_evaluee_only_members_never_judge(tmp_path: Path) -> None:
+    """A member's opening starts every reply it gives (the judges read it whole); an
+    evaluee_only member is ranked but judges nothing, and the record says why."""
+    members = [
+        {"name": n, "model": "scripted:peer-truth", "persona": f"[quality {q}]"}
+        for n, q in QUALITIES.items()
+    ]
+    members[0]["opening"] = "Dear friend,"
+    members[-1]["evaluee_only"] = "its verdicts follow the slot"
+    path = config(tmp_path, population=members, sampling={"design": "all"}, scenarios={"limit": 4})
+    run = run_rank(path, progress=False)
+    transcripts = [
+        json.loads(line) for line in (run.out / "transcripts.jsonl").read_text().splitlines()
+    ]
+    opened = [
+        t for t in transcripts if t["role"] == "evaluee" and t["member"] == members[0]["name"]
+    ]
+    assert opened and all(t["messages"][-1] == ["assistant", "Dear friend,"] for t in opened)
+    shown = [
+        t for t in transcripts if t["role"] == "comparison" and t["first"] == members[0]["name"]
+    ]
+    assert shown and all("Dear friend,My advice" in t["messages"][-1][1] for t in shown)
+    silent = members[-1]["name"]
+    assert not any(t["role"] == "comparison" and t["member"] == silent for t in transcripts)
+    assert silent in {m.name for m in run.record.models}
+    assert silent not in {j.name for j in run.record.judges}
+    summary = run.record.run
+    assert summary is not None
+    parts = {m.name: m for m in summary.members}
+    assert parts[silent].evaluee_only == "its verdicts follow the slot"
+    assert parts[members[0]["name"]].opening == "Dear friend,"
+    dumped = json.loads((run.out / "results.json").read_text())
+    assert "evaluee_only" not in dumped["run"]["members"][0]  # left out when not set

@@ -38,6 +38,12 @@ SETTING_OPTIONS = {
 VERDICT_FORMATS = ("csv", "jsonl", "parquet")  # = verdict_files.FORMATS (importing it loads scipy)
 
 
+SEED_HELP = (
+    "one seed for every random choice of the run (scenarios, design, sampling, fit), in "
+    "place of the config's seeds"
+)
+
+
 def register(commands: Any) -> None:
     sim = commands.add_parser(
         "simulate",
@@ -240,16 +246,20 @@ def register(commands: Any) -> None:
     )
     rank.add_argument("config", type=Path, help="run config (YAML)")
     rank.add_argument("--out", type=Path, help="output folder (default: the config's output)")
+    rank.add_argument("--seed", type=seed, help=SEED_HELP)
     rank.add_argument("--no-progress", dest="progress", action="store_false")
     rank.set_defaults(handler=rank_command)
 
     demo = commands.add_parser(
         "demo",
-        help="the offline demo: four local personas rank each other (a few minutes on CPU)",
-        description="Run `rank` on the bundled demo config: personas on the two bundled "
-        "local models (SmolLM2-135M, Gemma-3-270M) judge each other against the kindness "
-        "constitution, with no network. Needs the local extra.",
+        help="the offline demo: four local personas ranked for kindness (about 3 minutes "
+        "on 2 CPU cores)",
+        description="Run `rank` on the bundled demo config: a warm and a cold persona on "
+        "each of the two bundled local models (SmolLM2-135M, Gemma-3-270M) are ranked "
+        "against the kindness constitution by the SmolLM2 personas, with no network. "
+        "Needs the local extra.",
     )
+    demo.add_argument("--seed", type=seed, help=SEED_HELP)
     demo.add_argument(
         "--out",
         type=Path,
@@ -372,7 +382,6 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.peer.fitting import ranking_record
     from eigenjury.peer.record import TruthRecovery
     from eigenjury.records import write_record
-    from eigenjury.reports.agreement import print_agreement
     from eigenjury.reports.ranking import print_summary
     from eigenjury.stats.bootstrap import rounds_problem
     from eigenjury.stats.consensus import PeerRanking, SettingError
@@ -465,8 +474,6 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
             )
         )
     print_summary(console, record)
-    if agreement is not None:
-        print_agreement(console, agreement)
     if args.out:
         write_record(args.out, record)
         console.print(f"wrote {escape(str(args.out))}", highlight=False)
@@ -538,15 +545,18 @@ def _adopt_run_store(inputs: Inputs) -> None:
     )
 
 
-def run_rank(config_path: Path, *, out: Path | None = None, progress: bool = True) -> RankRun:
+def run_rank(
+    config_path: Path, *, out: Path | None = None, progress: bool = True, seed: int | None = None
+) -> RankRun:
     """A rank config's whole run: check it, collect through the engine, fit, and write
-    results.json, verdicts.csv, transcripts.jsonl and report.html."""
+    results.json, verdicts.csv, transcripts.jsonl and report.html. `seed` replaces every
+    seed of the config."""
     from eigenjury.engine.runner import run_engine
     from eigenjury.peer.run import assemble, collect, member_error, prepare
     from eigenjury.reports.output import write_outputs
     from eigenjury.reports.ranking import outputs
 
-    inputs = prepare(config_path, out)
+    inputs = prepare(config_path, out, seed=seed)
     config = inputs.config
     _adopt_run_store(inputs)
     try:
@@ -568,7 +578,8 @@ def run_rank(config_path: Path, *, out: Path | None = None, progress: bool = Tru
 
 
 def rank_command(args: argparse.Namespace, console: Console) -> int:
-    return _report(run_rank(args.config, out=args.out, progress=args.progress), console)
+    run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed)
+    return _report(run, console)
 
 
 def demo_command(args: argparse.Namespace, console: Console) -> int:
@@ -576,7 +587,7 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
 
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:
-        run = run_rank(path, out=args.out, progress=args.progress)
+        run = run_rank(path, out=args.out, progress=args.progress, seed=args.seed)
     return _report(run, console)
 
 

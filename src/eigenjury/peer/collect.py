@@ -8,6 +8,7 @@ too). A comparison whose judge reply cannot be read gets one short repair reques
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from eigenjury.models.types import ChatRequest
 from eigenjury.peer.config import Judging, Member
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.designs import Comparison
+from eigenjury.peer.likelihood import SPEAKERS, speaker_request, verdict_probabilities
 from eigenjury.peer.parsing import label_probabilities, parse_criteria, parse_verdict
 from eigenjury.peer.prompts import (
     comparison_request,
@@ -58,6 +60,9 @@ class Collector:
     transcripts: list[TranscriptLine] = field(default_factory=list)
     responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
     reflections: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
+    # likelihood mode: (judge, evaluee, scenario) -> the reply's score and whether its
+    # two scoring calls came from the store
+    scores: dict[tuple[str, str, str], tuple[float | None, bool]] = field(default_factory=dict)
     parse_failures: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -98,11 +103,17 @@ class Collector:
         todo = sorted(needed - self.responses.keys())
         jobs = [(m, {"scenario": s}, self._evaluee(m, s)) for m, s in todo]
         for (m, s), (result, _) in zip(todo, await self._run("evaluee", jobs), strict=True):
-            self.responses[m, s] = result.completion.text if result.completion else None
+            opening = self.members[m].opening
+            text = result.completion.text if result.completion else None
+            # the model's continuation carries its own leading space
+            self.responses[m, s] = text if text is None or not opening else opening + text
 
     def _evaluee(self, member: str, scenario: str) -> ChatRequest:
         request = evaluee_request(
-            self.persona(member, "evaluee"), self.scenarios[scenario], self.judging.evaluee
+            self.persona(member, "evaluee"),
+            self.scenarios[scenario],
+            self.judging.evaluee,
+            self.members[member].opening,
         )
         if self.answer_choices is None or not self._constrained(member):
             return request
@@ -130,6 +141,70 @@ class Collector:
         ]
         for key, (result, _) in zip(todo, await self._run("reflection", jobs), strict=True):
             self.reflections[key] = result.completion.text if result.completion else None
+
+    async def _score(self, needed: set[tuple[str, str, str]]) -> None:
+        """Likelihood mode: score each (judge, evaluee, scenario) reply once, in an order
+        where consecutive calls share their prompt (judge, scenario, speaker)."""
+        todo = [
+            k
+            for k in sorted(needed - self.scores.keys())
+            if self.responses.get((k[1], k[2])) is not None
+        ]
+        order = sorted((j, s, speaker, e) for j, e, s in todo for speaker in SPEAKERS)
+        jobs = [
+            (
+                j,
+                {"scenario": s, "evaluee": e},
+                speaker_request(
+                    self.persona(j, "judge"),
+                    self.constitution,
+                    self.scenarios[s],
+                    self.responses[e, s] or "",
+                    speaker,
+                ),
+            )
+            for j, s, speaker, e in order
+        ]
+        loglik: dict[tuple[str, str, str, str], tuple[float | None, bool]] = {}
+        for (j, s, speaker, e), (result, _) in zip(
+            order, await self._run("score", jobs), strict=True
+        ):
+            scored = result.completion.choice_logprobs if result.completion else None
+            value = next(iter(scored.values())) if scored else None
+            loglik[j, e, s, speaker] = (value, result.cached)
+        for j, e, s in todo:
+            (follows, cached_f), (breaks, cached_b) = (loglik[j, e, s, x] for x in SPEAKERS)
+            score = None if follows is None or breaks is None else follows - breaks
+            self.scores[j, e, s] = (score, cached_f and cached_b)
+
+    def _by_likelihood(self, outcome: Outcome) -> None:
+        """A comparison decided by its two replies' scores (a transcript line records it)."""
+        c = outcome.comparison
+        (first, cached_1), (second, cached_2) = (
+            self.scores[c.judge, m, c.scenario] for m in (c.first, c.second)
+        )
+        line = TranscriptLine(
+            role="comparison",
+            member=c.judge,
+            **_fields(c),
+            messages=[],
+            reply=None,
+            choice_logprobs=None,
+            error=None,
+            cached=cached_1 and cached_2,
+        )
+        if first is None or second is None:
+            outcome.failure = line.failure = "judge error"
+        else:
+            outcome.probs = verdict_probabilities(first, second)
+            label = "A" if outcome.probs[1] >= outcome.probs[2] else "B"
+            outcome.verdicts = line.verdicts = [1 if label == "A" else 2]
+            line.reply = label
+            line.choice_logprobs = {
+                name: math.log(p) if p > 0 else -math.inf
+                for name, p in zip(("A", "B"), outcome.probs[1:], strict=True)
+            }
+        self.transcripts.append(line)
 
     def _comparison(self, c: Comparison) -> ChatRequest:
         first, second = self.responses[c.first, c.scenario], self.responses[c.second, c.scenario]
@@ -167,6 +242,18 @@ class Collector:
     async def collect(self, comparisons: Sequence[Comparison]) -> list[Outcome]:
         """Outcomes in the order of `comparisons`."""
         await self._respond({(m, c.scenario) for c in comparisons for m in (c.first, c.second)})
+        if self.judging.mode == "likelihood":
+            await self._score(
+                {(c.judge, m, c.scenario) for c in comparisons for m in (c.first, c.second)}
+            )
+            outcomes = [Outcome(c) for c in comparisons]
+            for outcome in outcomes:
+                c = outcome.comparison
+                if any(self.responses.get((m, c.scenario)) is None for m in (c.first, c.second)):
+                    outcome.failure = "missing response"
+                else:
+                    self._by_likelihood(outcome)
+            return outcomes
         if self.judging.reflections:
             await self._reflect(
                 {(c.judge, m, c.scenario) for c in comparisons for m in (c.first, c.second)}

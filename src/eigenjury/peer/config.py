@@ -38,12 +38,26 @@ class Generation(_Strict):
     seed: Seed | None = 0
 
 
+# Providers that score a given reply's likelihood (choices with logprobs).
+LIKELIHOOD_PROVIDERS = ("local",)
+# Providers that continue a begun reply (a last assistant message) rather than answer it.
+CONTINUING_PROVIDERS = ("local", "anthropic", "scripted")
+
+
 class Member(_Strict):
-    """A member of the population: a model, optionally in character."""
+    """A member of the population: a model, optionally in character. `opening`: the
+    words each of its replies begins with, which the model continues (small models
+    follow a persona's instructions loosely, but keep the tone of a reply begun for
+    them); part of the reply the judges read. `evaluee_only` (true, or the reason, which
+    the report shows): a model that cannot judge is still ranked."""
 
     name: str = Field(min_length=1)
     model: str | dict[str, Any]
     persona: str | None = None
+    opening: str | None = Field(None, min_length=1)
+    evaluee_only: bool | Annotated[str, Field(min_length=1)] = Field(
+        False, description="true, or why: the member is judged but never judges"
+    )
 
     @field_validator("model")
     @classmethod
@@ -54,9 +68,30 @@ class Member(_Strict):
             raise ValueError(exc.message) from None
         return value
 
+    @model_validator(mode="after")
+    def _opening_continued(self) -> Member:
+        if self.opening is not None and self.spec.provider not in CONTINUING_PROVIDERS:
+            raise ValueError(
+                f"an opening needs a model that continues a begun reply "
+                f"({', '.join(CONTINUING_PROVIDERS)}); {self.spec.provider} models answer "
+                "it instead: remove the opening or put its tone in the persona"
+            )
+        return self
+
     @property
     def spec(self) -> ModelSpec:
         return ModelSpec.from_value(self.model)
+
+    @property
+    def judges(self) -> bool:
+        return self.evaluee_only is False
+
+    @property
+    def evaluee_only_reason(self) -> str | None:
+        """Why the member does not judge (None when it does)."""
+        if self.evaluee_only is False:
+            return None
+        return self.evaluee_only if isinstance(self.evaluee_only, str) else "set in the config"
 
 
 class Scenarios(_Strict):
@@ -83,12 +118,17 @@ class Sampling(_Strict):
 
 
 class Judging(_Strict):
-    """How judges are asked. `soft`: a judge that gives label probabilities (local
-    judges) contributes them as fractional verdicts; other judges give one verdict."""
+    """How judges are asked. `mode`: one verdict per comparison ("single"), one per
+    criterion ("criteria"), or "likelihood" (local judges too small to compare: each
+    reply is scored by how much likelier the judge model finds it from a speaker who
+    follows the constitution than from one who breaks it; see peer.likelihood).
+    `soft`: a judge that gives label probabilities (local judges) contributes them as
+    fractional verdicts; other judges give one verdict. Likelihood verdicts are always
+    probabilities, never ties, and read no reflections."""
 
     reflections: bool = True
     ties: bool = True
-    mode: Literal["single", "criteria"] = "single"
+    mode: Literal["single", "criteria", "likelihood"] = "single"
     repair: bool = True
     soft: bool = False
     evaluee: Generation = Generation(temperature=0.7, max_tokens=300)
@@ -186,12 +226,22 @@ class RankConfig(_Strict):
     @model_validator(mode="after")
     def _cross_checks(self) -> RankConfig:
         names = {m.name for m in self.population}
+        if self.objective is not None:
+            opened = [i for i, m in enumerate(self.population) if m.opening is not None]
+            if opened:
+                raise located(
+                    "objective mode asks for an option letter; a begun reply does not fit it",
+                    "population",
+                    opened[0],
+                    "opening",
+                )
         if self.greenbeard is not None:
             unknown = [n for n in self.greenbeard.members if n not in names]
             if unknown:
                 raise located(
                     f"not in the population: {', '.join(unknown)}", "greenbeard", "members"
                 )
+        self._check_judges()
         members = len(self.population)
         if "group_size" not in self.sampling.model_fields_set:  # the default fits any population
             group_size = min(DEFAULT_GROUP_SIZE, members)
@@ -215,3 +265,54 @@ class RankConfig(_Strict):
         if problem:
             raise located(problem, "fit", "bootstrap")
         return self
+
+    def reseeded(self, seed: int) -> RankConfig:
+        """This config with every seed replaced by `seed`."""
+        judging = self.judging.model_copy(
+            update={
+                role: getattr(self.judging, role).model_copy(update={"seed": seed})
+                for role in ("evaluee", "reflection", "judge")
+            }
+        )
+        update: dict[str, Any] = {
+            "judging": judging,
+            "scenarios": self.scenarios.model_copy(update={"seed": seed}),
+            "sampling": self.sampling.model_copy(update={"seed": seed}),
+            "fit": self.fit.model_copy(update={"seed": seed}),
+        }
+        if self.objective is not None:
+            update["objective"] = self.objective.model_copy(update={"seed": seed})
+        return self.model_copy(update=update)
+
+    def _check_judges(self) -> None:
+        """Someone judges; likelihood judges are local; designs that need every member
+        as a judge get them."""
+        judges = [i for i, m in enumerate(self.population) if m.judges]
+        if not judges:
+            raise located("every member is evaluee_only: nobody judges", "population")
+        if len(judges) < len(self.population) and self.sampling.design == "adaptive":
+            first = next(i for i, m in enumerate(self.population) if not m.judges)
+            raise located(
+                "the adaptive design chooses among all members as judges; use design all, "
+                "balanced or random-groups with evaluee_only members",
+                "population",
+                first,
+                "evaluee_only",
+            )
+        if self.judging.mode != "likelihood":
+            return
+        if self.objective is not None:
+            raise located(
+                "objective mode compares answer letters; use mode single", "judging", "mode"
+            )
+        for i in judges:
+            member = self.population[i]
+            if member.spec.provider not in LIKELIHOOD_PROVIDERS:
+                raise located(
+                    f"likelihood verdicts need judges whose likelihoods can be read (local "
+                    f"models); '{member.name}' is {member.spec.provider}: use mode single, "
+                    "or make it evaluee_only",
+                    "population",
+                    i,
+                    "model",
+                )

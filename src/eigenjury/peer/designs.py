@@ -39,9 +39,11 @@ def _both_orders(scenario: str, judges: Sequence[str], group: Sequence[str]) -> 
     ]
 
 
-def design_all(members: Sequence[str], scenarios: Sequence[str]) -> list[Comparison]:
-    """Every judge, every ordered pair, every scenario."""
-    return [c for s in scenarios for c in _both_orders(s, members, members)]
+def design_all(
+    members: Sequence[str], scenarios: Sequence[str], *, judges: Sequence[str] | None = None
+) -> list[Comparison]:
+    """Every judge (default: every member), every ordered pair, every scenario."""
+    return [c for s in scenarios for c in _both_orders(s, judges or members, members)]
 
 
 def design_random_groups(
@@ -51,10 +53,12 @@ def design_random_groups(
     group_size: int = 4,
     judges_per_group: int = 1,
     seed: int = 0,
+    judges: Sequence[str] | None = None,
 ) -> list[Comparison]:
     """The original design: per scenario, a random group of evaluees and random judges
-    (a judge may judge itself), every ordered pair of the group."""
-    return _grouped(members, scenarios, group_size, judges_per_group, seed, balanced=False)
+    (from `judges`, default every member; a judge may judge itself), every ordered pair
+    of the group."""
+    return _grouped(members, judges, scenarios, group_size, judges_per_group, seed, balanced=False)
 
 
 def design_balanced(
@@ -64,14 +68,16 @@ def design_balanced(
     group_size: int = 4,
     judges_per_group: int = 1,
     seed: int = 0,
+    judges: Sequence[str] | None = None,
 ) -> list[Comparison]:
     """Like random groups, but each scenario takes the evaluees and judges used least
     so far (ties broken at random), so every member does nearly equal work in each role."""
-    return _grouped(members, scenarios, group_size, judges_per_group, seed, balanced=True)
+    return _grouped(members, judges, scenarios, group_size, judges_per_group, seed, balanced=True)
 
 
 def _grouped(
     members: Sequence[str],
+    judges: Sequence[str] | None,
     scenarios: Sequence[str],
     group_size: int,
     judges_per_group: int,
@@ -88,7 +94,8 @@ def _grouped(
             def order(m: str, role: str = role, s: str = s) -> tuple[int, float]:
                 return (used[role, m] if balanced else 0, draw(seed, s, role, m))
 
-            picked[role] = sorted(members, key=order)[:size]
+            pool = judges or members if role == "judge" else members
+            picked[role] = sorted(pool, key=order)[:size]
             used.update((role, m) for m in picked[role])
         out += _both_orders(s, picked["judge"], sorted(picked["evaluee"]))
     return out

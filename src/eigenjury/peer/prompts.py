@@ -32,14 +32,18 @@ def _system(persona: str | None, task: str) -> tuple[Message, ...]:
     return (Message("system", text),)
 
 
-def evaluee_request(persona: str | None, scenario: str, settings: Generation) -> ChatRequest:
+def evaluee_request(
+    persona: str | None, scenario: str, settings: Generation, opening: str | None = None
+) -> ChatRequest:
+    """What an evaluee is asked; with an `opening`, its reply is begun for it."""
     task = (
         "Someone has come to you with the message below. Answer them directly, in your own "
         "voice and in character, in one short paragraph. Do not mention being an AI or a "
         "language model."
     )
+    begun = (Message("assistant", opening),) if opening else ()
     return ChatRequest(
-        (*_system(persona, task), Message("user", scenario)),
+        (*_system(persona, task), Message("user", scenario), *begun),
         **_sampling(settings),  # type: ignore[arg-type]
     )
 

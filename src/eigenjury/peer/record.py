@@ -197,10 +197,18 @@ class JudgingPart(Sparse):
     soft: bool | None = None
 
 
-class MemberPart(Part):
+class MemberPart(Sparse):
+    """A member as configured; `opening` (the words its replies begin with) and
+    `evaluee_only` (why it does not judge; "true" without a reason) are left out when
+    not set."""
+
+    OMITTED = frozenset({"opening", "evaluee_only"})
+
     name: str
     model: str
     persona: str | None
+    opening: str | None = None
+    evaluee_only: str | None = None
 
 
 class OrderConsistency(Part):
@@ -329,7 +337,7 @@ class TranscriptLine(Part):
     @model_serializer(mode="wrap")
     def _omit_other_roles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if self.role != "reflection":
+        if self.role not in ("reflection", "score"):
             del data["evaluee"]
         if self.role not in ("comparison", "repair"):
             for key in ("first", "second", "verdicts", "failure"):

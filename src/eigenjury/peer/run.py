@@ -61,23 +61,18 @@ class RankRun:
 
 def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Comparison]:
     names = [m.name for m in config.population]
+    judges = [m.name for m in config.population if m.judges]
     s = config.sampling
     if s.design == "all":
-        return design_all(names, scenario_ids)
-    if s.design == "balanced":
-        return design_balanced(
-            names,
-            scenario_ids,
-            group_size=s.group_size,
-            judges_per_group=s.judges_per_group,
-            seed=s.seed,
-        )
-    return design_random_groups(
+        return design_all(names, scenario_ids, judges=judges)
+    grouped = design_balanced if s.design == "balanced" else design_random_groups
+    return grouped(
         names,
         scenario_ids,
         group_size=s.group_size,
-        judges_per_group=s.judges_per_group,
+        judges_per_group=min(s.judges_per_group, len(judges)),
         seed=s.seed,
+        judges=judges,
     )
 
 
@@ -221,10 +216,13 @@ def check_output_folder(out: Path) -> None:
         )
 
 
-def prepare(config_path: str | Path, out: str | Path | None) -> Inputs:
-    """Read and check everything a run needs, before anything is spent."""
+def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None = None) -> Inputs:
+    """Read and check everything a run needs, before anything is spent; `seed` replaces
+    every seed of the config."""
     path = Path(config_path)
     config = load_config(RankConfig, path)
+    if seed is not None:
+        config = config.reseeded(seed)
     base = path.parent
     questions = None
     try:
@@ -368,7 +366,13 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
                 "soft": config.judging.soft or None,
             },
             "members": [
-                {"name": m.name, "model": str(m.spec), "persona": m.persona}
+                {
+                    "name": m.name,
+                    "model": str(m.spec),
+                    "persona": m.persona,
+                    "opening": m.opening,
+                    "evaluee_only": m.evaluee_only_reason,
+                }
                 for m in config.population
             ],
             "comparisons": len(got.comparisons),
@@ -378,7 +382,9 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
             "parse_failures_by_judge": dict(collector.parse_failures),
             "order_consistency": order_consistency(got.outcomes),
             "accounting": accounting.record(),
-            "soft_verdicts_by_judge": _soft_by_judge(got.outcomes) if config.judging.soft else None,
+            "soft_verdicts_by_judge": _soft_by_judge(got.outcomes)
+            if config.judging.soft or config.judging.mode == "likelihood"
+            else None,
         }
     )
 

@@ -24,8 +24,10 @@ from typing import Any
 from aiohttp import web
 
 from eigenjury.errors import InputError
+from eigenjury.peer.record import RankingRecord
 from eigenjury.records import Found, Record, find_records
 from eigenjury.reports.kit import CSS
+from eigenjury.reports.ranking import meaning
 from eigenjury.view.index import VERDICTS, Filters, TraceIndex, TranscriptIndex
 
 STATIC = Path(__file__).with_name("static")
@@ -222,12 +224,14 @@ async def runs_list(request: web.Request) -> web.Response:
 
 
 async def run_page(request: web.Request) -> web.Response:
-    """A run's record; a ranking run's transcripts start indexing meanwhile."""
+    """A run's record, and for a ranking what it means (as the static report says it);
+    a ranking run's transcripts start indexing meanwhile."""
     run = _run(request)
     if run.transcripts is not None:
         run.transcripts.start()
     summary = run.summary(request.app[CATALOGUE].roots)
-    return web.json_response({**summary, "record": run.data})
+    said = {"meaning": meaning(run.record)} if isinstance(run.record, RankingRecord) else {}
+    return web.json_response({**summary, "record": run.data, **said})
 
 
 async def transcripts(request: web.Request) -> web.Response:

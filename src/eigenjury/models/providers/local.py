@@ -16,7 +16,9 @@ valid verdict; with `logprobs` the completion carries every choice's log-probabi
 (Tiny judges tend to prefer one label whatever they read: at temperature 0 every
 verdict is then the same and carries no information, while a draw at temperature 1
 still follows how the evidence moves their probabilities.)
-A `grammar` (GBNF) constrains free generation instead.
+A `grammar` (GBNF) constrains free generation instead. A request whose last message is
+the assistant's is a reply begun for the model (prefill): the model continues it, and
+the completion holds only the continuation, as Anthropic's API does.
 
 Models load with llama.cpp's fast CPU code paths only where a one-time probe in a
 child process shows they run on this machine (see `local_cpu`).
@@ -27,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.util
-import itertools
 import math
 import os
 import random
@@ -45,6 +46,9 @@ from eigenjury.models.spec import SpecError
 from eigenjury.models.types import ChatRequest, Completion, Usage
 
 N_CTX = 4096
+# Tokens evaluated at once when scoring a choice: each keeps a row of logits (Gemma's
+# vocabulary: 1 MB a row).
+SCORING_BATCH = 64
 LLAMA_RANDOM_SEED = 0xFFFFFFFF  # llama.cpp's seeds are 32-bit, and this one means "random"
 _INSTALL = "install the local extra: pip install 'eigenjury[local]'"
 
@@ -231,23 +235,45 @@ def _free(model: _Loaded, request: ChatRequest) -> Completion:
         from llama_cpp.llama_grammar import LlamaGrammar
 
         grammar = LlamaGrammar.from_string(request.grammar, verbose=False)
+    sampling: dict[str, Any] = {
+        "temperature": 0.0 if request.temperature is None else request.temperature,
+        "top_p": 1.0 if request.top_p is None else request.top_p,
+        "max_tokens": request.max_tokens or 256,
+        "seed": llama_seed(request.seed),
+        "grammar": grammar,
+    }
+    if request.messages[-1].role == "assistant":
+        return _continue(model, request, sampling)
     reply = model.chat(
-        llama=model.llm,
-        messages=_messages(request),
-        temperature=0.0 if request.temperature is None else request.temperature,
-        top_p=1.0 if request.top_p is None else request.top_p,
-        max_tokens=request.max_tokens or 256,
-        seed=llama_seed(request.seed),
-        stop=list(request.stop) or None,
-        grammar=grammar,
+        llama=model.llm, messages=_messages(request), stop=list(request.stop) or None, **sampling
     )
     choice = reply["choices"][0]
-    usage = reply.get("usage") or {}
     return Completion(
         text=choice["message"]["content"] or "",
         finish_reason=str(choice.get("finish_reason") or "stop"),
-        usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+        usage=_usage(reply),
     )
+
+
+def _continue(model: _Loaded, request: ChatRequest, sampling: dict[str, Any]) -> Completion:
+    """Continue the reply the request's last (assistant) message begins."""
+    *turns, begun = _messages(request)
+    prompt = model.formatter(messages=turns).prompt + begun["content"]
+    tokens = model.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    reply = model.llm.create_completion(
+        tokens, stop=[*END_OF_TURN_MARKERS, *request.stop], **sampling
+    )
+    choice = reply["choices"][0]
+    return Completion(
+        text=choice["text"] or "",
+        finish_reason=str(choice.get("finish_reason") or "stop"),
+        usage=_usage(reply),
+    )
+
+
+def _usage(reply: dict[str, Any]) -> Usage:
+    usage = reply.get("usage") or {}
+    return Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
 
 
 def llama_seed(seed: int | None) -> int | None:
@@ -262,6 +288,8 @@ def _choose(model: _Loaded, request: ChatRequest) -> Completion:
     assert request.choices is not None
     if not request.choices:
         raise BadRequestError("choices must name at least one allowed reply")
+    if request.messages[-1].role == "assistant":
+        raise BadRequestError("a begun reply (a last assistant message) cannot take choices")
     llm = model.llm
     prompt = model.formatter(messages=_messages(request)).prompt
     prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
@@ -279,13 +307,16 @@ def _choose(model: _Loaded, request: ChatRequest) -> Completion:
         if not tokens:
             scores[text] = -math.inf
             continue
+        if base + len(tokens) > N_CTX:
+            raise ContextLengthError(
+                f"prompt and choice of {base + len(tokens)} tokens exceed the {N_CTX}-token context"
+            )
         output_tokens = max(output_tokens, len(tokens))
-        total = float(after_prompt[tokens[0]])
         llm.n_tokens = base  # rewind to the end of the prompt (eval drops the rest)
-        for token, following in itertools.pairwise(tokens):
-            llm.eval([token])
-            total += float(_last_log_softmax(llm)[following])
-        scores[text] = total
+        following = _log_softmax_after_each(llm, tokens[:-1])
+        scores[text] = float(after_prompt[tokens[0]]) + float(
+            following[np.arange(len(tokens) - 1), tokens[1:]].sum()
+        )
     return Completion(
         text=_pick(scores, request),
         finish_reason="stop",
@@ -305,13 +336,34 @@ def _eval_reusing_prefix(llm: Any, tokens: list[int]) -> None:
     llm.eval(tokens[llm.n_tokens :])
 
 
+def _log_softmax_after_each(llm: Any, tokens: list[int]) -> np.ndarray:
+    """Evaluate `tokens` after the held state in batches, with the next-token
+    log-probabilities after each (`Llama.eval` keeps only the last token's logits unless
+    the whole context keeps them all, at n_ctx x n_vocab floats). This mirrors
+    `Llama.eval` of llama-cpp-python 0.3.36 (pinned), asking for every row's logits."""
+    rows = [np.zeros((0, llm.n_vocab()))]
+    llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+    for start in range(0, len(tokens), SCORING_BATCH):
+        batch = tokens[start : start + SCORING_BATCH]
+        llm._batch.set_batch(batch=batch, n_past=llm.n_tokens, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[llm.n_tokens : llm.n_tokens + len(batch)] = batch
+        llm.n_tokens += len(batch)
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch), llm.n_vocab()))
+        rows.append(_log_softmax(logits.astype(np.float64)))
+    return np.concatenate(rows)
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    top = logits.max(axis=-1, keepdims=True)
+    return np.asarray(logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)))
+
+
 def _last_log_softmax(llm: Any) -> np.ndarray:
     import llama_cpp
 
     pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
-    logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
-    top = logits.max()
-    return np.asarray(logits - top - math.log(np.exp(logits - top).sum()))
+    return _log_softmax(np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64))
 
 
 def _pick(scores: dict[str, float], request: ChatRequest) -> str:

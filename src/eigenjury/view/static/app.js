@@ -243,7 +243,7 @@ function eloAxis(models) {
   return [Math.max(Math.min(...ends), Math.min(...elos) - spread), Math.min(Math.max(...ends), Math.max(...elos) + spread)];
 }
 
-// `run`: the run as listed (whether it has transcripts).
+// `run`: the run as the API answers it (whether it has transcripts; what it means).
 function rankingRun(record, run) {
   const models = record.models;
   const [low, high] = eloAxis(models);
@@ -324,6 +324,8 @@ function rankingRun(record, run) {
     : section("Transcripts", el("p", { class: "muted", id: "no-transcripts" },
       accounting ? "no transcripts.jsonl beside this run's results" : fitted));
   return [
+    // in plain sentences, as the static report says it under its title (reports/ranking.py meaning)
+    section("What this means", ...run.meaning.map((sentence) => el("p", {}, sentence))),
     ...warnings(record),
     section("Leaderboard", styled ? el("p", { class: "muted", id: "held-equal" },
       `Elo with style held equal (${record.style.features.join(", ")}); change: places a model gains once style is held equal`) : null,

@@ -1,0 +1,49 @@
+"""Soft verdicts as the peer protocol collects them: label probabilities from option
+scores, likelihood verdicts from reply scores, and the table they make."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from eigenjury.peer.collect import Outcome
+from eigenjury.peer.designs import Comparison
+from eigenjury.peer.fitting import verdict_table
+from eigenjury.peer.likelihood import verdict_probabilities
+from eigenjury.peer.parsing import label_probabilities
+from eigenjury.stats.verdicts import VerdictCounts
+
+
+def test_label_probabilities_renormalise_the_offered_labels() -> None:
+    scores = {"tie": math.log(0.1), "A": math.log(0.3), "B": math.log(0.2)}  # mass elsewhere
+    assert label_probabilities(scores) == pytest.approx((1 / 6, 1 / 2, 1 / 3))
+    assert label_probabilities(scores, ties=False) == pytest.approx((0.0, 0.6, 0.4))
+    assert label_probabilities({"A": -1.0, "tie": -2.0}) is None  # B was not scored
+    assert label_probabilities({"A": -math.inf, "B": -math.inf, "tie": -math.inf}) is None
+    big = label_probabilities({"A": -1e4, "B": -1e4 - 1, "tie": -math.inf})
+    assert big == pytest.approx((0.0, 1 / (1 + math.exp(-1)), 1 / (1 + math.exp(1))))
+
+
+def test_likelihood_verdicts_are_symmetric_and_never_overflow() -> None:
+    tie, first, second = verdict_probabilities(2.0, 0.5)
+    assert tie == 0.0 and first == pytest.approx(1 / (1 + math.exp(-1.5)))
+    assert verdict_probabilities(0.5, 2.0) == pytest.approx((0.0, second, first))
+    assert verdict_probabilities(1000.0, -1000.0) == (0.0, 1.0, 0.0)
+    assert verdict_probabilities(-1000.0, 1000.0) == (0.0, 0.0, 1.0)
+    assert verdict_probabilities(3.0, 3.0) == (0.0, 0.5, 0.5)
+
+
+def test_a_judge_without_probabilities_counts_its_one_verdict() -> None:
+    soft = Outcome(Comparison("s1", "j", "a", "b"), [1], probs=(0.2, 0.5, 0.3))
+    hard = Outcome(Comparison("s1", "k", "a", "b"), [2])
+    failed = Outcome(Comparison("s2", "j", "b", "a"), None, failure="parse")
+    table, _ = verdict_table([soft, hard, failed], per_criterion=False)
+    assert table.probs is not None
+    np.testing.assert_allclose(table.probs, [[0.2, 0.5, 0.3], [0.0, 0.0, 1.0]])
+    counts = VerdictCounts.from_table(table)
+    assert counts.total == pytest.approx(2.0)
+    np.testing.assert_allclose(sorted(counts.n.tolist()), [[0.0, 0.0, 1.0], [0.2, 0.5, 0.3]])
+    only_hard, _ = verdict_table([hard], per_criterion=False)
+    assert only_hard.probs is None  # nothing soft: the table stays hard
