@@ -7,20 +7,22 @@ persona and opening, the evaluee settings and seed of the config), to the first
 judges, without a persona, every warm-against-cold pair of replies to a scenario (the 4
 pairs of 2 warm and 2 cold members), in three formats:
 
-- letters: `comparison_request` (kindness constitution, ties allowed, constrained), the
+- letters: `comparison_request` (the demo's constitution, ties allowed, constrained), the
   log-odds of the labels A and B from the option scores, in both presentation orders;
 - letters, reverse question: the same prompt asking which reply goes against the
   constitution more (sign flipped), so a judge that reads the question flips its
   answer, and one driven by the replies' surface (length, wording) does not;
 - likelihood: `speaker_request` follows minus breaks, per reply (peer.likelihood); the
-  log-odds of its verdict for warm over cold is the difference of the two scores.
+  log-odds of its verdict for warm over cold is the difference of the two scores; also
+  against the bundled kindness constitution (ten long criteria) in place of the demo's
+  three short ones, and judging in the demo's warm and cold personas (as its judges do).
 
 Per pair (scenario x warm x cold), the warm advantage is the judge's log-odds for the
 warm reply, averaged over the two orders; "position" is its mean log-odds for slot A.
 The table gives their means over pairs with standard errors, the share of pairs that
 favour warm, and the seconds per judge call.
 
-    python benchmarks/small_judges.py [--scenarios 8] [--seed 0] [--quick]
+    python benchmarks/small_judges.py [--scenarios 16] [--seed 0] [--quick]
 """
 
 from __future__ import annotations
@@ -68,18 +70,19 @@ class Measured:
 
 
 class Judge:
-    """One judge model, timing each call."""
+    """One judge model, loaded before any call is timed."""
 
     def __init__(self, spec: str) -> None:
         self.provider: Provider = make_provider(ModelSpec.parse(spec))
-        self.seconds: list[float] = []
+        asyncio.run(self.provider.generate(ChatRequest.chat(("user", "Hi."), max_tokens=1)))
 
-    def logprobs(self, request: ChatRequest) -> dict[str, float]:
+    def logprobs(self, request: ChatRequest) -> tuple[dict[str, float], float]:
+        """The choices' log-probabilities, and the call's wall seconds."""
         start = time.perf_counter()
         completion = asyncio.run(self.provider.generate(request))
-        self.seconds.append(time.perf_counter() - start)
+        took = time.perf_counter() - start
         assert completion.choice_logprobs is not None
-        return dict(completion.choice_logprobs)
+        return dict(completion.choice_logprobs), took
 
 
 def demo_replies(config: RankConfig, scenarios: Sequence[Scenario]) -> dict[tuple[str, str], str]:
@@ -111,16 +114,14 @@ def letters(
     constitution: Constitution,
     config: RankConfig,
     pairs: Sequence[tuple[Scenario, str, str]],
-    *,
-    reverse: bool,
-) -> Measured:
-    """Log-odds of A against B in both orders; the warm reply's, sign flipped for the
-    reverse question."""
-    judge.seconds = []
-    advantage, position = [], []
-    sign = -1.0 if reverse else 1.0
+) -> tuple[Measured, Measured]:
+    """Log-odds of A against B in both orders, for the question and its reverse (asked
+    right after it: the two prompts share everything up to the question). The warm
+    reply's log-odds, sign flipped for the reverse question."""
+    odds: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    seconds: dict[bool, list[float]] = {False: [], True: []}
     for scenario, warm, cold in pairs:
-        odds = []
+        by_order: dict[bool, list[float]] = {False: [], True: []}
         for replies in ((warm, cold), (cold, warm)):
             request = comparison_request(
                 None,
@@ -133,35 +134,51 @@ def letters(
                 per_criterion=False,
                 constrained=True,
             )
-            scores = judge.logprobs(reverse_question(request) if reverse else request)
-            odds.append(scores["A"] - scores["B"])
-        advantage.append(sign * (odds[0] - odds[1]) / 2)
-        position.append((odds[0] + odds[1]) / 2)
-    return Measured(advantage, position, judge.seconds)
+            for reverse in (False, True):
+                scores, took = judge.logprobs(reverse_question(request) if reverse else request)
+                by_order[reverse].append(scores["A"] - scores["B"])
+                seconds[reverse].append(took)
+        for reverse in (False, True):
+            first, second = by_order[reverse]
+            odds[reverse].append((first, second))
+    forward, backward = (
+        Measured(
+            [sign * (first - second) / 2 for first, second in odds[reverse]],
+            [(first + second) / 2 for first, second in odds[reverse]],
+            seconds[reverse],
+        )
+        for reverse, sign in ((False, 1.0), (True, -1.0))
+    )
+    return forward, backward
 
 
 def likelihood(
-    judge: Judge, constitution: Constitution, pairs: Sequence[tuple[Scenario, str, str]]
+    judge: Judge,
+    constitution: Constitution,
+    pairs: Sequence[tuple[Scenario, str, str]],
+    persona: str | None = None,
 ) -> Measured:
-    """Score (follows minus breaks) of each reply once; warm minus cold per pair."""
-    judge.seconds = []
-    scores: dict[tuple[str, str], float] = {}
-    for scenario, *replies in pairs:
-        for reply in replies:
-            if (scenario.id, reply) not in scores:
-                follows, breaks = (
-                    next(
-                        iter(
-                            judge.logprobs(
-                                speaker_request(None, constitution, scenario.text, reply, speaker)
-                            ).values()
-                        )
-                    )
-                    for speaker in SPEAKERS
-                )
-                scores[scenario.id, reply] = follows - breaks
-    advantage = [scores[s.id, warm] - scores[s.id, cold] for s, warm, cold in pairs]
-    return Measured(advantage, None, judge.seconds)
+    """Score (follows minus breaks) of each reply once, in the engine's order (consecutive
+    calls share their prompt: scenario and speaker), by the judge in `persona`; warm
+    minus cold per pair."""
+    replies: dict[str, tuple[Scenario, set[str]]] = {}
+    for scenario, warm, cold in pairs:
+        replies.setdefault(scenario.id, (scenario, set()))[1].update((warm, cold))
+    loglik: dict[tuple[str, str, str], float] = {}
+    seconds = []
+    for scenario, texts in replies.values():
+        for speaker in SPEAKERS:
+            for reply in sorted(texts):
+                request = speaker_request(persona, constitution, scenario.text, reply, speaker)
+                scores, took = judge.logprobs(request)
+                loglik[scenario.id, reply, speaker] = next(iter(scores.values()))
+                seconds.append(took)
+
+    def score(scenario: Scenario, reply: str) -> float:
+        return loglik[scenario.id, reply, "follows"] - loglik[scenario.id, reply, "breaks"]
+
+    advantage = [score(s, warm) - score(s, cold) for s, warm, cold in pairs]
+    return Measured(advantage, None, seconds)
 
 
 def summary(values: Sequence[float]) -> str:
@@ -176,7 +193,7 @@ def share_positive(values: Sequence[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scenarios", type=int, default=8)
+    parser.add_argument("--scenarios", type=int, default=16, help="the demo's 16")
     parser.add_argument("--seed", type=int, default=0, help="every seed of the demo config")
     parser.add_argument("--quick", action="store_true", help="2 scenarios")
     args = parser.parse_args()
@@ -201,9 +218,13 @@ def main() -> None:
     rows = []
     for spec in JUDGES:
         judge = Judge(spec)
-        forward = letters(judge, constitution, config, pairs, reverse=False)
-        reverse = letters(judge, constitution, config, pairs, reverse=True)
+        forward, reverse = letters(judge, constitution, config, pairs)
         scored = likelihood(judge, constitution, pairs)
+        bundled = likelihood(judge, load_constitution("kindness", DEMO.parent), pairs)
+        in_character = [
+            (f"likelihood, judging as {m.name.split('-')[0]} persona", m.persona)
+            for m in (warm[0], cold[0])
+        ]
         driven = [(f + r) / 2 for f, r in zip(forward.advantage, reverse.advantage, strict=True)]
         surface = [(f - r) / 2 for f, r in zip(forward.advantage, reverse.advantage, strict=True)]
         for name, measured in (
@@ -212,13 +233,18 @@ def main() -> None:
             ("letters: question-driven part (fwd + rev)/2", Measured(driven, None, [])),
             ("letters: surface part (fwd - rev)/2", Measured(surface, None, [])),
             ("likelihood (follows - breaks)", scored),
+            ("likelihood, the bundled kindness constitution (10 criteria)", bundled),
+            *(
+                (name, likelihood(judge, constitution, pairs, persona))
+                for name, persona in in_character
+            ),
         ):
             rows.append(
                 [
                     spec.removeprefix("local:"),
                     name,
                     summary(measured.advantage),
-                    share_positive(measured.advantage),
+                    f"{share_positive(measured.advantage):.2f}",
                     summary(measured.position) if measured.position else "",
                     f"{statistics.fmean(measured.seconds):.3f}" if measured.seconds else "",
                 ]

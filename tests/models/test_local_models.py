@@ -158,7 +158,8 @@ def test_prefix_reuse_gives_the_scores_of_a_fresh_evaluation() -> None:
 
 
 def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
-    """Three members on the two bundled models, two scenarios, every comparison."""
+    """Three members on the two bundled models, two scenarios, every comparison, soft
+    verdicts."""
     import yaml
 
     from eigenjury.commands.peer import run_rank
@@ -183,6 +184,7 @@ def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
             "reflections": False,
             "evaluee": {"max_tokens": 40},
             "judge": {"temperature": 1.0},
+            "soft": True,
         },
         "fit": {"bootstrap": 20, "ci": 0.9},
         "output": str(tmp_path / "run"),
@@ -193,6 +195,10 @@ def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
     summary = run.record.run
     assert summary is not None
     assert summary.comparisons == 3 * 6 * 2 and summary.verdicts == 36  # always valid
+    # soft: every local judge's verdict came with its label probabilities
+    assert summary.soft_verdicts_by_judge == {"curt-smol": 12, "gemma": 12, "warm-smol": 12}
+    header = (run.out / "verdicts.csv").read_text().splitlines()[0]
+    assert header.split(",")[5:8] == ["p_first", "p_second", "p_tie"]
     assert (run.out / "report.html").is_file()
     assert {m.name for m in run.record.models} == {"warm-smol", "curt-smol", "gemma"}
 

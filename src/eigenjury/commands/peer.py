@@ -252,8 +252,8 @@ def register(commands: Any) -> None:
 
     demo = commands.add_parser(
         "demo",
-        help="the offline demo: four local personas ranked for kindness (about 3 minutes "
-        "on 2 CPU cores)",
+        help="the offline demo: four local personas ranked for kindness (about 100 s on 2 "
+        "CPU cores)",
         description="Run `rank` on the bundled demo config: a warm and a cold persona on "
         "each of the two bundled local models (SmolLM2-135M, Gemma-3-270M) are ranked "
         "against the kindness constitution by the SmolLM2 personas, with no network. "
