@@ -4,6 +4,9 @@ Each stage is one engine run, so every response and reflection is generated once
 reused by every comparison that needs it (the store makes repeats free, across runs
 too). A comparison whose judge reply cannot be read gets one short repair request
 (when enabled); if that fails too it is a parse failure of that judge, never a tie.
+In likelihood mode (peer.likelihood) judges score each reply instead of comparing,
+and every comparison's verdict follows from its two replies' scores, with no call of
+its own.
 """
 
 from __future__ import annotations
