@@ -661,6 +661,7 @@ def test_openings_begin_replies_and_evaluee_only_members_never_judge(tmp_path: P
         t for t in transcripts if t["role"] == "evaluee" and t["member"] == members[0]["name"]
     ]
     assert opened and all(t["messages"][-1] == ["assistant", "Dear friend,"] for t in opened)
+    assert all(t["reply"].startswith("Dear friend,My advice") for t in opened)
     shown = [
         t for t in transcripts if t["role"] == "comparison" and t["first"] == members[0]["name"]
     ]

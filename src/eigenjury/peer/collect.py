@@ -105,11 +105,12 @@ class Collector:
     async def _respond(self, needed: set[tuple[str, str]]) -> None:
         todo = sorted(needed - self.responses.keys())
         jobs = [(m, {"scenario": s}, self._evaluee(m, s)) for m, s in todo]
-        for (m, s), (result, _) in zip(todo, await self._run("evaluee", jobs), strict=True):
+        for (m, s), (result, line) in zip(todo, await self._run("evaluee", jobs), strict=True):
             opening = self.members[m].opening
             text = result.completion.text if result.completion else None
-            # the model's continuation carries its own leading space
-            self.responses[m, s] = text if text is None or not opening else opening + text
+            if text is not None and opening:  # the reply the judges read, as the transcript's
+                text = line.reply = opening + text  # (the continuation has its own space)
+            self.responses[m, s] = text
 
     def _evaluee(self, member: str, scenario: str) -> ChatRequest:
         request = evaluee_request(

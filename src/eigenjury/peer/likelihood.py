@@ -13,6 +13,8 @@ to one scenario then give the verdict probabilities
 
 soft verdicts, the same in both presentation orders (no position bias by construction).
 Each (judge, reply) needs two scoring calls, shared by every comparison of that reply.
+A score sums the ratio over the reply's tokens, so longer replies give more confident
+verdicts: evidence grows with the text read.
 """
 
 from __future__ import annotations
