@@ -42,8 +42,8 @@ from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Message, Provider
 from eigenjury.peer.config import RankConfig
 from eigenjury.peer.data import Constitution, Scenario, load_constitution, load_scenarios
-from eigenjury.peer.likelihood import SPEAKERS, speaker_request
-from eigenjury.peer.prompts import comparison_request, evaluee_request
+from eigenjury.peer.likelihood import SPEAKERS
+from eigenjury.peer.prompts import comparison_request, evaluee_request, speaker_request
 
 DEMO = ROOT / "src" / "eigenjury" / "data" / "configs" / "demo.yaml"
 TONES = ("warm", "cold")  # the demo members' name prefixes

@@ -62,6 +62,7 @@ from eigenjury.stats.verdicts import (
     TIE,
     ReplyFeatures,
     VerdictTable,
+    certain,
     label_probabilities,
     probability_problems,
     tally,
@@ -931,7 +932,7 @@ class _Reader:
             unlabelled = soft if col is None else soft & col.missing[col.codes]
             verdict[unlabelled] = np.argmax(probs[unlabelled], axis=1)  # ties: tie, first
             hard = ~soft
-            probs[hard] = np.eye(3)[verdict[hard]]
+            probs[hard] = certain(verdict[hard])
         return blank, codes, verdict, probs, replies
 
     def _probabilities(

@@ -4,6 +4,7 @@ option scoring, one load per process, and a free event loop while they think."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import time
 from pathlib import Path
@@ -86,6 +87,34 @@ def test_multi_token_choices_score_whole_strings() -> None:
     assert completion.choice_logprobs is not None
     assert set(completion.choice_logprobs) == {"banana", "hammer"}
     assert completion.usage.output_tokens >= 1
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_long_choice_is_scored_as_token_by_token_evaluation_scores_it(name: str) -> None:
+    """Batched scoring (several batches: a reply of some 200 tokens) gives the
+    log-probability a token-at-a-time evaluation gives, up to llama.cpp's rounding."""
+    from eigenjury.models.providers import local
+
+    provider = make_provider(ModelSpec.parse(f"local:{name}"))
+    reply = " ".join(["I am so sorry to hear that, and I understand how hard it is."] * 14)
+    request = ChatRequest.chat(("user", "My cat died."), choices=(reply,), logprobs=True)
+    completion = asyncio.run(provider.generate(request))
+    assert completion.choice_logprobs is not None
+    batched = completion.choice_logprobs[reply]
+    model = local._load(local.model_path(name))
+    llm = model.llm
+    with local._inference:
+        prompt = model.formatter(messages=local._messages(request)).prompt
+        llm.reset()
+        llm.eval(llm.tokenize(prompt.encode(), add_bos=False, special=True))
+        tokens = llm.tokenize(reply.encode(), add_bos=False, special=False)
+        assert len(tokens) > 2 * local.SCORING_BATCH
+        one_by_one = float(local._last_log_softmax(llm)[tokens[0]])
+        for token, following in itertools.pairwise(tokens):
+            llm.eval([token])
+            one_by_one += float(local._last_log_softmax(llm)[following])
+    assert batched < -1.0
+    assert batched == pytest.approx(one_by_one, abs=0.005 * len(tokens))
 
 
 def test_each_model_loads_once_and_inference_leaves_the_loop_free() -> None:
@@ -277,7 +306,7 @@ def test_a_begun_reply_is_continued(name: str) -> None:
 def test_label_probabilities_are_the_distribution_verdicts_are_drawn_from() -> None:
     """Soft verdicts: the judge's label probabilities sum to 1, do not depend on the
     sampling temperature, and at temperature 1 the drawn verdicts follow them."""
-    from eigenjury.peer.parsing import label_probabilities
+    from eigenjury.peer.parsing import soft_verdict
 
     provider = make_provider(ModelSpec.parse("local:smollm2-135m"))
     labels = ("tie", "A", "B")
@@ -295,9 +324,9 @@ def test_label_probabilities_are_the_distribution_verdicts_are_drawn_from() -> N
     # the model's own, whatever the temperature (up to the rounding of llama.cpp's kernels:
     # a prompt held from the call before is finished one token at a time, not as a batch)
     assert cold == pytest.approx(hot, abs=0.1)
-    probs = label_probabilities(cold)
+    probs = soft_verdict(cold)
     assert probs is not None and sum(probs) == pytest.approx(1.0, abs=1e-12)
-    assert label_probabilities(cold, ties=False) == pytest.approx(
+    assert soft_verdict(cold, ties=False) == pytest.approx(
         (0.0, probs[1] / (probs[1] + probs[2]), probs[2] / (probs[1] + probs[2]))
     )
     draws = 600

@@ -12,17 +12,17 @@ from eigenjury.peer.collect import Outcome
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.fitting import verdict_table
 from eigenjury.peer.likelihood import verdict_probabilities
-from eigenjury.peer.parsing import label_probabilities
+from eigenjury.peer.parsing import soft_verdict
 from eigenjury.stats.verdicts import VerdictCounts
 
 
-def test_label_probabilities_renormalise_the_offered_labels() -> None:
+def test_soft_verdicts_renormalise_the_offered_labels() -> None:
     scores = {"tie": math.log(0.1), "A": math.log(0.3), "B": math.log(0.2)}  # mass elsewhere
-    assert label_probabilities(scores) == pytest.approx((1 / 6, 1 / 2, 1 / 3))
-    assert label_probabilities(scores, ties=False) == pytest.approx((0.0, 0.6, 0.4))
-    assert label_probabilities({"A": -1.0, "tie": -2.0}) is None  # B was not scored
-    assert label_probabilities({"A": -math.inf, "B": -math.inf, "tie": -math.inf}) is None
-    big = label_probabilities({"A": -1e4, "B": -1e4 - 1, "tie": -math.inf})
+    assert soft_verdict(scores) == pytest.approx((1 / 6, 1 / 2, 1 / 3))
+    assert soft_verdict(scores, ties=False) == pytest.approx((0.0, 0.6, 0.4))
+    assert soft_verdict({"A": -1.0, "tie": -2.0}) is None  # B was not scored
+    assert soft_verdict({"A": -math.inf, "B": -math.inf, "tie": -math.inf}) is None
+    big = soft_verdict({"A": -1e4, "B": -1e4 - 1, "tie": -math.inf})
     assert big == pytest.approx((0.0, 1 / (1 + math.exp(-1)), 1 / (1 + math.exp(1))))
 
 

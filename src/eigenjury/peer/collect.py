@@ -22,13 +22,14 @@ from eigenjury.models.types import ChatRequest
 from eigenjury.peer.config import Judging, Member
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.designs import Comparison
-from eigenjury.peer.likelihood import SPEAKERS, speaker_request, verdict_probabilities
-from eigenjury.peer.parsing import label_probabilities, parse_criteria, parse_verdict
+from eigenjury.peer.likelihood import SPEAKERS, verdict_probabilities
+from eigenjury.peer.parsing import parse_criteria, parse_verdict, soft_verdict
 from eigenjury.peer.prompts import (
     comparison_request,
     evaluee_request,
     reflection_request,
     repair_request,
+    speaker_request,
 )
 from eigenjury.peer.record import TranscriptLine
 
@@ -290,7 +291,7 @@ class Collector:
             line.verdicts, line.failure = self._read(result)
             outcome.verdicts, outcome.failure = line.verdicts, line.failure
             if self.judging.soft and line.verdicts is not None and line.choice_logprobs:
-                outcome.probs = label_probabilities(line.choice_logprobs, ties=self.judging.ties)
+                outcome.probs = soft_verdict(line.choice_logprobs, ties=self.judging.ties)
             repairable = self.judging.repair and not self._constrained(outcome.comparison.judge)
             if outcome.failure == "parse" and repairable and result.completion is not None:
                 repairs.append((outcome, request, result.completion.text))

@@ -31,7 +31,7 @@ from eigenjury.records import now
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.elo import ELO_TOLERANCE
-from eigenjury.stats.verdicts import DataError, ReplyFeatures, VerdictTable
+from eigenjury.stats.verdicts import DataError, ReplyFeatures, VerdictTable, certain
 
 if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's config
     from eigenjury.peer.collect import Outcome
@@ -59,8 +59,11 @@ def verdict_table(
         raise DataError("no comparison produced a usable verdict")
     criterion = [k for _, _, k in rows] if per_criterion else None
     probs = None
-    if any(o.probs is not None for o in used):  # soft verdicts (one per comparison)
-        probs = [o.probs or _certain(o.verdicts[0]) for o in used if o.verdicts]
+    if any(o.probs is not None for o in used):  # soft verdicts: one row per comparison
+        probs = certain([v for _, v, _ in rows])
+        for row, outcome in enumerate(used):
+            if outcome.probs is not None:
+                probs[row] = outcome.probs
     table = VerdictTable.from_columns(
         [c.scenario for c, _, _ in rows],
         [c.judge for c, _, _ in rows],
@@ -73,11 +76,6 @@ def verdict_table(
     if responses is not None:
         table = dataclasses.replace(table, features=reply_features(rows, responses))
     return table, criterion
-
-
-def _certain(verdict: int) -> tuple[float, float, float]:
-    """A verdict given without probabilities, as probabilities."""
-    return (float(verdict == 0), float(verdict == 1), float(verdict == 2))
 
 
 def reply_features(

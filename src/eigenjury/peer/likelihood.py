@@ -1,8 +1,8 @@
 """Likelihood verdicts: how judges too small to compare two replies still judge them.
 
 A language model of a hundred million parameters does not bind the labels A and B to
-the replies they name: its probabilities of the labels follow the slot and the wording
-of the question, not the replies (measured on the bundled models: docs/demo.md). What it
+the replies they name: its probabilities of the labels follow the slot, not the replies
+(measured on the bundled models: docs/demo.md). What it
 does model is text. So the judge scores each reply by its log-likelihood as the answer
 of a speaker who follows the constitution, minus its log-likelihood as the answer of
 one who breaks it: a likelihood ratio that cancels how likely the words are anyway (a
@@ -12,9 +12,10 @@ to one scenario then give the verdict probabilities
     P(first better) = sigmoid(score(first) - score(second)),   P(tie) = 0,
 
 soft verdicts, the same in both presentation orders (no position bias by construction).
-Each (judge, reply) needs two scoring calls, shared by every comparison of that reply.
-A score sums the ratio over the reply's tokens, so longer replies give more confident
-verdicts: evidence grows with the text read.
+The scoring requests are `peer.prompts.speaker_request`. Each (judge, reply) needs two
+scoring calls, shared by every comparison of that reply. A score sums the ratio over
+the reply's tokens, so longer replies give more confident verdicts: evidence grows
+with the text read.
 """
 
 from __future__ import annotations
@@ -22,29 +23,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from eigenjury.models.types import ChatRequest, Message
-from eigenjury.peer.data import Constitution
-
 Speaker = Literal["follows", "breaks"]
 SPEAKERS: tuple[Speaker, ...] = ("follows", "breaks")
-
-
-def speaker_request(
-    persona: str | None, constitution: Constitution, scenario: str, reply: str, speaker: Speaker
-) -> ChatRequest:
-    """Score `reply` as the answer to `scenario` of a speaker who follows (or breaks)
-    the constitution, in the judge's own character."""
-    stance = (
-        "You answer in the spirit of this constitution, following every point of it."
-        if speaker == "follows"
-        else "You answer against the spirit of this constitution, doing the opposite of "
-        "every point of it."
-    )
-    task = f"{stance}\n\nThe constitution: {constitution.title}\n{constitution.numbered()}"
-    system = f"{persona.strip()}\n\n{task}" if persona else task
-    return ChatRequest(
-        (Message("system", system), Message("user", scenario)), choices=(reply,), logprobs=True
-    )
 
 
 def verdict_probabilities(first: float, second: float) -> tuple[float, float, float]:

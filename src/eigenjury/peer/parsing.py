@@ -45,7 +45,7 @@ def parse_criteria(text: str, n_criteria: int, *, ties: bool = True) -> list[int
     return None if any(c is None for c in codes) else [c for c in codes if c is not None]
 
 
-def label_probabilities(
+def soft_verdict(
     choice_logprobs: Mapping[str, float], *, ties: bool = True
 ) -> tuple[float, float, float] | None:
     """A soft verdict: the judge's own probabilities of (tie, A, B), renormalised over

@@ -70,7 +70,7 @@ def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Compa
         names,
         scenario_ids,
         group_size=s.group_size,
-        judges_per_group=min(s.judges_per_group, len(judges)),
+        judges_per_group=s.judges_per_group,
         seed=s.seed,
         judges=judges,
     )

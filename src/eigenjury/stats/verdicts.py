@@ -192,11 +192,8 @@ class VerdictTable:
     def label_weights(self) -> FloatArray:
         """Each row's weight on each label (rows, 3: tie, first, second): its weight on
         the label given, or spread by its probabilities for a soft verdict."""
-        if self.probs is not None:
-            return self.weight[:, None] * self.probs
-        out = np.zeros((len(self), 3))
-        out[np.arange(len(self)), self.verdict] = self.weight
-        return out
+        probs = certain(self.verdict) if self.probs is None else self.probs
+        return self.weight[:, None] * probs
 
     def without_self_judgments(self) -> VerdictTable:
         """Drop comparisons in which the judge is one of the two evaluees."""
@@ -258,6 +255,12 @@ def label_probabilities(probs: Sequence[Sequence[float]] | FloatArray) -> FloatA
         )
     p = np.clip(p, 0.0, 1.0)
     return np.asarray(p / p.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def certain(verdict: Sequence[int] | IntArray) -> FloatArray:
+    """Verdicts given without probabilities, as probabilities: one-hot rows (tie, first,
+    second)."""
+    return np.eye(3)[np.asarray(verdict, dtype=np.int64)]
 
 
 def probability_problems(p: FloatArray) -> NDArray[np.bool_]:

@@ -313,10 +313,7 @@ def _choose(model: _Loaded, request: ChatRequest) -> Completion:
             )
         output_tokens = max(output_tokens, len(tokens))
         llm.n_tokens = base  # rewind to the end of the prompt (eval drops the rest)
-        following = _log_softmax_after_each(llm, tokens[:-1])
-        scores[text] = float(after_prompt[tokens[0]]) + float(
-            following[np.arange(len(tokens) - 1), tokens[1:]].sum()
-        )
+        scores[text] = float(after_prompt[tokens[0]]) + _logprob_of_following(llm, tokens)
     return Completion(
         text=_pick(scores, request),
         finish_reason="stop",
@@ -336,34 +333,35 @@ def _eval_reusing_prefix(llm: Any, tokens: list[int]) -> None:
     llm.eval(tokens[llm.n_tokens :])
 
 
-def _log_softmax_after_each(llm: Any, tokens: list[int]) -> np.ndarray:
-    """Evaluate `tokens` after the held state in batches, with the next-token
-    log-probabilities after each (`Llama.eval` keeps only the last token's logits unless
-    the whole context keeps them all, at n_ctx x n_vocab floats). This mirrors
-    `Llama.eval` of llama-cpp-python 0.3.36 (pinned), asking for every row's logits."""
-    rows = [np.zeros((0, llm.n_vocab()))]
+def _logprob_of_following(llm: Any, tokens: list[int]) -> float:
+    """The log-probability of tokens[1:], each after the held state and the tokens before
+    it: tokens[:-1] are evaluated in batches that keep every row's logits (`Llama.eval`
+    keeps only the last row's unless the whole context keeps them all, at n_ctx x n_vocab
+    floats). This mirrors `Llama.eval` of llama-cpp-python 0.3.36 (pinned)."""
+    total = 0.0
+    evaluated = tokens[:-1]
     llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
-    for start in range(0, len(tokens), SCORING_BATCH):
-        batch = tokens[start : start + SCORING_BATCH]
+    for start in range(0, len(evaluated), SCORING_BATCH):
+        batch = evaluated[start : start + SCORING_BATCH]
+        following = tokens[start + 1 : start + 1 + len(batch)]
         llm._batch.set_batch(batch=batch, n_past=llm.n_tokens, logits_all=True)
         llm._ctx.decode(llm._batch)
         llm.input_ids[llm.n_tokens : llm.n_tokens + len(batch)] = batch
         llm.n_tokens += len(batch)
         logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch), llm.n_vocab()))
-        rows.append(_log_softmax(logits.astype(np.float64)))
-    return np.concatenate(rows)
-
-
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    top = logits.max(axis=-1, keepdims=True)
-    return np.asarray(logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)))
+        top = logits.max(axis=1, keepdims=True)
+        normaliser = top[:, 0] + np.log(np.exp(logits - top, dtype=np.float64).sum(axis=1))
+        total += float((logits[np.arange(len(batch)), following] - normaliser).sum())
+    return total
 
 
 def _last_log_softmax(llm: Any) -> np.ndarray:
     import llama_cpp
 
     pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
-    return _log_softmax(np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64))
+    logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
+    top = logits.max()
+    return np.asarray(logits - top - math.log(np.exp(logits - top).sum()))
 
 
 def _pick(scores: dict[str, float], request: ChatRequest) -> str:

@@ -324,7 +324,8 @@ function rankingRun(record, run) {
     : section("Transcripts", el("p", { class: "muted", id: "no-transcripts" },
       accounting ? "no transcripts.jsonl beside this run's results" : fitted));
   return [
-    // in plain sentences, as the static report says it under its title (reports/ranking.py meaning)
+    // in plain sentences (reports/ranking.py meaning): first here, above the browsing; the
+    // static report and the terminal end with them
     section("What this means", ...run.meaning.map((sentence) => el("p", {}, sentence))),
     ...warnings(record),
     section("Leaderboard", styled ? el("p", { class: "muted", id: "held-equal" },
