@@ -379,11 +379,15 @@ def test_a_call_far_over_its_token_estimate_delays_the_next_by_one_bucket_at_mos
     assert sum(slept) <= 2.0  # not 1e10 seconds of silence
 
 
-def test_a_request_that_is_not_valid_unicode_is_refused_before_any_call(tmp_path: Path) -> None:
+def test_a_request_that_is_not_valid_unicode_stops_the_run_at_it(tmp_path: Path) -> None:
+    """Like a bad line of a file: the calls before it are made and kept, none after it."""
     spec = ModelSpec.parse("scripted:echo")
     provider = ScriptedProvider("echo")
-    engine = Engine(Store(tmp_path / "s.sqlite"), providers={str(spec): provider}, progress=False)
-    calls = [*calls_for(spec, 3), Call(spec, ChatRequest.chat(("user", "half \ud800 a pair")))]
+    store = Store(tmp_path / "s.sqlite")
+    engine = Engine(store, providers={str(spec): provider}, progress=False)
+    bad = Call(spec, ChatRequest.chat(("user", "half \ud800 a pair")))
+    calls = [*calls_for(spec, 3), bad, *calls_for(spec, 6)[3:]]
     with pytest.raises(InputError, match="not valid Unicode"):
         engine.run_sync(calls)
-    assert provider.calls == 0
+    assert provider.calls == 3
+    assert store.counts() == {"ok": 3}

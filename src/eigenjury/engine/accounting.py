@@ -3,6 +3,8 @@ per model and per role (evaluee, judge, juror, ...)."""
 
 from __future__ import annotations
 
+import random
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +12,36 @@ from typing import Any
 import numpy as np
 
 from eigenjury.models.types import Completion
+
+
+class Latencies:
+    """Call latencies in bounded memory, for a run of any size: every value up to KEPT
+    calls (exact percentiles), then a uniform random sample of KEPT of them (reservoir
+    sampling, seeded: the same run reports the same figures); the mean is always exact."""
+
+    KEPT = 65_536
+
+    def __init__(self, seed: int = 0) -> None:
+        self.count = 0
+        self.total = 0.0
+        self._kept = array("d")
+        self._rng = random.Random(seed)
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        if len(self._kept) < self.KEPT:
+            self._kept.append(value)
+        else:
+            slot = self._rng.randrange(self.count)
+            if slot < self.KEPT:
+                self._kept[slot] = value
+
+    def mean(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def sample(self) -> np.ndarray[Any, np.dtype[np.float64]]:
+        return np.frombuffer(self._kept, dtype=np.float64)
 
 
 @dataclass
@@ -21,7 +53,7 @@ class Tally:
     output_tokens: int = 0
     cost_usd: float = 0.0
     unpriced: int = 0  # completions of models with no known price
-    latencies: list[float] = field(default_factory=list)
+    latencies: Latencies = field(default_factory=lambda: Latencies())
 
     def add(self, completion: Completion | None, error_kind: str | None, cached: bool) -> None:
         self.calls += 1
@@ -36,10 +68,10 @@ class Tally:
         else:
             self.cost_usd += completion.cost_usd
         if not cached:
-            self.latencies.append(completion.latency_s)
+            self.latencies.add(completion.latency_s)
 
     def record(self) -> dict[str, Any]:
-        lat = np.asarray(self.latencies)
+        lat = self.latencies.sample()
         return {
             "calls": self.calls,
             "cached": self.cached,
@@ -49,7 +81,7 @@ class Tally:
             "cost_usd": None if self.unpriced and not self.cost_usd else round(self.cost_usd, 6),
             "cost_complete": self.unpriced == 0,
             "latency_s": {
-                "mean": round(float(lat.mean()), 4),
+                "mean": round(self.latencies.mean(), 4),
                 "p50": round(float(np.percentile(lat, 50)), 4),
                 "p95": round(float(np.percentile(lat, 95)), 4),
             }

@@ -12,9 +12,20 @@ lost, and a rerun after a crash sends only what was still missing.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+    Sized,
+)
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
@@ -45,6 +56,9 @@ T = TypeVar("T")
 NOT_STORED = "store"  # the kind of error of a result the store could not hold
 DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
 LOCAL_LIMITS = EndpointLimits(concurrency=1, adaptive=False)
+WINDOW = 8192  # calls read ahead of the oldest result not yet handed over
+READ_CHUNK = 512  # calls keyed and looked up in the store at a time
+FAILED_KEPT = 65_536  # a run's failed keys it remembers, so as not to send them again
 
 
 class Backend(Protocol):
@@ -73,6 +87,7 @@ class Call:
     request: ChatRequest
     sample: int = 0
     role: str | None = None
+    tag: Any = None  # anything the caller wants back with the result; not part of the key
 
     def __post_init__(self) -> None:
         # checked here, before any call is paid for: the store keeps samples as SQLite integers
@@ -157,7 +172,9 @@ class Engine:
     Parameters: store; limits (one EndpointLimits for every endpoint, or a mapping
     from endpoint (base URL, or "provider:model") to limits, with "*" as fallback);
     retry policy; budget; prices; providers (spec string -> provider, to inject test
-    doubles); retry_errors (try again calls stored as errors; default yes); progress.
+    doubles); retry_errors (try again calls stored as errors; default yes); progress;
+    window (how many calls a stream reads ahead of the results it has handed over:
+    memory grows with it, not with the number of calls).
 
     Use as an async context manager, or `run_sync` from plain code.
     """
@@ -177,6 +194,7 @@ class Engine:
         flush_s: float = 0.05,
         seed: int = 0,
         backend: Backend | None = None,
+        window: int = WINDOW,
     ) -> None:
         self.store = store
         self.limits = limits or EndpointLimits()
@@ -188,6 +206,7 @@ class Engine:
         self.batch_size = batch_size
         self.flush_s = flush_s
         self.backend = backend  # None: calls are made here, in this event loop
+        self.window = window
         self.caller = Caller(self.retry, self.prices, providers=providers, seed=seed)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="eigenjury-store")
         self.accounting = Accounting()  # the latest run's
@@ -251,83 +270,34 @@ class Engine:
         """Results in the order of `calls`. Raises InputError before any call is made if
         a spec is unusable; Ctrl-C (cancellation) commits what finished, then re-raises."""
         self.prepare([c.spec for c in calls])
-        self.accounting = Accounting()
-        encoded = [canonical_json(c.request.identity()) for c in calls]
+        async with contextlib.aclosing(self.stream(calls)) as results:
+            return [result async for result in results]
+
+    async def stream(
+        self,
+        calls: Iterable[Call] | AsyncIterable[Call],
+        *,
+        ordered: bool = True,
+        total: int | None = None,
+    ) -> AsyncGenerator[CallResult, None]:
+        """Results as they are committed: in the order of `calls` (`ordered`, through a
+        bounded reorder buffer) or as they finish. `calls` is read lazily, at most
+        `window` calls ahead of the results handed over, so memory does not grow with
+        the number of calls. If reading `calls` raises (a bad line of a file), nothing
+        more is read, every call already dispatched finishes and is committed, its
+        result is yielded, and then the exception is raised. `total`: for the progress
+        display (taken from `len(calls)` when it has one).
+
+        Consume it with `contextlib.aclosing`: leaving early (or Ctrl-C) commits what
+        finished, and a rerun sends only the rest."""
+        if total is None and isinstance(calls, Sized):
+            total = len(calls)
+        run = _Run(self, ordered=ordered, total=total)
         try:
-            keys = [
-                key_of(spec_json(c.spec), e, c.sample) for c, e in zip(calls, encoded, strict=True)
-            ]
-        except UnicodeEncodeError:  # neither hashable nor storable: refused before any call
-            raise InputError(
-                "a request holds text that is not valid Unicode (a lone surrogate, such as "
-                "a \\ud800 escape in JSON); fix the input it came from"
-            ) from None
-        first: dict[str, int] = {}
-        for i, key in enumerate(keys):
-            first.setdefault(key, i)
-        stored = await self._io_call(self.store.get_many, list(first))
-        done: dict[str, CallResult] = {}
-        pending: dict[str, list[WorkItem]] = {}
-        call_of: dict[str, Call] = {}
-        for key, i in first.items():
-            hit = stored.get(key)
-            if hit is not None and (hit.ok or not self.retry_errors):
-                done[key] = _from_stored(calls[i], hit, cached=True)
-            else:
-                c = calls[i]
-                call_of[key] = c
-                pending.setdefault(endpoint_of(c.spec), []).append(
-                    WorkItem(key, c.spec, c.request, c.sample, encoded[i])
-                )
-        progress = RunProgress(len(calls), enabled=self.progress)
-        for result in done.values():
-            self._account(result)
-        writer = _Writer(self, progress, call_of)
-        budget = _BudgetTracker(self.budget)
-        workers: list[asyncio.Task[None]] = []
-        try:
-            for endpoint, items in pending.items():
-                limits = self._limits_for(endpoint)
-                if self.backend is not None and not endpoint.startswith("local:"):
-                    # Local models always run here, where they are loaded.
-                    workers.append(
-                        asyncio.create_task(
-                            self._work_remote(endpoint, limits, items, budget, writer)
-                        )
-                    )
-                    continue
-                limiter = self.limiters.get(endpoint)
-                if limiter is None:
-                    limiter = self.limiters[endpoint] = EndpointLimiter(limits)
-                limiter.revive()  # an endpoint given up on in an earlier run gets a new chance
-                queue: asyncio.Queue[WorkItem] = asyncio.Queue()
-                for item in items:
-                    queue.put_nowait(item)
-                workers.extend(
-                    asyncio.create_task(self._work(queue, limiter, budget, writer))
-                    for _ in range(min(limits.concurrency, len(items)))
-                )
-            writer.start()
-            await asyncio.gather(*workers)
-            await writer.drain()
+            async for result in run.results(calls):
+                yield result
         finally:
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            await writer.close()
-            progress.close(self.accounting.total)
-        done.update(writer.committed)
-        results = []
-        for call, key in zip(calls, keys, strict=True):
-            result = done[key]
-            results.append(
-                result if result.call is call else replace(result, call=call, cached=True)
-            )
-        # duplicates of a key within one run count as cache hits of the first
-        for i, key in enumerate(keys):
-            if first[key] != i:
-                self._account(results[i])
-        return results
+            await run.close()
 
     def _account(self, result: CallResult) -> None:
         for accounting in (self.accounting, self.session_accounting):
@@ -345,65 +315,6 @@ class Engine:
         price = self._price(spec)
         cost = price.cost(Usage(int(prompt), output)) if price else 0.0
         return cost, prompt + output
-
-    def _admit(self, item: WorkItem, budget: _BudgetTracker, writer: _Writer) -> bool:
-        """Reserve the call's estimated cost and tokens; a call that does not fit is
-        reported as not sent (and never stored)."""
-        item.estimate = self._estimate(item.spec, item.request)
-        if budget.reserve(*item.estimate):
-            return True
-        writer.skip(_budget_result(writer.call_of[item.key], item.key))
-        return False
-
-    def _finish(
-        self, item: WorkItem, result: StoredResult, budget: _BudgetTracker, writer: _Writer
-    ) -> None:
-        actual = (0.0, 0.0)
-        if result.completion is not None:
-            actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
-        budget.settle(item.estimate, actual)
-        if result.attempts == 0:  # not sent (its endpoint was given up on): not stored
-            writer.skip(_from_stored(writer.call_of[item.key], result, cached=False))
-            writer.note_once(f"stopped calling {endpoint_of(item.spec)}: {result.error_message}")
-        else:
-            writer.add(result)
-
-    async def _work(
-        self,
-        queue: asyncio.Queue[WorkItem],
-        limiter: EndpointLimiter,
-        budget: _BudgetTracker,
-        writer: _Writer,
-    ) -> None:
-        while True:
-            try:
-                item = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            if self._admit(item, budget, writer):
-                self._finish(item, await self.caller.call(item, limiter), budget, writer)
-
-    async def _work_remote(
-        self,
-        endpoint: str,
-        limits: EndpointLimits,
-        items: list[WorkItem],
-        budget: _BudgetTracker,
-        writer: _Writer,
-    ) -> None:
-        """Hand the endpoint's calls to the backend as it asks for them (each admitted
-        against the budget on the way), and take its results as they come."""
-        assert self.backend is not None
-        by_key = {item.key: item for item in items}
-
-        async def admitted() -> AsyncIterator[WorkItem]:
-            for item in items:
-                if self._admit(item, budget, writer):
-                    yield item
-
-        stream = self.backend.stream(endpoint, items[0].spec, limits, self.caller, admitted())
-        async for result in stream:
-            self._finish(by_key[result.key], result, budget, writer)
 
 
 def _from_stored(call: Call, stored: StoredResult, *, cached: bool) -> CallResult:
@@ -430,20 +341,319 @@ def _budget_result(call: Call, key: str) -> CallResult:
     )
 
 
+@dataclass
+class _Lane:
+    """One endpoint's calls in a run: a queue its workers take from."""
+
+    queue: asyncio.Queue[WorkItem | None]
+    workers: list[asyncio.Task[None]]
+
+
+class _Run:
+    """One stream of calls through the engine.
+
+    A feeder reads calls a chunk at a time (never more than `window` ahead of the
+    results handed over), keys them, looks them up in the store and hands the rest to
+    per-endpoint workers (or the backend); a writer commits finished results in
+    batches, and only then are they handed over. Identical keys in flight share one
+    call; a key that failed in this run is not sent again by it.
+    """
+
+    def __init__(self, engine: Engine, *, ordered: bool, total: int | None) -> None:
+        self.engine = engine
+        self.ordered = ordered
+        self.slots = asyncio.Semaphore(engine.window)
+        self.progress = RunProgress(total, enabled=engine.progress)
+        self.budget = _BudgetTracker(engine.budget)
+        self.writer = _Writer(engine, self.progress, self._committed)
+        engine.accounting = Accounting()
+        self.read = 0  # calls read so far; each one's index in the stream
+        self.handed = 0  # results handed over (in order, when ordered)
+        self.ready: dict[int, CallResult] = {}  # ordered: finished, waiting for their turn
+        self.done: collections.deque[CallResult] = collections.deque()  # unordered
+        self.wake = asyncio.Event()
+        # key -> the calls waiting for it, the one sent first
+        self.in_flight: dict[str, list[tuple[int, Call]]] = {}
+        self.sent: dict[str, WorkItem] = {}  # key -> what was sent, while in flight
+        self.failed: dict[str, CallResult] = {}  # errors of this run (bounded): not resent
+        self.looking_up = False
+        self.just_committed: dict[str, CallResult] = {}  # during a store lookup
+        self.checked: set[ModelSpec] = set()
+        self.lanes: dict[str, _Lane] = {}
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.input_error: BaseException | None = None
+        self.failure: BaseException | None = None
+        self.finished = False
+
+    async def results(
+        self, calls: Iterable[Call] | AsyncIterable[Call]
+    ) -> AsyncIterator[CallResult]:
+        self.writer.start()
+        self._spawn(self._drive(calls))
+        while True:
+            if self.failure is not None:
+                raise self.failure
+            while True:
+                result = self._next()
+                if result is None:
+                    break
+                self.slots.release()
+                yield result
+            self.progress.update(self.engine.accounting.total)
+            if self.finished and self.handed == self.read:
+                break
+            await self.wake.wait()
+            self.wake.clear()
+        if self.input_error is not None:
+            raise self.input_error
+
+    def _next(self) -> CallResult | None:
+        if self.ordered:
+            result = self.ready.pop(self.handed, None)
+        else:
+            result = self.done.popleft() if self.done else None
+        if result is not None:
+            self.handed += 1
+        return result
+
+    def _spawn(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(work)
+        task.add_done_callback(self._ended)
+        self.tasks.append(task)
+        return task
+
+    def _ended(self, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None and self.failure is None:
+            self.failure = task.exception()
+            self.wake.set()
+
+    async def _drive(self, calls: Iterable[Call] | AsyncIterable[Call]) -> None:
+        """Feed every call, then let the workers and the writer finish."""
+        await self._feed(calls)
+        for lane in self.lanes.values():
+            for _ in lane.workers:
+                lane.queue.put_nowait(None)
+        await asyncio.gather(*(w for lane in self.lanes.values() for w in lane.workers))
+        await self.writer.drain()
+        self.finished = True
+        self.wake.set()
+
+    async def _feed(self, calls: Iterable[Call] | AsyncIterable[Call]) -> None:
+        """Read calls in growing chunks (the first leaves at once); a chunk is dispatched
+        when full, or as soon as the window is full, so reading never waits on itself."""
+        size = 16
+        chunk: list[tuple[int, Call]] = []
+        try:
+            async for call in _each(calls):
+                if chunk and (len(chunk) >= size or self.slots.locked()):
+                    await self._dispatch(chunk)
+                    chunk, size = [], min(2 * size, READ_CHUNK)
+                await self.slots.acquire()
+                chunk.append((self.read, call))
+                self.read += 1
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bad input: what was read before it still runs
+            self.input_error = exc
+        if chunk:
+            await self._dispatch(chunk)
+
+    def _key(self, call: Call) -> tuple[str, str]:
+        if call.spec not in self.checked:
+            self.engine.prepare([call.spec])
+            self.checked.add(call.spec)
+        encoded = canonical_json(call.request.identity())
+        try:
+            return key_of(spec_json(call.spec), encoded, call.sample), encoded
+        except UnicodeEncodeError:  # neither hashable nor storable: refused before any call
+            raise InputError(
+                "a request holds text that is not valid Unicode (a lone surrogate, such as "
+                "a \\\\ud800 escape in JSON); fix the input it came from"
+            ) from None
+
+    async def _dispatch(self, chunk: list[tuple[int, Call]]) -> None:
+        keyed: list[tuple[int, Call, str, str]] = []
+        try:
+            for index, call in chunk:
+                keyed.append((index, call, *self._key(call)))
+        except InputError as exc:  # the calls before it go ahead; nothing after it is read
+            self.input_error = exc
+            for _ in chunk[len(keyed) :]:
+                self.slots.release()  # never handed over: the stream ends at the error
+            self.read = chunk[len(keyed)][0]
+        self.looking_up = True
+        try:
+            stored = await self.engine._io_call(
+                self.engine.store.get_many, [k for _, _, k, _ in keyed if k not in self.in_flight]
+            )
+        finally:
+            self.looking_up = False
+        committed, self.just_committed = self.just_committed, {}
+        for index, call, key, encoded in keyed:
+            if key in self.in_flight:
+                self.in_flight[key].append((index, call))
+                continue
+            earlier = self.failed.get(key) or committed.get(key)
+            hit = stored.get(key)
+            if earlier is not None:
+                self._hand(index, replace(earlier, call=call, cached=True))
+            elif hit is not None and (hit.ok or not self.engine.retry_errors):
+                self._hand(index, _from_stored(call, hit, cached=True))
+            else:
+                self.in_flight[key] = [(index, call)]
+                item = WorkItem(key, call.spec, call.request, call.sample, encoded)
+                self.sent[key] = item
+                self._lane(endpoint_of(call.spec)).queue.put_nowait(item)
+
+    def _lane(self, endpoint: str) -> _Lane:
+        lane = self.lanes.get(endpoint)
+        if lane is not None:
+            return lane
+        engine = self.engine
+        limits = engine._limits_for(endpoint)
+        lane = self.lanes[endpoint] = _Lane(asyncio.Queue(), [])
+        if engine.backend is not None and not endpoint.startswith("local:"):
+            # Local models always run here, where they are loaded.
+            lane.workers.append(self._spawn(self._work_remote(endpoint, limits, lane)))
+            return lane
+        limiter = engine.limiters.get(endpoint)
+        if limiter is None:
+            limiter = engine.limiters[endpoint] = EndpointLimiter(limits)
+        limiter.revive()  # an endpoint given up on in an earlier run gets a new chance
+        lane.workers.extend(
+            self._spawn(self._work(lane, limiter)) for _ in range(limits.concurrency)
+        )
+        return lane
+
+    def _hand(self, index: int, result: CallResult) -> None:
+        """A result, committed or not to be stored, to the caller's side of the stream."""
+        self.engine._account(result)
+        if self.ordered:
+            self.ready[index] = result
+            if index == self.handed:
+                self.wake.set()
+        else:
+            self.done.append(result)
+            self.wake.set()
+
+    def _settled(self, key: str, result: CallResult) -> None:
+        """Every call waiting for `key` gets its result (the first as made, the rest as
+        cache hits of it)."""
+        self.sent.pop(key, None)
+        waiting = self.in_flight.pop(key)
+        first, call = waiting[0]
+        self._hand(first, replace(result, call=call))
+        for index, call in waiting[1:]:
+            self._hand(index, replace(result, call=call, cached=True))
+        if not result.ok and result.attempts:
+            if len(self.failed) >= FAILED_KEPT:
+                del self.failed[next(iter(self.failed))]
+            self.failed[key] = result
+        if self.looking_up:
+            self.just_committed[key] = result
+
+    def _committed(self, stored: StoredResult, why_left_out: str | None) -> None:
+        call = self.in_flight[stored.key][0][1]
+        result = _from_stored(call, stored, cached=False)
+        if why_left_out is not None:
+            result = CallResult(
+                call,
+                stored.key,
+                None,
+                NOT_STORED,
+                f"the result could not be saved in the store ({why_left_out})",
+                attempts=stored.attempts,
+            )
+        self._settled(stored.key, result)
+
+    def _admit(self, item: WorkItem) -> bool:
+        """Reserve the call's estimated cost and tokens; a call that does not fit is
+        reported as not sent (and never stored)."""
+        item.estimate = self.engine._estimate(item.spec, item.request)
+        if self.budget.reserve(*item.estimate):
+            return True
+        self._settled(item.key, _budget_result(self.in_flight[item.key][0][1], item.key))
+        return False
+
+    def _finish(self, item: WorkItem, result: StoredResult) -> None:
+        actual = (0.0, 0.0)
+        if result.completion is not None:
+            actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
+        self.budget.settle(item.estimate, actual)
+        if result.attempts == 0:  # not sent (its endpoint was given up on): not stored
+            call = self.in_flight[item.key][0][1]
+            self._settled(item.key, _from_stored(call, result, cached=False))
+            self.writer.note_once(
+                f"stopped calling {endpoint_of(item.spec)}: {result.error_message}"
+            )
+        else:
+            self.writer.add(result)
+
+    async def _work(self, lane: _Lane, limiter: EndpointLimiter) -> None:
+        while (item := await lane.queue.get()) is not None:
+            if self._admit(item):
+                self._finish(item, await self.engine.caller.call(item, limiter))
+
+    async def _work_remote(self, endpoint: str, limits: EndpointLimits, lane: _Lane) -> None:
+        """Hand the endpoint's calls to the backend as it asks for them (each admitted
+        against the budget on the way), and take its results as they come."""
+        backend = self.engine.backend
+        assert backend is not None
+        first = await lane.queue.get()
+        if first is None:
+            return
+
+        async def admitted() -> AsyncIterator[WorkItem]:
+            item: WorkItem | None = first
+            while item is not None:
+                if self._admit(item):
+                    yield item
+                item = await lane.queue.get()
+
+        stream = backend.stream(endpoint, first.spec, limits, self.engine.caller, admitted())
+        async for result in stream:
+            self._finish(self.sent[result.key], result)
+
+    async def close(self) -> None:
+        """On any exit (Ctrl-C included): stop, and commit whatever finished."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        try:
+            await self.writer.close()
+        finally:
+            self.progress.close(self.engine.accounting.total)
+
+
+async def _each(calls: Iterable[Call] | AsyncIterable[Call]) -> AsyncIterator[Call]:
+    """The calls of either kind of iterable; a plain one lets the loop run every
+    READ_CHUNK calls, so reading a long file never holds up the calls in flight."""
+    if isinstance(calls, AsyncIterable):
+        async for call in calls:
+            yield call
+        return
+    for n, call in enumerate(calls, 1):
+        yield call
+        if n % READ_CHUNK == 0:
+            await asyncio.sleep(0)
+
+
+Committed = Callable[[StoredResult, "str | None"], None]
+
+
 class _Writer:
     """Commits results in short batches; a result counts as done only once committed."""
 
-    def __init__(self, engine: Engine, progress: RunProgress, call_of: dict[str, Call]) -> None:
+    def __init__(self, engine: Engine, progress: RunProgress, committed: Committed) -> None:
         self.engine = engine
         self.progress = progress
-        self.call_of = call_of
-        self.committed: dict[str, CallResult] = {}
+        self.committed = committed
         self._queue: list[StoredResult] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._noted: set[str] = set()
-        # while another program locks the store, commits wait; this says so
+        # while another program locks the store, commits wait; the progress says so
         self._put = functools.partial(engine.store.put_many, notify=progress.note)
 
     def start(self) -> None:
@@ -453,12 +663,6 @@ class _Writer:
         self._queue.append(result)
         if len(self._queue) >= self.engine.batch_size:
             self._wake.set()
-
-    def skip(self, result: CallResult) -> None:
-        """A call that was not made (budget, endpoint down): reported, never stored."""
-        self.committed[result.key] = result
-        self.engine._account(result)
-        self.progress.update(self.engine.accounting.total)
 
     def note_once(self, text: str) -> None:
         if text not in self._noted:
@@ -481,20 +685,7 @@ class _Writer:
         """Committed results to the caller; any the store could not hold, as errors
         (not stored, so a rerun makes them again)."""
         for stored in batch:
-            call = self.call_of[stored.key]
-            result = _from_stored(call, stored, cached=False)
-            if stored.key in left_out:
-                result = CallResult(
-                    call,
-                    stored.key,
-                    None,
-                    NOT_STORED,
-                    f"the result could not be saved in the store ({left_out[stored.key]})",
-                    attempts=stored.attempts,
-                )
-            self.committed[stored.key] = result
-            self.engine._account(result)
-        self.progress.update(self.engine.accounting.total)
+            self.committed(stored, left_out.get(stored.key))
 
     async def drain(self) -> None:
         self._closing = True

@@ -10,22 +10,24 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from eigenjury.engine.accounting import Tally
 
 
-def describe(tally: Tally, total: int, elapsed: float) -> str:
+def describe(tally: Tally, total: int | None, elapsed: float) -> str:
     rate = (tally.calls - tally.cached) / elapsed if elapsed > 0 else 0.0
     errors = sum(tally.errors.values())
     cost = f"${tally.cost_usd:.4f}" + ("+?" if tally.unpriced else "")
+    done = f"{tally.calls}" if total is None else f"{tally.calls}/{total}"
     return (
-        f"{tally.calls}/{total} done, {tally.cached} cached, {errors} errors, "
+        f"{done} done, {tally.cached} cached, {errors} errors, "
         f"{tally.input_tokens + tally.output_tokens:,} tokens, {cost}, {rate:.1f} calls/s"
     )
 
 
 class RunProgress:
-    """Call `update(tally)` as results land; `close()` at the end."""
+    """Call `update(tally)` as results land; `close()` at the end. `total` None: a
+    stream of calls of unknown length (counts and rate, no bar's end)."""
 
     def __init__(
         self,
-        total: int,
+        total: int | None,
         *,
         console: Console | None = None,
         label: str = "calls",
@@ -34,7 +36,7 @@ class RunProgress:
     ) -> None:
         self.total = total
         self.console = console or Console(stderr=True)
-        self.enabled = enabled and total > 0
+        self.enabled = enabled and total != 0
         self.start = time.monotonic()
         self.plain_every_s = plain_every_s
         self._last_line = self.start

@@ -55,7 +55,8 @@ class ScriptedProvider:
     """Replies from a script; optional latency and a seeded share of injected failures.
 
     `calls` counts generate() calls and `successes` the replies given, per request
-    identity, so tests can check that nothing was asked twice.
+    identity, so tests can check that nothing was asked twice (unless
+    `count_successes` is off: a spec's provider, which may make millions of calls).
     """
 
     def __init__(
@@ -66,6 +67,7 @@ class ScriptedProvider:
         failure_rate: float = 0.0,
         failure_kinds: tuple[str, ...] = ("server",),
         seed: int = 0,
+        count_successes: bool = True,
     ) -> None:
         if isinstance(script, str):
             if script not in SCRIPTS:
@@ -81,6 +83,7 @@ class ScriptedProvider:
         self._rng = random.Random(seed)
         self.calls = 0
         self.successes: dict[str, int] = {}
+        self.count_successes = count_successes
 
     async def generate(self, request: ChatRequest) -> Completion:
         self.calls += 1
@@ -92,8 +95,9 @@ class ScriptedProvider:
             error: type[ProviderError] = ERROR_KINDS[kind]
             raise error(f"injected {kind} failure", retry_after=0.0)
         text = self.script(request)
-        key = repr(request.identity())
-        self.successes[key] = self.successes.get(key, 0) + 1
+        if self.count_successes:
+            key = repr(request.identity())
+            self.successes[key] = self.successes.get(key, 0) + 1
         return Completion(
             text=text,
             finish_reason="stop",
