@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TextIO, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -214,7 +214,45 @@ def write_record(path: Path, record: Record) -> None:
 
 def dump_lines(rows: Iterable[BaseModel]) -> str:
     """Rows as JSON lines (a record's long parts: transcripts, traces)."""
-    return "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows)
+    return "".join(_line(r) for r in rows)
+
+
+def _line(row: BaseModel) -> str:
+    return json.dumps(row.model_dump(mode="json"), ensure_ascii=False) + "\n"
+
+
+class LinesFile:
+    """Rows written as JSON lines while a run goes, for parts too long to hold in memory
+    (a run's transcripts). They go to a temporary file beside `path` (its folder is made
+    at the first row), which the run's outputs move into place at the end
+    (reports.output.Outputs); leaving the `with` block any other way removes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.part")
+        self._file: TextIO | None = None
+
+    def __call__(self, row: BaseModel) -> None:
+        self._opened().write(_line(row))
+
+    def _opened(self) -> TextIO:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.tmp.open("w", encoding="utf-8")
+        return self._file
+
+    def finish(self) -> Path:
+        """The finished temporary file (empty if no row came)."""
+        self._opened().close()
+        return self.tmp
+
+    def __enter__(self) -> LinesFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            self._file.close()
+        self.tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

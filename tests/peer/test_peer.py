@@ -17,8 +17,7 @@ from eigenjury.commands.peer import run_rank
 from eigenjury.engine import Store
 from eigenjury.engine.settings import DEFAULT_STORE
 from eigenjury.errors import InputError
-from eigenjury.peer.collect import Outcome
-from eigenjury.peer.consistency import order_consistency
+from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.record import RankingRecord, TranscriptLine
 from eigenjury.records import read_any_record, read_record
@@ -108,7 +107,10 @@ def test_transcript_lines_carry_each_comparisons_verdicts_first(tmp_path: Path) 
             assert r["failure"] is None and r["verdicts"] in ([0], [1], [2])
     assert {r["role"] for r in judged} == {"comparison", "repair"}
     assert all("verdicts" not in r and "first" not in r for r in rows if r not in judged)
-    assert [TranscriptLine.model_validate(r) for r in rows] == run.transcripts
+    # the report's samples are the first comparisons that were read, as written
+    comparisons = [TranscriptLine.model_validate(r) for r in rows if r["role"] == "comparison"]
+    assert run.samples == [t for t in comparisons if t.reply][: len(run.samples)]
+    assert len(run.samples) == min(6, len([t for t in comparisons if t.reply]))
 
 
 def test_responses_and_reflections_are_made_once_and_reruns_are_free(tmp_path: Path) -> None:
@@ -292,7 +294,7 @@ def test_order_consistency_arithmetic() -> None:
         o("k", "a", "b", 2, "t"),
         o("k", "b", "a", 0, "t"),  # b then tie: neither
     ]
-    assert order_consistency(outcomes) == {
+    assert Outcomes.of(outcomes).order_consistency() == {
         "j": {"pairs": 3, "consistent": round(2 / 3, 4), "same_slot": round(1 / 3, 4)},
         "k": {"pairs": 1, "consistent": 0.0, "same_slot": 0.0},
     }

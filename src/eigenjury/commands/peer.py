@@ -553,27 +553,29 @@ def run_rank(
     seed of the config."""
     from eigenjury.engine.runner import run_engine
     from eigenjury.peer.run import assemble, collect, member_error, prepare
+    from eigenjury.records import LinesFile
     from eigenjury.reports.output import write_outputs
     from eigenjury.reports.ranking import outputs
 
     inputs = prepare(config_path, out, seed=seed)
     config = inputs.config
     _adopt_run_store(inputs)
-    try:
-        ran = run_engine(
-            config.engine,
-            [m.spec for m in config.population],
-            lambda engine: collect(engine, inputs),
-            base=inputs.path.parent,
-            progress=progress,
-            describe=member_error(inputs),
-        )
-    except InputError as exc:
-        if exc.field == "backend":  # the config's engine section names the backend
-            raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
-        raise
-    run = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
-    write_outputs(run.out, outputs(run))
+    with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:
+        try:
+            ran = run_engine(
+                config.engine,
+                [m.spec for m in config.population],
+                lambda engine: collect(engine, inputs, transcripts),
+                base=inputs.path.parent,
+                progress=progress,
+                describe=member_error(inputs),
+            )
+        except InputError as exc:
+            if exc.field == "backend":  # the config's engine section names the backend
+                raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
+            raise
+        run = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
+        write_outputs(run.out, outputs(run, transcripts.finish()))
     return run
 
 

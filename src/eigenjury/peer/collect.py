@@ -1,9 +1,12 @@
 """The peer-judging protocol through the engine: responses, reflections, comparisons.
 
-Each stage is one engine run, so every response and reflection is generated once and
+Each stage is one engine stream, so every response and reflection is generated once and
 reused by every comparison that needs it (the store makes repeats free, across runs
-too). A comparison whose judge reply cannot be read gets one short repair request
-(when enabled); if that fails too it is a parse failure of that judge, never a tie.
+too). Requests are built as the engine asks for them and results are read as they are
+committed: each verdict goes to the compact `Outcomes` and each transcript line to the
+run's transcript as it arrives, so memory does not grow with the number of calls.
+A comparison whose judge reply cannot be read gets one short repair request (when
+enabled); if that fails too it is a parse failure of that judge, never a tie.
 In likelihood mode (peer.likelihood) judges score each reply instead of comparing,
 and every comparison's verdict follows from its two replies' scores, with no call of
 its own.
@@ -11,18 +14,21 @@ its own.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.models.types import ChatRequest
 from eigenjury.peer.config import Judging, Member
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.likelihood import SPEAKERS, verdict_probabilities
+from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.parsing import parse_criteria, parse_verdict, soft_verdict
 from eigenjury.peer.prompts import (
     comparison_request,
@@ -34,23 +40,19 @@ from eigenjury.peer.prompts import (
 from eigenjury.peer.record import TranscriptLine
 
 Persona = Callable[[str, str], str | None]  # (member, role "evaluee" | "judge") -> system prompt
+Transcript = Callable[[TranscriptLine], None]  # where each line goes as it is made
+Job = tuple[str, dict[str, Any], ChatRequest, Any]  # member, transcript fields, request, tag
+SAMPLES = 6  # comparison lines kept for the static report
 
 
-@dataclass
-class Outcome:
-    """A comparison and what came of it: one verdict per criterion (or one), or a failure;
-    with soft verdicts, the judge's probabilities of (tie, first, second) too."""
-
-    comparison: Comparison
-    verdicts: list[int] | None = None
-    probs: tuple[float, float, float] | None = None
-    failure: str | None = None  # "parse", "judge error", "missing response", ...
-    repaired: bool = False
+def _nowhere(line: TranscriptLine) -> None:
+    """A transcript nobody keeps (a control run, a library caller)."""
 
 
 @dataclass
 class Collector:
-    """Runs the protocol for any set of comparisons; keeps every call for accounting."""
+    """Runs the protocol for any set of comparisons; accounts for every call by member
+    and role, and sends every call's transcript line to `transcript`."""
 
     engine: Engine
     members: dict[str, Member]
@@ -60,8 +62,9 @@ class Collector:
     persona: Persona
     # objective mode: per question, the option letters a local evaluee picks from
     answer_choices: dict[str, tuple[str, ...]] | None = None
-    calls: list[tuple[str, CallResult]] = field(default_factory=list)  # (member, result)
-    transcripts: list[TranscriptLine] = field(default_factory=list)
+    transcript: Transcript = _nowhere
+    accounting: Accounting = field(default_factory=Accounting)  # by member and role
+    samples: list[TranscriptLine] = field(default_factory=list)  # a few judgments, read
     responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
     reflections: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
     # likelihood mode: (judge, evaluee, scenario) -> the reply's score and whether its
@@ -76,42 +79,50 @@ class Collector:
     def _constrained(self, judge: str) -> bool:
         return self.members[judge].spec.provider == "local"
 
-    async def _run(
-        self, role: str, jobs: Sequence[tuple[str, dict[str, Any], ChatRequest]]
-    ) -> list[tuple[CallResult, TranscriptLine]]:
-        """One engine run; `jobs` are (member, transcript fields, request). Each result
-        comes with its transcript line, where a comparison's verdicts are filled in."""
-        calls = [Call(self.members[m].spec, request, role=role) for m, _, request in jobs]
-        results = await self.engine.run(calls)
-        done = []
-        for (member, fields, request), result in zip(jobs, results, strict=True):
-            self.calls.append((member, result))
-            completion = result.completion
-            line = TranscriptLine(
-                role=role,
-                member=member,
-                **fields,
-                messages=[[m.role, m.content] for m in request.messages],
-                reply=completion.text if completion else None,
-                choice_logprobs=dict(completion.choice_logprobs)
-                if completion and completion.choice_logprobs
-                else None,
-                error=None if result.ok else f"{result.error_kind}: {result.error_message}",
-                cached=result.cached,
-            )
-            self.transcripts.append(line)
-            done.append((result, line))
-        return done
+    async def _stream(
+        self, role: str, jobs: Iterable[Job]
+    ) -> AsyncIterator[tuple[CallResult, TranscriptLine, Any]]:
+        """One engine stream of `jobs`, read in order; each result comes with its
+        transcript line (which `_line` then records, once the caller has filled in what
+        it read) and its job's tag."""
+        calls = (
+            Call(self.members[member].spec, request, role=role, tag=(member, fields, tag))
+            for member, fields, request, tag in jobs
+        )
+        async with contextlib.aclosing(self.engine.stream(calls)) as results:
+            async for result in results:
+                member, fields, tag = result.call.tag
+                completion = result.completion
+                self.accounting.add(member, role, completion, result.error_kind, result.cached)
+                line = TranscriptLine(
+                    role=role,
+                    member=member,
+                    **fields,
+                    messages=[[m.role, m.content] for m in result.call.request.messages],
+                    reply=completion.text if completion else None,
+                    choice_logprobs=dict(completion.choice_logprobs)
+                    if completion and completion.choice_logprobs
+                    else None,
+                    error=None if result.ok else f"{result.error_kind}: {result.error_message}",
+                    cached=result.cached,
+                )
+                yield result, line, tag
+
+    def _line(self, line: TranscriptLine) -> None:
+        self.transcript(line)
+        if line.role == "comparison" and line.reply and len(self.samples) < SAMPLES:
+            self.samples.append(line)
 
     async def _respond(self, needed: set[tuple[str, str]]) -> None:
         todo = sorted(needed - self.responses.keys())
-        jobs = [(m, {"scenario": s}, self._evaluee(m, s)) for m, s in todo]
-        for (m, s), (result, line) in zip(todo, await self._run("evaluee", jobs), strict=True):
+        jobs = ((m, {"scenario": s}, self._evaluee(m, s), (m, s)) for m, s in todo)
+        async for result, line, (m, s) in self._stream("evaluee", jobs):
             opening = self.members[m].opening
             text = result.completion.text if result.completion else None
             if text is not None and opening:  # the reply the judges read, as the transcript's
                 text = line.reply = opening + text  # (the continuation has its own space)
             self.responses[m, s] = text
+            self._line(line)
 
     def _evaluee(self, member: str, scenario: str) -> ChatRequest:
         request = evaluee_request(
@@ -130,7 +141,7 @@ class Collector:
             for k in needed - self.reflections.keys()
             if self.responses.get((k[1], k[2])) is not None
         )
-        jobs = [
+        jobs = (
             (
                 j,
                 {"scenario": s, "evaluee": e},
@@ -141,11 +152,13 @@ class Collector:
                     self.responses[e, s] or "",
                     self.judging.reflection,
                 ),
+                (j, e, s),
             )
             for j, e, s in todo
-        ]
-        for key, (result, _) in zip(todo, await self._run("reflection", jobs), strict=True):
+        )
+        async for result, line, key in self._stream("reflection", jobs):
             self.reflections[key] = result.completion.text if result.completion else None
+            self._line(line)
 
     async def _score(self, needed: set[tuple[str, str, str]]) -> None:
         """Likelihood mode: score each (judge, evaluee, scenario) reply once, in an order
@@ -156,7 +169,7 @@ class Collector:
             if self.responses.get((k[1], k[2])) is not None
         ]
         order = sorted((j, s, speaker, e) for j, e, s in todo for speaker in SPEAKERS)
-        jobs = [
+        jobs = (
             (
                 j,
                 {"scenario": s, "evaluee": e},
@@ -167,16 +180,16 @@ class Collector:
                     self.responses[e, s] or "",
                     speaker,
                 ),
+                (j, e, s, speaker),
             )
             for j, s, speaker, e in order
-        ]
+        )
         loglik: dict[tuple[str, str, str, str], tuple[float | None, bool]] = {}
-        for (j, s, speaker, e), (result, _) in zip(
-            order, await self._run("score", jobs), strict=True
-        ):
+        async for result, line, key in self._stream("score", jobs):
             scored = result.completion.choice_logprobs if result.completion else None
             value = next(iter(scored.values())) if scored else None
-            loglik[j, e, s, speaker] = (value, result.cached)
+            loglik[key] = (value, result.cached)
+            self._line(line)
         for j, e, s in todo:
             (follows, cached_f), (breaks, cached_b) = (loglik[j, e, s, x] for x in SPEAKERS)
             score = None if follows is None or breaks is None else follows - breaks
@@ -209,7 +222,7 @@ class Collector:
                 name: math.log(p) if p > 0 else -math.inf
                 for name, p in zip(("A", "B"), outcome.probs[1:], strict=True)
             }
-        self.transcripts.append(line)
+        self._line(line)
 
     def _comparison(self, c: Comparison) -> ChatRequest:
         first, second = self.responses[c.first, c.scenario], self.responses[c.second, c.scenario]
@@ -244,81 +257,83 @@ class Collector:
         verdicts = self._parse(result.completion.text)
         return verdicts, None if verdicts is not None else "parse"
 
-    async def collect(self, comparisons: Sequence[Comparison]) -> list[Outcome]:
-        """Outcomes in the order of `comparisons`."""
+    def _missing(self, c: Comparison) -> str | None:
+        """Why comparison `c` cannot be asked (a reply or reflection it needs failed)."""
+        if any(self.responses.get((m, c.scenario)) is None for m in (c.first, c.second)):
+            return "missing response"
+        if self.judging.reflections and any(
+            self.reflections.get((c.judge, m, c.scenario)) is None for m in (c.first, c.second)
+        ):
+            return "missing reflection"
+        return None
+
+    async def collect(
+        self, comparisons: Sequence[Comparison], outcomes: Outcomes | None = None
+    ) -> Outcomes:
+        """The outcomes of `comparisons`, in their order (added to `outcomes` if given)."""
+        outcomes = Outcomes() if outcomes is None else outcomes
+        start = len(outcomes)
+        for c in comparisons:
+            outcomes.add(Outcome(c))
         await self._respond({(m, c.scenario) for c in comparisons for m in (c.first, c.second)})
         if self.judging.mode == "likelihood":
             await self._score(
                 {(c.judge, m, c.scenario) for c in comparisons for m in (c.first, c.second)}
             )
-            outcomes = [Outcome(c) for c in comparisons]
-            for outcome in outcomes:
-                c = outcome.comparison
-                if any(self.responses.get((m, c.scenario)) is None for m in (c.first, c.second)):
-                    outcome.failure = "missing response"
-                else:
+            for index, c in enumerate(comparisons, start):
+                outcome = Outcome(c, failure=self._missing(c))
+                if outcome.failure is None:
                     self._by_likelihood(outcome)
+                outcomes.settle(index, outcome)
             return outcomes
         if self.judging.reflections:
             await self._reflect(
                 {(c.judge, m, c.scenario) for c in comparisons for m in (c.first, c.second)}
             )
-        outcomes = [Outcome(c) for c in comparisons]
-        ready = []
-        for outcome in outcomes:
-            c = outcome.comparison
-            if (
-                self.responses.get((c.first, c.scenario)) is None
-                or self.responses.get((c.second, c.scenario)) is None
-            ):
-                outcome.failure = "missing response"
-            elif self.judging.reflections and (
-                self.reflections.get((c.judge, c.first, c.scenario)) is None
-                or self.reflections.get((c.judge, c.second, c.scenario)) is None
-            ):
-                outcome.failure = "missing reflection"
-            else:
-                ready.append(outcome)
-        requests = [self._comparison(o.comparison) for o in ready]
-        jobs = [
-            (o.comparison.judge, _fields(o.comparison), r)
-            for o, r in zip(ready, requests, strict=True)
-        ]
+
+        def jobs() -> Iterable[Job]:
+            for index, c in enumerate(comparisons, start):
+                missing = self._missing(c)
+                if missing is not None:
+                    outcomes.settle(index, Outcome(c, failure=missing))
+                else:
+                    yield c.judge, _fields(c), self._comparison(c), (index, c)
+
         repairs = []
-        for outcome, request, (result, line) in zip(
-            ready, requests, await self._run("comparison", jobs), strict=True
-        ):
+        async for result, line, (index, c) in self._stream("comparison", jobs()):
             line.verdicts, line.failure = self._read(result)
-            outcome.verdicts, outcome.failure = line.verdicts, line.failure
+            probs = None
             if self.judging.soft and line.verdicts is not None and line.choice_logprobs:
-                outcome.probs = soft_verdict(line.choice_logprobs, ties=self.judging.ties)
-            repairable = self.judging.repair and not self._constrained(outcome.comparison.judge)
-            if outcome.failure == "parse" and repairable and result.completion is not None:
-                repairs.append((outcome, request, result.completion.text))
-        if repairs:
-            jobs = [
-                (
-                    o.comparison.judge,
-                    _fields(o.comparison),
-                    repair_request(
-                        req,
-                        text,
-                        ties=self.judging.ties,
-                        per_criterion=self.per_criterion,
-                        n_criteria=len(self.constitution.criteria),
-                    ),
-                )
-                for o, req, text in repairs
-            ]
-            for (outcome, _, _), (result, line) in zip(
-                repairs, await self._run("repair", jobs), strict=True
-            ):
-                line.verdicts, line.failure = self._read(result)
-                if line.verdicts is not None:
-                    outcome.verdicts, outcome.failure, outcome.repaired = line.verdicts, None, True
-        for outcome in outcomes:
-            if outcome.failure == "parse":
-                self.parse_failures[outcome.comparison.judge] += 1
+                probs = soft_verdict(line.choice_logprobs, ties=self.judging.ties)
+            outcomes.settle(index, Outcome(c, line.verdicts, probs, line.failure))
+            self._line(line)
+            repairable = self.judging.repair and not self._constrained(c.judge)
+            if line.failure == "parse" and repairable and result.completion is not None:
+                repairs.append((index, c, result.completion.text))
+            elif line.failure == "parse":
+                self.parse_failures[c.judge] += 1
+        repair_jobs = (
+            (
+                c.judge,
+                _fields(c),
+                repair_request(
+                    self._comparison(c),
+                    text,
+                    ties=self.judging.ties,
+                    per_criterion=self.per_criterion,
+                    n_criteria=len(self.constitution.criteria),
+                ),
+                (index, c),
+            )
+            for index, c, text in repairs
+        )
+        async for result, line, (index, c) in self._stream("repair", repair_jobs):
+            line.verdicts, line.failure = self._read(result)
+            self._line(line)
+            if line.verdicts is not None:
+                outcomes.settle(index, Outcome(c, line.verdicts, repaired=True))
+            else:
+                self.parse_failures[c.judge] += 1
         return outcomes
 
 

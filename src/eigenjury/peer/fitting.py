@@ -7,13 +7,13 @@ their record here, so the two write the same fields.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from eigenjury import __version__
+from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.record import (
     FitSummary,
     GreenbeardShift,
@@ -31,12 +31,10 @@ from eigenjury.records import now
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.elo import ELO_TOLERANCE
-from eigenjury.stats.verdicts import DataError, ReplyFeatures, VerdictTable, certain
+from eigenjury.stats.verdicts import VerdictTable
 
 if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's config
-    from eigenjury.peer.collect import Outcome
     from eigenjury.peer.config import RankConfig
-    from eigenjury.peer.designs import Comparison
 
 METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
 PAIRWISE_INTERVALS = "max-t"  # stats.elo.elo_difference_intervals
@@ -47,51 +45,14 @@ NORMALISATION = (
 
 
 def verdict_table(
-    outcomes: Sequence[Outcome],
+    outcomes: Iterable[Outcome],
     per_criterion: bool,
     responses: Mapping[tuple[str, str], str | None] | None = None,
 ) -> tuple[VerdictTable, list[str] | None]:
-    """The verdicts as a table, and each row's criterion number in criteria mode. With
-    the `responses` ((member, scenario) -> text), the replies' style features too."""
-    used = [o for o in outcomes if o.verdicts is not None]
-    rows = [(o.comparison, v, str(i + 1)) for o in used for i, v in enumerate(o.verdicts or ())]
-    if not rows:
-        raise DataError("no comparison produced a usable verdict")
-    criterion = [k for _, _, k in rows] if per_criterion else None
-    probs = None
-    if any(o.probs is not None for o in used):  # soft verdicts: one row per comparison
-        probs = certain([v for _, v, _ in rows])
-        for row, outcome in enumerate(used):
-            if outcome.probs is not None:
-                probs[row] = outcome.probs
-    table = VerdictTable.from_columns(
-        [c.scenario for c, _, _ in rows],
-        [c.judge for c, _, _ in rows],
-        [c.first for c, _, _ in rows],
-        [c.second for c, _, _ in rows],
-        [v for _, v, _ in rows],
-        criterion=criterion,
-        probs=probs,
-    )
-    if responses is not None:
-        table = dataclasses.replace(table, features=reply_features(rows, responses))
-    return table, criterion
-
-
-def reply_features(
-    rows: Sequence[tuple[Comparison, int, str]],
-    responses: Mapping[tuple[str, str], str | None],
-) -> ReplyFeatures:
-    """The default style features of each row's two replies, each reply measured once."""
-    from eigenjury.reply_features import DEFAULT_FEATURES, text_features
-
-    keys = sorted({(member, c.scenario) for c, _, _ in rows for member in (c.first, c.second)})
-    index = {key: i for i, key in enumerate(keys)}
-    measured = text_features([responses.get(key) for key in keys])
-    per_reply = np.stack([measured[name] for name in DEFAULT_FEATURES], axis=1)
-    first = np.array([index[c.first, c.scenario] for c, _, _ in rows], dtype=np.int64)
-    second = np.array([index[c.second, c.scenario] for c, _, _ in rows], dtype=np.int64)
-    return ReplyFeatures(DEFAULT_FEATURES, per_reply[first], per_reply[second])
+    """The verdicts as a table, and each row's criterion number in criteria mode (see
+    Outcomes.table, which a run uses directly)."""
+    kept = outcomes if isinstance(outcomes, Outcomes) else Outcomes.of(outcomes)
+    return kept.table(per_criterion, responses)
 
 
 def fit_config(

@@ -16,15 +16,13 @@ from pathlib import Path
 
 from eigenjury.config import load_config
 from eigenjury.engine import Engine
-from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.runner import Describe
 from eigenjury.errors import InputError
 from eigenjury.files import blocking_file
 from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
-from eigenjury.peer.collect import Collector, Outcome
+from eigenjury.peer.collect import Collector, Transcript
 from eigenjury.peer.config import RankConfig
-from eigenjury.peer.consistency import order_consistency
 from eigenjury.peer.data import (
     Constitution,
     Question,
@@ -38,8 +36,9 @@ from eigenjury.peer.designs import (
     design_balanced,
     design_random_groups,
 )
-from eigenjury.peer.fitting import fit_config, greenbeard_shift, ranking_record, verdict_table
+from eigenjury.peer.fitting import fit_config, greenbeard_shift, ranking_record
 from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
+from eigenjury.peer.outcomes import Outcomes
 from eigenjury.peer.record import RankingRecord, RunSummary, TranscriptLine
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
@@ -52,10 +51,10 @@ class RankRun:
 
     record: RankingRecord
     ranking: PeerRanking
-    outcomes: list[Outcome]
+    outcomes: Outcomes
     table: VerdictTable
     criterion: list[str] | None  # each verdict's criterion number in criteria mode
-    transcripts: list[TranscriptLine]
+    samples: list[TranscriptLine]  # a few judgments, for the static report
     out: Path  # where its outputs go
 
 
@@ -146,7 +145,7 @@ ADAPTIVE_L2 = 1e-3
 
 async def _adaptive(
     config: RankConfig, collector: Collector, scenario_ids: list[str], path: Path
-) -> tuple[list[Outcome], list[Comparison]]:
+) -> tuple[Outcomes, list[Comparison]]:
     """A small balanced seed batch, then rounds of fit-and-choose until the call budget
     (default: what random groups would spend on these scenarios) is spent."""
     s = config.sampling
@@ -177,7 +176,7 @@ async def _adaptive(
         if remaining < 2:
             break
         try:
-            table, _ = verdict_table(outcomes, per_criterion)
+            table, _ = outcomes.table(per_criterion)
             ranking = PeerRanking(  # every member is an evaluee: none is an external judge
                 config.fit.dim, l2=ADAPTIVE_L2, bootstrap=0, seed=s.seed + r, external_judges=False
             ).fit(table)
@@ -189,7 +188,7 @@ async def _adaptive(
         if not batch:
             break
         comparisons += batch
-        outcomes += await collector.collect(batch)
+        await collector.collect(batch, outcomes)
     return outcomes, comparisons
 
 
@@ -253,20 +252,25 @@ class Collected:
     response and transcript line."""
 
     collector: Collector
-    outcomes: list[Outcome]
+    outcomes: Outcomes
     comparisons: list[Comparison]
     control_collector: Collector | None  # the greenbeard control run (None without one)
-    control: list[Outcome] | None
+    control: Outcomes | None
 
 
-async def collect(engine: Engine, inputs: Inputs) -> Collected:
+async def collect(
+    engine: Engine, inputs: Inputs, transcript: Transcript | None = None
+) -> Collected:
     """Every comparison of the design (or of the adaptive rounds), and the greenbeard
-    control run when the config has a clique."""
+    control run when the config has a clique. Each call's transcript line goes to
+    `transcript` as it is made (the control run's are not kept)."""
     config, scenarios = inputs.config, inputs.scenarios
     choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
     collector = _collector(
         config, engine, inputs.constitution, scenarios, greenbeard=True, answer_choices=choices
     )
+    if transcript is not None:
+        collector.transcript = transcript
     if config.sampling.design == "adaptive":
         outcomes, comparisons = await _adaptive(config, collector, list(scenarios), inputs.path)
     else:
@@ -278,6 +282,7 @@ async def collect(engine: Engine, inputs: Inputs) -> Collected:
             config, engine, inputs.constitution, scenarios, greenbeard=False,
             answer_choices=choices,
         )  # fmt: skip
+        plain.accounting = collector.accounting  # the run's cost includes the control's
         control = await plain.collect(comparisons)
     return Collected(collector, outcomes, comparisons, plain, control)
 
@@ -302,7 +307,7 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     config, path = inputs.config, inputs.path
     per_criterion = config.judging.mode == "criteria"
     try:
-        table, criterion = verdict_table(got.outcomes, per_criterion, got.collector.responses)
+        table, criterion = got.outcomes.table(per_criterion, got.collector.responses)
         ranking = fit_config(config, table, map_rounds=map_rounds)
     except DataError as exc:
         raise unfittable(exc, got.outcomes, path) from None
@@ -317,18 +322,18 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
             dict(zip(ranking.models_, ranking.elo_, strict=True)),
         )
     if got.control is not None and got.control_collector is not None:
-        control, _ = verdict_table(got.control, per_criterion, got.control_collector.responses)
+        control, _ = got.control.table(per_criterion, got.control_collector.responses)
         record.greenbeard = greenbeard_shift(config, table, control, ranking)
     return RankRun(
-        record, ranking, got.outcomes, table, criterion, got.collector.transcripts, inputs.out
+        record, ranking, got.outcomes, table, criterion, got.collector.samples, inputs.out
     )
 
 
-def unfittable(exc: DataError, outcomes: Sequence[Outcome], path: Path) -> InputError:
+def unfittable(exc: DataError, outcomes: Outcomes, path: Path) -> InputError:
     """Why the verdicts cannot be fitted, and that what was collected is kept."""
-    failed = {o.failure for o in outcomes if o.failure}
+    failed = outcomes.failures()
     hint = (
-        f"; {sum(o.failure is not None for o in outcomes)} comparisons could not be made "
+        f"; {sum(failed.values())} comparisons could not be made "
         f"({', '.join(sorted(failed))}): what was collected is kept in the store, so rerun "
         "to resume"
         if failed
@@ -340,16 +345,7 @@ def unfittable(exc: DataError, outcomes: Sequence[Outcome], path: Path) -> Input
 def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
     """What the run collected; its accounting includes the greenbeard control run's calls."""
     config, collector = inputs.config, got.collector
-    accounting = Accounting()
-    control_calls = got.control_collector.calls if got.control_collector is not None else []
-    for member, result in [*collector.calls, *control_calls]:
-        accounting.add(
-            member, result.call.role, result.completion, result.error_kind, result.cached
-        )
-    failures: dict[str, int] = {}
-    for o in got.outcomes:
-        if o.failure:
-            failures[o.failure] = failures.get(o.failure, 0) + 1
+    accounting = collector.accounting  # the control run's calls are in it too
     return RunSummary.model_validate(
         {
             "name": config.name,
@@ -376,24 +372,14 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
                 for m in config.population
             ],
             "comparisons": len(got.comparisons),
-            "verdicts": sum(o.verdicts is not None for o in got.outcomes),
-            "repaired": sum(o.repaired for o in got.outcomes),
-            "failures": failures,
+            "verdicts": got.outcomes.n_with_verdicts(),
+            "repaired": got.outcomes.n_repaired(),
+            "failures": got.outcomes.failures(),
             "parse_failures_by_judge": dict(collector.parse_failures),
-            "order_consistency": order_consistency(got.outcomes),
+            "order_consistency": got.outcomes.order_consistency(),
             "accounting": accounting.record(),
-            "soft_verdicts_by_judge": _soft_by_judge(got.outcomes)
+            "soft_verdicts_by_judge": got.outcomes.soft_by_judge()
             if config.judging.soft or config.judging.mode == "likelihood"
             else None,
         }
     )
-
-
-def _soft_by_judge(outcomes: Sequence[Outcome]) -> dict[str, int]:
-    """Per judge that gave verdicts, how many came with label probabilities."""
-    counts: dict[str, int] = {}
-    for o in outcomes:
-        if o.verdicts is not None:
-            judge = o.comparison.judge
-            counts[judge] = counts.get(judge, 0) + (o.probs is not None)
-    return dict(sorted(counts.items()))

@@ -7,6 +7,8 @@ and this writes them, each file atomically, so an interrupted write leaves no to
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +21,11 @@ REPORT = "report.html"
 @dataclass(frozen=True)
 class Outputs:
     """What a run writes into its folder: the record (under its kind's file name unless
-    `record_file` says otherwise), extra files by name, and the HTML report."""
+    `record_file` says otherwise), extra files by name (their text, or a finished file
+    to move into place: records.LinesFile), and the HTML report."""
 
     record: Record
-    files: dict[str, str] = field(default_factory=dict)
+    files: Mapping[str, str | Path] = field(default_factory=dict)
     html: str | None = None
     record_file: str | None = None
 
@@ -33,8 +36,11 @@ def write_outputs(folder: Path, outputs: Outputs) -> list[Path]:
     record_path = folder / (outputs.record_file or outputs.record.FILE)
     write_record(record_path, outputs.record)
     written = [record_path]
-    for name, text in outputs.files.items():
-        write_text(folder / name, text)
+    for name, content in outputs.files.items():
+        if isinstance(content, Path):
+            os.replace(content, folder / name)
+        else:
+            write_text(folder / name, content)
         written.append(folder / name)
     if outputs.html is not None:
         write_text(folder / REPORT, outputs.html)

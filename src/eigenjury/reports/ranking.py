@@ -11,6 +11,7 @@ shows a few sample judgments; `eigenjury view` browses them all.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -27,7 +28,6 @@ from eigenjury.peer.record import (
     StylePart,
     TranscriptLine,
 )
-from eigenjury.records import dump_lines
 from eigenjury.reports.accounting import ACCOUNTING_COLUMNS, accounting_cells, print_accounting
 from eigenjury.reports.agreement import print_agreement
 from eigenjury.reports.kit import e, fmt, page, table, with_ci
@@ -39,18 +39,19 @@ if TYPE_CHECKING:
 SAMPLE_JUDGMENTS = 6  # judgments the static report shows in full
 
 
-def outputs(run: RankRun) -> Outputs:
+def outputs(run: RankRun, transcripts: Path) -> Outputs:
     """A rank run's files: results.json, verdicts.csv (an input of `fit`),
-    transcripts.jsonl and report.html."""
+    transcripts.jsonl (written as the run went, moved into place from `transcripts`)
+    and report.html."""
     from eigenjury.verdict_files import verdicts_csv
 
     return Outputs(
         run.record,
         files={
             "verdicts.csv": verdicts_csv(run.table, criterion=run.criterion),
-            "transcripts.jsonl": dump_lines(run.transcripts),
+            "transcripts.jsonl": transcripts,
         },
-        html=render(run.record, run.transcripts),
+        html=render(run.record, run.samples),
     )
 
 

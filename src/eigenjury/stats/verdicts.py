@@ -135,18 +135,46 @@ class VerdictTable:
         models, coded = np.unique(np.concatenate([judge_a, first_a, second_a]), return_inverse=True)
         n = len(judge_a)
         scen_names, scen_codes = np.unique(np.asarray(scenario).astype(str), return_inverse=True)
+        return cls.from_codes(
+            scen_codes,
+            coded[:n],
+            coded[n : 2 * n],
+            coded[2 * n :],
+            verdict,
+            models=tuple(str(m) for m in models),
+            scenarios=tuple(str(s) for s in scen_names),
+            criterion=criterion,
+            probs=probs,
+        )
+
+    @classmethod
+    def from_codes(
+        cls,
+        scenario: NDArray[np.integer],
+        judge: NDArray[np.integer],
+        first: NDArray[np.integer],
+        second: NDArray[np.integer],
+        verdict: Sequence[int] | NDArray[np.integer],
+        *,
+        models: tuple[str, ...],
+        scenarios: Sequence[str],
+        criterion: Sequence[object] | NDArray[np.generic] | None = None,
+        probs: Sequence[Sequence[float]] | FloatArray | None = None,
+    ) -> VerdictTable:
+        """Columns already coded (indices into `models` and `scenarios`); see
+        from_columns."""
         verdict_a = np.asarray(verdict, dtype=np.int64)
         if verdict_a.size and (verdict_a.min() < 0 or verdict_a.max() > 2):
             raise DataError("verdicts must be 0 (tie), 1 (first better) or 2 (second better)")
         table = cls(
-            scenario=scen_codes.astype(np.int64),
-            judge=coded[:n].astype(np.int64),
-            first=coded[n : 2 * n].astype(np.int64),
-            second=coded[2 * n :].astype(np.int64),
+            scenario=np.asarray(scenario, dtype=np.int64),
+            judge=np.asarray(judge, dtype=np.int64),
+            first=np.asarray(first, dtype=np.int64),
+            second=np.asarray(second, dtype=np.int64),
             verdict=verdict_a,
-            models=tuple(str(m) for m in models),
-            scenarios=tuple(str(s) for s in scen_names),
-            weight=np.ones(n),
+            models=models,
+            scenarios=scenarios,
+            weight=np.ones(len(verdict_a)),
             probs=None if probs is None else label_probabilities(probs),
         )
         if criterion is not None:
