@@ -8,6 +8,7 @@ criterion and the larger one only where the first jury's outcome is within
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -112,8 +113,7 @@ async def generate_submissions(
 ) -> list[Submission]:
     """Each candidate answers each task once (from the store when it already has)."""
     contract = source.contract
-    jobs = [(task, spec) for spec in candidates for task in contract.tasks]
-    calls = [
+    calls = (
         Call(
             spec,
             candidate_request(
@@ -124,30 +124,31 @@ async def generate_submissions(
                 max_tokens=max_tokens,
             ),
             role="candidate",
+            tag=task.task_id,
         )
-        for task, spec in jobs
-    ]
+        for spec in candidates
+        for task in contract.tasks
+    )
     out = []
-    for (task, spec), result in zip(jobs, await engine.run(calls), strict=True):
-        c = result.completion
-        if c is None:
+    total = len(candidates) * len(contract.tasks)
+    async with contextlib.aclosing(engine.stream(calls, total=total)) as results:
+        async for result in results:
+            c, task_id, spec = result.completion, result.call.tag, str(result.call.spec)
+            if c is None:
+                error = f"{result.error_kind}: {result.error_message}"
+                out.append(Submission(task_id, spec, None, error))
+                continue
             out.append(
                 Submission(
-                    task.task_id, str(spec), None, f"{result.error_kind}: {result.error_message}"
+                    task_id,
+                    spec,
+                    c.text,
+                    input_tokens=c.usage.input_tokens,
+                    output_tokens=c.usage.output_tokens,
+                    latency_s=c.latency_s,
+                    cost_usd=c.cost_usd,
                 )
             )
-            continue
-        out.append(
-            Submission(
-                task.task_id,
-                str(spec),
-                c.text,
-                input_tokens=c.usage.input_tokens,
-                output_tokens=c.usage.output_tokens,
-                latency_s=c.latency_s,
-                cost_usd=c.cost_usd,
-            )
-        )
     return out
 
 

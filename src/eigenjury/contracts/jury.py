@@ -11,6 +11,7 @@ give a readable vote.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from eigenjury.contracts.prompts import juror_request, repair_request
 from eigenjury.contracts.rules import parse_grade, parse_grades, passes
 from eigenjury.contracts.schema import Criterion, Task
-from eigenjury.engine import Call, CallResult, Engine
+from eigenjury.engine import Call, Engine
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion
 
@@ -153,59 +154,68 @@ def read_grades(text: str, group: tuple[Criterion, ...]) -> dict[str, str | None
 
 @dataclass
 class _Asked:
+    """One juror's question on a group of criteria of a ballot, and its replies (kept
+    without their requests, which are built again for a repair)."""
+
     ballot: int
     juror: Juror
     group: tuple[Criterion, ...]
-    request: ChatRequest
-    first: CallResult | None = None
-    retry: CallResult | None = None
+    first: Completion | None = None
+    error: str | None = None
+    cached: bool = False
+    retry: Completion | None = None
+    retried: bool = False
 
 
 async def vote(
     engine: Engine, jury: Jury, ballots: Sequence[Ballot]
 ) -> list[dict[str, list[Vote]]]:
-    """For each ballot, criterion id -> the jury's votes in juror order."""
+    """For each ballot, criterion id -> the jury's votes in juror order. Requests are
+    built as the engine asks for them (a contract's prompts can be long)."""
     asked = [
-        _Asked(
-            i,
-            juror,
-            group,
-            juror_request(
-                ballot.task,
-                ballot.reference,
-                ballot.submission,
-                group,
-                constrained=juror.constrained,
-                temperature=jury.temperature,
-                seed=jury.seed + juror.sample,  # a repeated model draws anew, not one reply
-                max_tokens=jury.max_tokens,
-            ),
-        )
+        _Asked(i, juror, group)
         for i, ballot in enumerate(ballots)
         for group in _groups(ballot, jury)
         for juror in jury.jurors
     ]
-    firsts = await engine.run(
-        [Call(a.juror.spec, a.request, a.juror.sample, "juror") for a in asked]
-    )
+
+    def request(a: _Asked) -> ChatRequest:
+        ballot = ballots[a.ballot]
+        return juror_request(
+            ballot.task,
+            ballot.reference,
+            ballot.submission,
+            a.group,
+            constrained=a.juror.constrained,
+            temperature=jury.temperature,
+            seed=jury.seed + a.juror.sample,  # a repeated model draws anew, not one reply
+            max_tokens=jury.max_tokens,
+        )
+
+    firsts = (Call(a.juror.spec, request(a), a.juror.sample, "juror", tag=a) for a in asked)
     needs_repair = []
-    for a, result in zip(asked, firsts, strict=True):
-        a.first = result
-        text = None if result.completion is None or a.juror.constrained else result.completion.text
-        if text is not None and None in read_grades(text, a.group).values():
-            needs_repair.append(a)
-    if needs_repair:
-        calls = [
-            Call(
-                a.juror.spec,
-                repair_request(a.request, a.first.completion.text, a.group),  # type: ignore[union-attr]
-                a.juror.sample,
-                "juror-retry",
-            )
-            for a in needs_repair
-        ]
-        for a, result in zip(needs_repair, await engine.run(calls), strict=True):
-            a.retry = result
+    async with contextlib.aclosing(engine.stream(firsts, total=len(asked))) as results:
+        async for result in results:
+            a = result.call.tag
+            a.first, a.cached = result.completion, result.cached
+            if result.completion is None:
+                a.error = f"{result.error_kind}: {result.error_message}"
+            elif not a.juror.constrained and None in read_grades(a.first.text, a.group).values():
+                needs_repair.append(a)
+    repairs = (
+        Call(
+            a.juror.spec,
+            repair_request(request(a), a.first.text, a.group),
+            a.juror.sample,
+            "juror-retry",
+            tag=a,
+        )
+        for a in needs_repair
+    )
+    async with contextlib.aclosing(engine.stream(repairs, total=len(needs_repair))) as results:
+        async for result in results:
+            a = result.call.tag
+            a.retry, a.retried, a.cached = result.completion, True, a.cached and result.cached
     out: list[dict[str, list[Vote]]] = [{c.id: [] for c in b.criteria} for b in ballots]
     for a in asked:
         for criterion_id, v in _votes(a).items():
@@ -214,18 +224,10 @@ async def vote(
 
 
 def _votes(a: _Asked) -> dict[str, Vote]:
-    first, retry = a.first, a.retry
-    assert first is not None
-    if first.completion is None:
-        error = f"{first.error_kind}: {first.error_message}"
-        return votes_from_replies(a.juror.name, a.group, None, error=error)
+    if a.first is None:
+        return votes_from_replies(a.juror.name, a.group, None, error=a.error)
     return votes_from_replies(
-        a.juror.name,
-        a.group,
-        first.completion,
-        retry=None if retry is None else retry.completion,
-        retried=retry is not None,
-        cached=first.cached and (retry is None or retry.cached),
+        a.juror.name, a.group, a.first, retry=a.retry, retried=a.retried, cached=a.cached
     )
 
 
