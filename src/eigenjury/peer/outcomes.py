@@ -2,7 +2,7 @@
 
 A run of a million comparisons cannot keep a Python object per comparison (hundreds of
 bytes each, with their lists and tuples); `Outcomes` keeps integer-coded columns
-(about 30 bytes a comparison) and builds from them what the run needs: the verdict
+(about 50 bytes a comparison) and builds from them what the run needs: the verdict
 table to fit, the order-consistency tallies, the failure counts. Rows stay in the
 order outcomes were added (a design's order), so a run's verdicts.csv and fit are the
 same whether collected at once or streamed.
