@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)  # a design may hold millions
 class Comparison:
     """Judge compares `first` (shown as reply A) with `second` (reply B) on a scenario."""
 
