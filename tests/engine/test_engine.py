@@ -386,7 +386,7 @@ def test_a_request_that_is_not_valid_unicode_stops_the_run_at_it(tmp_path: Path)
     store = Store(tmp_path / "s.sqlite")
     engine = Engine(store, providers={str(spec): provider}, progress=False)
     bad = Call(spec, ChatRequest.chat(("user", "half \ud800 a pair")))
-    calls = [*calls_for(spec, 3), bad, *calls_for(spec, 6)[3:]]
+    calls = [*calls_for(spec, 3), bad, *calls_for(spec, 100)[3:]]
     with pytest.raises(InputError, match="not valid Unicode"):
         engine.run_sync(calls)
     assert provider.calls == 3

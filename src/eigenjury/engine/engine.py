@@ -375,7 +375,8 @@ class _Run:
         # key -> the calls waiting for it, the one sent first
         self.in_flight: dict[str, list[tuple[int, Call]]] = {}
         self.sent: dict[str, WorkItem] = {}  # key -> what was sent, while in flight
-        self.failed: dict[str, CallResult] = {}  # errors of this run (bounded): not resent
+        # errors of this run (the latest FAILED_KEPT): not sent again by it
+        self.failed: collections.OrderedDict[str, CallResult] = collections.OrderedDict()
         self.looking_up = False
         self.just_committed: dict[str, CallResult] = {}  # during a store lookup
         self.checked: set[ModelSpec] = set()
@@ -448,6 +449,8 @@ class _Run:
                 if chunk and (len(chunk) >= size or self.slots.locked()):
                     await self._dispatch(chunk)
                     chunk, size = [], min(2 * size, READ_CHUNK)
+                    if self.input_error is not None:  # a call that cannot be made
+                        return
                 await self.slots.acquire()
                 chunk.append((self.read, call))
                 self.read += 1
@@ -547,7 +550,7 @@ class _Run:
             self._hand(index, replace(result, call=call, cached=True))
         if not result.ok and result.attempts:
             if len(self.failed) >= FAILED_KEPT:
-                del self.failed[next(iter(self.failed))]
+                self.failed.popitem(last=False)
             self.failed[key] = result
         if self.looking_up:
             self.just_committed[key] = result
