@@ -2,10 +2,10 @@
 
 `eigenjury rank` on a population of 10 scripted members (design "all": every member
 judges every ordered pair of members on each scenario, its own included: 10 x 10 x 9 =
-900 comparisons a scenario) with as many scenarios as the comparisons asked for need. Members carry a
-hidden quality; evaluees sign their replies with it and judges draw each verdict from a
-Bradley-Terry model of the two qualities, seeded by the request, so the run is
-reproducible and its ranking can be checked against the truth. The constitution is one
+900 comparisons a scenario) with as many scenarios as the comparisons asked for need.
+Members carry a hidden quality; evaluees sign their replies with it and judges draw
+each verdict from a Bradley-Terry model of the two qualities, seeded by the request, so
+the run is reproducible and its ranking can be checked against the truth. The constitution is one
 short criterion and reflections are off, so each comparison prompt is about 600 bytes.
 
 Each size runs in a fresh process with a fresh store and output folder; peak resident
@@ -18,6 +18,7 @@ second time from the store (every call a cache hit).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -106,7 +107,7 @@ def main() -> None:
                 seconds, peak, status = run_once(config)
                 results = json.loads((Path(tmp) / "eigenjury-run" / "results.json").read_text())
                 elo = [m["elo"] for m in sorted(results["models"], key=lambda m: m["name"])]
-                ordered = all(a < b for a, b in zip(elo, elo[1:], strict=False))
+                ordered = all(a < b for a, b in itertools.pairwise(elo))
                 disk = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
                 rows.append(
                     [
