@@ -137,7 +137,7 @@ def test_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
             "scripted:nobody",
             ["no scripted model 'nobody'"],
         ),
-        (  # beyond a SQLite INTEGER: found only when the results were stored, all lost
+        (  # beyond a SQLite INTEGER
             '{"id": 1, "messages": [{"role": "user", "content": "hi"}]}\n'
             '{"id": 2, "messages": [{"role": "user", "content": "hi"}], '
             '"sample": 18446744073709551616}\n',
@@ -200,7 +200,12 @@ def test_bad_input_exits_2_with_a_located_message(
         assert fragment in err, f"{fragment!r} not in {err!r}"
     assert "Traceback" not in err
     assert not (tmp_path / "o.jsonl").exists()
-    assert not (tmp_path / "s.sqlite").exists()  # refused before the store was opened
+    if "line 2" in expected:  # line 1 was run and kept before line 2 was read
+        assert "the result before it is in the store" in err
+        with Store(tmp_path / "s.sqlite", create=False) as kept:
+            assert kept.counts() == {"ok": 1}
+    else:
+        assert not (tmp_path / "s.sqlite").exists()  # refused before the store was opened
 
 
 def test_unreachable_endpoint_exits_2_and_keeps_the_store(
@@ -360,6 +365,8 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path: Path) -> None:
         _, err = process.communicate(timeout=30)
         assert process.returncode == 130, err
         assert "rerun the same command" in err and "Traceback" not in err
+        left = [p.name for p in tmp_path.iterdir()]
+        assert not any("o.jsonl" in name for name in left)  # no results, not even half a file
         with Store(store) as kept:
             finished = kept.counts()["ok"]
         assert 0 < finished < 400

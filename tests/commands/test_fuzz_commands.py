@@ -399,6 +399,10 @@ def file_argv(fi: fz.FileInput, cwd: Path) -> list[str]:
     return [*argv, *fi.adds]
 
 
+# A batch streams its requests: a bad line stops it with the results before it stored.
+KEPT_BEFORE_A_BAD_LINE = {"batch.requests": (fz.STORE,)}
+
+
 @pytest.mark.parametrize(("fi", "mutation"), list(_file_cases()))
 def test_bad_file_contents(
     fi: fz.FileInput, mutation: fz.Mutation, cwd: Path, capsys: pytest.CaptureFixture[str]
@@ -415,6 +419,7 @@ def test_bad_file_contents(
         fz.expected(mutation, fi),
         names=names,
         allowed=(*outputs, fi.filename) if fi.written else outputs,
+        allowed_on_error=KEPT_BEFORE_A_BAD_LINE.get(fi.id, ()),
     )
 
 
@@ -465,7 +470,13 @@ def test_randomly_corrupted_files(
     # the damage may show in another file's terms (a model name the truth lacks)
     inputs = (*(a for a in argv if (cwd / a).exists()), Path(fi.filename).name)
     outcome = run_cli(argv, capsys)
-    check(outcome, None, names=[inputs], allowed=fz.COMMANDS[fi.command].outputs)
+    check(
+        outcome,
+        None,
+        names=[inputs],
+        allowed=fz.COMMANDS[fi.command].outputs,
+        allowed_on_error=KEPT_BEFORE_A_BAD_LINE.get(fi.id, ()),
+    )
 
 
 # --- contracts wrong in what they say -------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,6 +111,113 @@ def test_export(tmp_path: Path, suffix: str) -> None:
     assert by_key["a"]["text"] == "one" and by_key["a"]["status"] == "ok"
     assert by_key["b"]["status"] == "error" and by_key["b"]["text"] is None
     assert by_key["b"]["error_kind"] == "auth"
+
+
+def _varied_rows(n: int, seed: int) -> list[StoredResult]:
+    """Successes with and without costs and choice log-probabilities, and errors, at
+    times drawn with ties (order then falls to the key)."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        kind = rng.random()
+        if kind < 0.2:
+            completion = None
+        else:
+            logprobs = {"A": -0.1, "B": -2.5} if kind > 0.8 else None
+            cost = None if kind < 0.5 else rng.random() / 100
+            completion = Completion(f"reply {i}", "stop", Usage(i, 2 * i), 0.5, cost, logprobs)
+        rows.append(
+            StoredResult(
+                f"k{rng.getrandbits(64):016x}{i}",
+                str(SPEC),
+                canonical_json(ChatRequest.chat(("user", f"q {i}")).identity()),
+                i % 3,
+                completion,
+                None if completion else "server",
+                None if completion else f"failure {i}",
+                1 + i % 4,
+                1.7e9 + rng.randrange(n // 4),
+            )
+        )
+    return rows
+
+
+def _parquet_rows(path: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    return list(pq.read_table(path).to_pylist())
+
+
+def _flat(result: StoredResult) -> dict[str, Any]:
+    """A Parquet row as exports wrote it when they built the whole table at once."""
+    r = result.record()
+    logprobs = r["choice_logprobs"]
+    return {
+        **r,
+        "request": canonical_json(r["request"]),
+        "choice_logprobs": canonical_json(logprobs) if logprobs else None,
+    }
+
+
+def test_a_large_export_streams_every_row_oldest_first(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    rows = _varied_rows(50_000, seed=1)
+    with Store(tmp_path / "s.sqlite") as store:
+        store.put_many(rows)
+        listed = list(store)
+        assert store.export(tmp_path / "all.jsonl") == store.export(tmp_path / "all.parquet")
+    expected = sorted(rows, key=lambda r: (r.created_at, r.key))
+    assert [r.key for r in listed] == [r.key for r in expected]
+    assert listed == expected
+    jsonl = (tmp_path / "all.jsonl").read_text().splitlines()
+    assert jsonl == [canonical_json(r.record()) for r in listed]
+    assert _parquet_rows(tmp_path / "all.parquet") == [_flat(r) for r in listed]
+    assert pq.ParquetFile(tmp_path / "all.parquet").num_row_groups == 5  # written in pages
+
+
+def test_a_parquet_export_keeps_its_types_when_a_page_holds_only_nulls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(store_module, "_PAGE", 2)
+    rows = [replace(_result(f"e{i}", None, "server"), created_at=1.0 + i) for i in range(2)]
+    rows += [replace(_result(f"o{i}", "fine"), created_at=3.0 + i) for i in range(2)]
+    with Store(tmp_path / "s.sqlite") as store:
+        store.put_many(rows)
+        assert store.export(tmp_path / "out.parquet") == 4
+        whole = pa.Table.from_pylist([_flat(r) for r in store])  # the table built at once
+    schema = pq.read_schema(tmp_path / "out.parquet")
+    assert schema.field("cost_usd").type == pa.float64()
+    assert schema.field("text").type == schema.field("choice_logprobs").type == pa.string()
+    assert _parquet_rows(tmp_path / "out.parquet") == whole.to_pylist()
+    assert [r["cost_usd"] for r in whole.to_pylist()] == [None, None, 0.001, 0.001]
+
+
+def test_an_empty_store_exports_its_columns(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.export(tmp_path / "out.parquet") == store.export(tmp_path / "o.jsonl") == 0
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table.num_rows == 0 and "created_at" in table.column_names
+    assert (tmp_path / "o.jsonl").read_text() == ""
+
+
+def test_absorb_adds_another_store_page_by_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "_PAGE", 3)
+    source_rows = _varied_rows(10, seed=2)
+    with Store(tmp_path / "old.sqlite") as old:
+        old.put_many(source_rows)
+    ok = next(r for r in source_rows if r.ok)
+    with Store(tmp_path / "new.sqlite") as store:
+        store.put_many([replace(ok, completion=None, error_kind="server")])
+        assert store.absorb(tmp_path / "old.sqlite") == 10
+        assert {r.key: r for r in store} == {r.key: r for r in source_rows}
 
 
 def test_a_row_the_store_cannot_hold_never_holds_back_the_others(tmp_path: Path) -> None:

@@ -17,8 +17,8 @@ from eigenjury.commands.peer import run_rank
 from eigenjury.engine import Store
 from eigenjury.engine.settings import DEFAULT_STORE
 from eigenjury.errors import InputError
-from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.designs import Comparison
+from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.record import RankingRecord, TranscriptLine
 from eigenjury.records import read_any_record, read_record
 from peer_scripts import QUALITIES, config

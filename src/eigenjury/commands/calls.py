@@ -27,13 +27,22 @@ def register(commands: Any) -> None:
         description="Run chat requests (one JSON object a line: id, messages, optional "
         "temperature, max_tokens, top_p, seed, stop, sample) through any model. Every "
         "result is committed to the store before it is used: rerun the same command after "
-        "a crash or Ctrl-C and only what is missing is sent. Exit status 0 when every "
-        "request succeeded, 1 when some ended in errors (they are in the output), 2 for "
-        "bad input.",
+        "a crash or Ctrl-C and only what is missing is sent. The file is read as the calls "
+        "go out and results are written as they finish, so memory does not grow with the "
+        "file; a bad line stops the run there, keeping every result before it. Exit status "
+        "0 when every request succeeded, 1 when some ended in errors (they are in the "
+        "output), 2 for bad input.",
     )
     batch.add_argument("requests", type=Path, help="JSONL file of requests")
     batch.add_argument("--model", required=True, help="model spec, e.g. openai:gpt-4o-mini")
     batch.add_argument("--out", type=Path, required=True, help="JSONL file of results")
+    batch.add_argument(
+        "--order",
+        choices=("input", "completion"),
+        default="input",
+        help="order of the result lines: that of the request file (default), or as the "
+        "calls finish (each line carries its request's id)",
+    )
     add_engine_options(batch)
     batch.set_defaults(handler=batch_command)
 
@@ -50,27 +59,35 @@ def register(commands: Any) -> None:
 
 
 def batch_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.batch import batch_calls, read_requests, write_results
+    import contextlib
+    import itertools
+
+    from eigenjury.batch import Written, batch_calls, write_results
+    from eigenjury.engine.engine import Engine
     from eigenjury.engine.runner import run_engine
     from eigenjury.models import ModelSpec
     from eigenjury.reports.accounting import print_accounting
 
     check_output(args.out, {"request file": args.requests, "store": store_path(args)})
-    lines = read_requests(args.requests)
     spec = ModelSpec.parse(args.model)
-    calls = batch_calls(lines, spec)
-    ran = run_engine(
-        engine_settings(args), [spec], lambda engine: engine.run(calls), progress=args.progress
-    )
-    results = ran.value
-    write_results(args.out, lines, results)
+    requests = batch_calls(args.requests, spec)
+    # the first line read now: an empty file or a bad first line is refused before the
+    # store opens; the rest is read as the engine takes calls
+    calls = itertools.chain([next(requests)], requests)
+
+    async def work(engine: Engine) -> Written:
+        stream = engine.stream(calls, ordered=args.order == "input")
+        async with contextlib.aclosing(stream) as results:
+            return await write_results(args.out, results)
+
+    ran = run_engine(engine_settings(args), [spec], work, progress=args.progress)
+    written = ran.value
     print_accounting(console, ran.accounting)
-    failed = sum(not r.ok for r in results)
-    console.print(f"wrote {len(results)} results to {escape(str(args.out))}")
-    if failed:
+    console.print(f"wrote {written.results} results to {escape(str(args.out))}")
+    if written.failed:
         console.print(
-            f"[yellow]warning:[/] {failed} request(s) ended in errors (see the 'error' field); "
-            "rerun to try them again"
+            f"[yellow]warning:[/] {written.failed} request(s) ended in errors (see the 'error' "
+            "field); rerun to try them again"
         )
         return EXIT_SOME_FAILED
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import aiohttp
@@ -26,7 +26,7 @@ from eigenjury.models.errors import (
 )
 from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
-from eigenjury.models.providers.http import new_session
+from eigenjury.models.providers.http import HttpProvider, new_session
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Provider
 
@@ -44,7 +44,10 @@ class WorkItem:
 
 
 class Caller:
-    """Providers (one per spec, HTTP sessions pooled per endpoint), prices, retries."""
+    """Providers (one per spec, HTTP sessions pooled per endpoint), prices, retries.
+
+    `known_features` gives, for a spec, what an earlier run found its endpoint supports
+    (the store's `features`); `learned_features()` is what the providers know now."""
 
     def __init__(
         self,
@@ -53,9 +56,11 @@ class Caller:
         *,
         providers: Mapping[str, Provider] | None = None,
         seed: int = 0,
+        known_features: Callable[[ModelSpec], Mapping[str, str]] | None = None,
     ) -> None:
         self.retry = retry
         self.prices = prices
+        self._known_features = known_features
         self._injected = dict(providers or {})
         self._rng = random.Random(seed)
         self._providers: dict[str, Provider] = {}
@@ -92,11 +97,22 @@ class Caller:
             return self._injected[name]
         if name not in self._providers:
             base = spec.base_url or ""
-            self._providers[name] = make_provider(spec, sessions=lambda: self._session(base))
+            known = self._known_features(spec) if self._known_features else None
+            self._providers[name] = make_provider(
+                spec, sessions=lambda: self._session(base), features=known
+            )
             key = spec.api_key()
             if key:
                 self.secrets = (*self.secrets, key)
         return self._providers[name]
+
+    def learned_features(self) -> dict[ModelSpec, dict[str, str]]:
+        """What each HTTP provider made here knows its endpoint supports, to be stored."""
+        return {
+            p.spec: dict(p.features)
+            for p in self._providers.values()
+            if isinstance(p, HttpProvider) and p.features
+        }
 
     def price(self, spec: ModelSpec) -> Price | None:
         if spec not in self._prices:

@@ -207,8 +207,14 @@ class Engine:
         self.flush_s = flush_s
         self.backend = backend  # None: calls are made here, in this event loop
         self.window = window
-        self.caller = Caller(self.retry, self.prices, providers=providers, seed=seed)
         self._io = ThreadPoolExecutor(1, thread_name_prefix="eigenjury-store")
+        self.caller = Caller(
+            self.retry,
+            self.prices,
+            providers=providers,
+            seed=seed,
+            known_features=self._known_features,
+        )
         self.accounting = Accounting()  # the latest run's
         self.session_accounting = Accounting()  # every run of this engine's
         self.limiters: dict[str, EndpointLimiter] = {}
@@ -245,6 +251,16 @@ class Engine:
                     await check()
                 except ProviderError as exc:
                     raise InputError(exc.message) from None
+
+    def _known_features(self, spec: ModelSpec) -> dict[str, str]:
+        """What the store says `spec`'s endpoint supports (read on the store's thread)."""
+        return self._io.submit(self.store.features, spec_json(spec)).result()
+
+    def _keep_features(self) -> None:
+        """Store what the providers found out about their endpoints (on the store's
+        thread), so the next run does not ask again."""
+        for spec, found in self.caller.learned_features().items():
+            self._io.submit(self.store.put_features, spec_json(spec), found).result()
 
     def _provider(self, spec: ModelSpec) -> Provider:
         return self.caller.provider(spec)
@@ -441,16 +457,24 @@ class _Run:
 
     async def _feed(self, calls: Iterable[Call] | AsyncIterable[Call]) -> None:
         """Read calls in growing chunks (the first leaves at once); a chunk is dispatched
-        when full, or as soon as the window is full, so reading never waits on itself."""
+        when full, as soon as the window is full, or when an async source has nothing
+        ready (it may be waiting for these very calls' results), so reading never waits
+        on itself."""
         size = 16
         chunk: list[tuple[int, Call]] = []
+
+        async def dispatch() -> None:
+            nonlocal chunk, size
+            if chunk:
+                await self._dispatch(chunk)
+                chunk, size = [], min(2 * size, READ_CHUNK)
+
         try:
-            async for call in _each(calls):
-                if chunk and (len(chunk) >= size or self.slots.locked()):
-                    await self._dispatch(chunk)
-                    chunk, size = [], min(2 * size, READ_CHUNK)
-                    if self.input_error is not None:  # a call that cannot be made
-                        return
+            async for call in _each(calls, waiting=dispatch):
+                if len(chunk) >= size or self.slots.locked():
+                    await dispatch()
+                if self.input_error is not None:  # a call that cannot be made
+                    return
                 await self.slots.acquire()
                 chunk.append((self.read, call))
                 self.read += 1
@@ -458,8 +482,7 @@ class _Run:
             raise
         except Exception as exc:  # a bad input: what was read before it still runs
             self.input_error = exc
-        if chunk:
-            await self._dispatch(chunk)
+        await dispatch()
 
     def _key(self, call: Call) -> tuple[str, str]:
         if call.spec not in self.checked:
@@ -523,9 +546,9 @@ class _Run:
         if limiter is None:
             limiter = engine.limiters[endpoint] = EndpointLimiter(limits)
         limiter.revive()  # an endpoint given up on in an earlier run gets a new chance
-        lane.workers.extend(
-            self._spawn(self._work(lane, limiter)) for _ in range(limits.concurrency)
-        )
+        # no more calls can be in flight than the window holds, whatever the limit says
+        workers = min(limits.concurrency, engine.window)
+        lane.workers.extend(self._spawn(self._work(lane, limiter)) for _ in range(workers))
         return lane
 
     def _hand(self, index: int, result: CallResult) -> None:
@@ -624,17 +647,31 @@ class _Run:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         try:
             await self.writer.close()
+            self.engine._keep_features()
         finally:
             self.progress.close(self.engine.accounting.total)
 
 
-async def _each(calls: Iterable[Call] | AsyncIterable[Call]) -> AsyncIterator[Call]:
-    """The calls of either kind of iterable; a plain one lets the loop run every
-    READ_CHUNK calls, so reading a long file never holds up the calls in flight."""
+async def _each(
+    calls: Iterable[Call] | AsyncIterable[Call], *, waiting: Callable[[], Awaitable[None]]
+) -> AsyncIterator[Call]:
+    """The calls of either kind of iterable. A plain one lets the loop run every
+    READ_CHUNK calls, so reading a long file never holds up the calls in flight; an
+    async one that has no call ready at once gets `waiting()` awaited meanwhile."""
     if isinstance(calls, AsyncIterable):
-        async for call in calls:
+        source = aiter(calls)
+        while True:
+            ready = asyncio.ensure_future(anext(source))
+            try:
+                await asyncio.sleep(0)
+                if not ready.done():
+                    await waiting()
+                call = await ready
+            except StopAsyncIteration:
+                return
+            finally:
+                ready.cancel()
             yield call
-        return
     for n, call in enumerate(calls, 1):
         yield call
         if n % READ_CHUNK == 0:

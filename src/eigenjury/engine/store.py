@@ -17,7 +17,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +29,7 @@ from eigenjury.models.types import ChatRequest, Completion, Usage
 
 KEY_VERSION = 1
 _CHUNK = 500  # keys per SELECT ... IN (...)
+_PAGE = 10_000  # rows read (and written to an export) at a time
 SQLITE_INTEGER_MAX = 2**63 - 1  # the largest whole number a SQLite INTEGER holds
 BUSY_TIMEOUT_MS = 1000  # how long one try waits inside SQLite for another program's lock
 LOCK_REPORT_S = 10.0  # a lock held this long is reported (then again at every doubling)
@@ -65,7 +66,14 @@ CREATE TABLE IF NOT EXISTS results (
     attempts INTEGER NOT NULL,
     created_at REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS features (
+    spec TEXT NOT NULL,
+    feature TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (spec, feature)
+) WITHOUT ROWID;
 """
+_FEATURE_COLUMNS = {"spec", "feature", "value"}  # what an endpoint and model support
 _COLUMNS = (
     "key",
     "spec",
@@ -287,8 +295,10 @@ class Store:
                 "store; give the path of a store (--store FILE)",
                 path=self.path,
             )
-        foreign = sorted(tables - {"results"})
+        foreign = sorted(tables - {"results", "features"})  # (older stores lack features)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(results)")}
+        if "features" in tables and self._feature_columns() != _FEATURE_COLUMNS:
+            foreign.append("features (with other columns)")
         if foreign or (tables and columns != set(_COLUMNS)):
             shown = ", ".join(foreign or ["results (with other columns)"])
             raise StoreError(
@@ -296,6 +306,9 @@ class Store:
                 "eigenjury store; give the store another path (--store NEW_FILE)",
                 path=self.path,
             )
+
+    def _feature_columns(self) -> set[str]:
+        return {row[1] for row in self._db.execute("PRAGMA table_info(features)")}
 
     def _unusable(self, exc: sqlite3.Error) -> StoreError:
         """The store file as the cause of a SQLite error, with what to do."""
@@ -404,13 +417,53 @@ class Store:
         return left_out
 
     def __iter__(self) -> Iterator[StoredResult]:
-        def read() -> list[Any]:
-            return self._db.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM results ORDER BY created_at"
-            ).fetchall()
+        """Every result, oldest first, read a page at a time."""
+        for page in self._pages():
+            yield from map(StoredResult.from_row, page)
 
-        for row in self._patiently("read it", read):
-            yield StoredResult.from_row(row)
+    def _pages(self) -> Iterator[list[Any]]:
+        """The rows, oldest first (ties by key), `_PAGE` at a time through one cursor:
+        memory does not grow with the store. Only the start waits for a lock: from there
+        the read holds its snapshot, and a cursor that failed cannot go on where it was."""
+        query = f"SELECT {', '.join(_COLUMNS)} FROM results ORDER BY created_at, key"
+        cursor = self._patiently("read it", lambda: self._db.execute(query))
+        try:
+            while True:
+                try:
+                    page = cursor.fetchmany(_PAGE)
+                except sqlite3.Error as exc:
+                    raise self._unusable(exc) from None
+                if not page:
+                    return
+                yield page
+        finally:
+            cursor.close()
+
+    def features(self, spec_json: str) -> dict[str, str]:
+        """What the endpoint and model of `spec_json` (see `spec_json()`) were found to
+        support, e.g. {"structured": "json_schema", "logprobs": "absent"}."""
+
+        def read() -> dict[str, str]:
+            if not self._feature_columns():  # an older store, opened read-only
+                return {}
+            rows = self._db.execute(
+                "SELECT feature, value FROM features WHERE spec = ?", (spec_json,)
+            )
+            return {feature: value for feature, value in rows}
+
+        return self._patiently("read it", read)
+
+    def put_features(self, spec_json: str, features: Mapping[str, str]) -> None:
+        """Keep what was found out about an endpoint and model (newer values replace older)."""
+
+        def write() -> None:  # each row commits alone; writing one again does no harm
+            self._db.executemany(
+                "INSERT INTO features (spec, feature, value) VALUES (?, ?, ?) "
+                "ON CONFLICT(spec, feature) DO UPDATE SET value = excluded.value",
+                [(spec_json, name, value) for name, value in features.items()],
+            )
+
+        self._patiently("save what endpoints support", write)
 
     def counts(self) -> dict[str, int]:
         def count() -> dict[str, int]:
@@ -421,34 +474,61 @@ class Store:
 
     def absorb(self, other: Path) -> int:
         """Add every result of the store at `other` (a success never replaced by an
-        error, as always); returns how many it holds."""
+        error, as always), a page at a time; returns how many it holds."""
+        kept = 0
         with Store(other, create=False) as source:
-            results = list(source)
-        left_out = self.put_many(results)
-        return len(results) - len(left_out)
+            for page in source._pages():
+                results = [StoredResult.from_row(row) for row in page]
+                kept += len(results) - len(self.put_many(results))
+        return kept
 
     def export(self, path: str | Path) -> int:
-        """Write every result to .jsonl or .parquet; returns the number written."""
+        """Write every result to .jsonl or .parquet, a page at a time; returns the number
+        written."""
         path = Path(path)
-        records = [r.record() for r in self]
+        written = 0
         with atomic_writer(path) as tmp:
             if path.suffix.lower() == ".parquet":
                 import pyarrow as pa
                 import pyarrow.parquet as pq
 
-                flat = [
-                    {
-                        **r,
-                        "request": canonical_json(r["request"]),
-                        "choice_logprobs": canonical_json(r["choice_logprobs"])
-                        if r["choice_logprobs"]
-                        else None,
-                    }
-                    for r in records
-                ]
-                pq.write_table(pa.Table.from_pylist(flat), tmp)
+                schema = _parquet_schema()
+                with pq.ParquetWriter(tmp, schema) as writer:
+                    for page in self._pages():
+                        flat = [_flat(StoredResult.from_row(row).record()) for row in page]
+                        writer.write_batch(pa.RecordBatch.from_pylist(flat, schema=schema))
+                        written += len(flat)
             else:
                 with tmp.open("w", encoding="utf-8") as f:
-                    for r in records:
-                        f.write(canonical_json(r) + "\n")
-        return len(records)
+                    for result in self:
+                        f.write(canonical_json(result.record()) + "\n")
+                        written += 1
+        return written
+
+
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    """An export record with its nested values as canonical JSON text (for Parquet)."""
+    logprobs = record["choice_logprobs"]
+    return {
+        **record,
+        "request": canonical_json(record["request"]),
+        "choice_logprobs": canonical_json(logprobs) if logprobs else None,
+    }
+
+
+def _parquet_schema() -> Any:
+    """The Parquet columns of an export, typed whatever a page holds (a page of rows
+    that all lack a cost still has a float column)."""
+    import pyarrow as pa
+
+    text, whole, real = pa.string(), pa.int64(), pa.float64()
+    types = {
+        "sample": whole,
+        "input_tokens": whole,
+        "output_tokens": whole,
+        "attempts": whole,
+        "latency_s": real,
+        "cost_usd": real,
+        "created_at": real,
+    }
+    return pa.schema([(name, types.get(name, text)) for name in _COLUMNS])

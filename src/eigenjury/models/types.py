@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from eigenjury.models.verdict_format import VerdictFormat
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -26,7 +28,9 @@ class ChatRequest:
     `choices` constrains the reply to one of the given strings where the provider can
     (local models: by grammar); with `logprobs` as well, the completion carries each
     choice's log-probability (option scoring). `grammar` is a GBNF grammar (local).
-    None for a sampling parameter means the provider's default.
+    None for a sampling parameter means the provider's default. `verdict_format` forces
+    how a served model is asked for one of the `choices` (see models.verdict_format);
+    "auto" lets the provider use the best its endpoint supports.
     """
 
     messages: tuple[Message, ...]
@@ -38,6 +42,7 @@ class ChatRequest:
     choices: tuple[str, ...] | None = None
     grammar: str | None = None
     logprobs: bool = False
+    verdict_format: VerdictFormat = "auto"
 
     @classmethod
     def chat(cls, *turns: tuple[Role, str], **params: Any) -> ChatRequest:
@@ -57,6 +62,8 @@ class ChatRequest:
             out["choices"] = list(self.choices)
         if self.logprobs:
             out["logprobs"] = True
+        if self.verdict_format != "auto":
+            out["verdict_format"] = self.verdict_format
         return out
 
 

@@ -6,6 +6,10 @@ past any sensible timeout, malformed or truncated JSON, and empty choices. It co
 every request and every successful reply per distinct request body, so a test can
 check that nothing was asked twice. It binds to loopback only.
 
+It can also judge (see `Judging`): enforce, refuse or ignore a verdict schema in
+`response_format`, answer a forced Anthropic tool call, and return log-probabilities
+whose alternatives at the verdict are the labels with chosen probabilities.
+
     python -m eigenjury.testing.server --port 8000 --latency 0.05 --faults 0.3
 """
 
@@ -17,11 +21,14 @@ import contextlib
 import hashlib
 import ipaddress
 import json
+import math
 import random
+import re
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -56,6 +63,46 @@ class Faults:
         return None
 
 
+@dataclass
+class Judging:
+    """How the server answers verdict requests.
+
+    `response_format`: "ignore" it (free text, as before), "enforce" a `json_schema`
+    verdict schema (a JSON reply: reasons, then a label of the schema's enum), "refuse"
+    it with a 400 naming the field (as OpenAI does for an unknown argument), or take
+    only the "json_object" form with a `schema`, refusing `json_schema` with a 500 that
+    names what it takes (as llama-cpp-python's server does). `verdicts` gives labels
+    their probabilities (missing ones: 0; none: all alike); with it, a free-text reply
+    ends in a line "VERDICT: <label>". The label is drawn from a hash of the request, so
+    the same request gets the same label. With `logprobs`, replies to requests that ask
+    for them carry tokens whose alternatives at the label are the labels, with their
+    log-probabilities; elsewhere the token is certain.
+    """
+
+    response_format: Literal["ignore", "enforce", "refuse", "json_object"] = "ignore"
+    verdicts: Mapping[str, float] | None = None
+    logprobs: bool = False
+
+    def labels(self, enum: list[str] | None = None) -> dict[str, float]:
+        """The labels to draw from (a schema's `enum`, else those of `verdicts`) and their
+        probabilities, summing to 1."""
+        if self.verdicts is None:
+            weights = dict.fromkeys(enum or [], 1.0)
+        else:
+            names = enum if enum is not None else list(self.verdicts)
+            weights = {name: self.verdicts.get(name, 0.0) for name in names}
+        total = sum(weights.values())
+        return {n: w / total for n, w in weights.items()} if total > 0 else {}
+
+
+class RefusedError(Exception):
+    """A request the server refuses, with the status and message to answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -78,6 +125,7 @@ class FaultServer:
         host: str = "127.0.0.1",
         port: int = 0,
         api_key: str | None = None,
+        judging: Judging | None = None,
     ) -> None:
         """With `api_key`, requests must carry it (Bearer or x-api-key); a wrong key gets
         a 401 whose message quotes the key sent, as some real APIs do, so tests can
@@ -86,6 +134,7 @@ class FaultServer:
             raise ValueError(f"the test server binds to loopback only, not {host}")
         self.latency_s = latency_s
         self.faults = faults or Faults()
+        self.judging = judging or Judging()
         self.host, self.port = host, port
         self._rng = random.Random(seed)
         self.api_key = api_key
@@ -165,7 +214,10 @@ class FaultServer:
             body = json.loads(raw)
         except json.JSONDecodeError:
             return web.json_response({"error": {"message": "request is not JSON"}}, status=400)
-        payload = answer(body, fault == "empty_choices")
+        try:
+            payload = answer(body, fault == "empty_choices")
+        except RefusedError as refusal:
+            return web.json_response({"error": {"message": str(refusal)}}, status=refusal.status)
         text = json.dumps(payload)
         if fault == "malformed":
             return web.Response(text="<html>upstream error</html>", content_type="text/html")
@@ -177,10 +229,10 @@ class FaultServer:
         return web.Response(text=text, content_type="application/json")
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, _chat_answer)
+        return await self._serve(request, lambda b, e: _chat_answer(b, e, self.judging))
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, _messages_answer)
+        return await self._serve(request, lambda b, e: _messages_answer(b, e, self.judging))
 
 
 def reply_text(messages: list[dict[str, Any]]) -> str:
@@ -192,18 +244,96 @@ def _words(messages: list[dict[str, Any]]) -> int:
     return sum(len(str(m.get("content", "")).split()) for m in messages)
 
 
-def _chat_answer(body: dict[str, Any], empty: bool) -> dict[str, Any]:
+def _draw(body: dict[str, Any], labels: dict[str, float]) -> str:
+    """A label drawn with its probability, by a hash of the request (reproducible)."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+    u, edge = int.from_bytes(digest[:8], "big") / 2**64, 0.0
+    for label, probability in labels.items():
+        edge += probability
+        if u < edge:
+            return label
+    return next(reversed(labels))  # (rounding at the top end)
+
+
+def _schema_enum(response_format: Any, judging: Judging) -> list[str] | None:
+    """The labels of a verdict schema the server enforces (None: it answers in free
+    text); raises RefusedError where the server refuses the request."""
+    if not isinstance(response_format, dict) or judging.response_format == "ignore":
+        return None
+    kind = response_format.get("type")
+    if judging.response_format == "refuse":
+        raise RefusedError(400, "Unrecognized request argument supplied: response_format")
+    if judging.response_format == "json_object":
+        if kind != "json_object":
+            raise RefusedError(
+                500,
+                "1 validation error: ('body', 'response_format', 'type'): Input should be "
+                f"'text' or 'json_object', input: {kind!r}",
+            )
+        schema = response_format.get("schema") or {}
+    else:
+        schema = (response_format.get("json_schema") or {}).get("schema") or {}
+        if kind != "json_schema":
+            return None
+    enum = ((schema.get("properties") or {}).get("verdict") or {}).get("enum")
+    return [str(label) for label in enum] if isinstance(enum, list) else None
+
+
+_TOKEN = re.compile(r"\s*[^\w\s]*\w+|\s*[^\w\s]+|\s+")  # a word with what leads it
+
+
+def _logprobs(text: str, label_at: int, labels: dict[str, float]) -> dict[str, Any]:
+    """Tokens of `text`; at the one holding the label (from `label_at`), the labels are
+    the alternatives, each after what the token holds before it."""
+    content = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if match.start() <= label_at < match.end():
+            lead = text[match.start() : label_at]
+            alternatives = [
+                {"token": lead + label, "logprob": math.log(p)}
+                for label, p in sorted(labels.items(), key=lambda item: -item[1])
+                if p > 0
+            ]
+            chosen = {a["token"]: a["logprob"] for a in alternatives}.get(token, 0.0)
+            content.append({"token": token, "logprob": chosen, "top_logprobs": alternatives})
+        else:
+            content.append(
+                {"token": token, "logprob": 0.0, "top_logprobs": [{"token": token, "logprob": 0.0}]}
+            )
+    return {"content": content}
+
+
+def _judged_text(body: dict[str, Any], judging: Judging) -> tuple[str, int, dict[str, float]]:
+    """The reply, where its label starts (-1: none) and the labels drawn from."""
+    reply = reply_text(body.get("messages") or [])
+    enum = _schema_enum(body.get("response_format"), judging)
+    labels = judging.labels(enum) if enum is not None or judging.verdicts else {}
+    if not labels:
+        return reply, -1, labels
+    label = _draw(body, labels)
+    if enum is not None:
+        text = json.dumps({"reasoning": reply, "verdict": label})
+        return text, text.rindex(json.dumps(label)) + 1, labels
+    head = f"{reply}\nVERDICT: "
+    return head + label, len(head), labels
+
+
+def _chat_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[str, Any]:
     messages = body.get("messages") or []
-    text = reply_text(messages)
+    text, label_at, labels = _judged_text(body, judging)
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": text},
+        "finish_reason": "stop",
+    }
+    if judging.logprobs and body.get("logprobs"):
+        choice["logprobs"] = _logprobs(text, label_at, labels)
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "model": body.get("model", "test"),
-        "choices": []
-        if empty
-        else [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
+        "choices": [] if empty else [choice],
         "usage": {
             "prompt_tokens": _words(messages),
             "completion_tokens": len(text.split()),
@@ -212,15 +342,24 @@ def _chat_answer(body: dict[str, Any], empty: bool) -> dict[str, Any]:
     }
 
 
-def _messages_answer(body: dict[str, Any], empty: bool) -> dict[str, Any]:
+def _messages_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[str, Any]:
     messages = body.get("messages") or []
     text = reply_text(messages)
+    block: dict[str, Any] = {"type": "text", "text": text}
+    forced = (body.get("tool_choice") or {}).get("name")
+    tool = next((t for t in body.get("tools") or [] if t.get("name") == forced), None)
+    if tool is not None:  # a forced tool call: its input follows the tool's schema
+        enum = ((tool["input_schema"].get("properties") or {}).get("verdict") or {}).get("enum")
+        input_: dict[str, Any] = {"reasoning": text}
+        if isinstance(enum, list) and enum:
+            input_["verdict"] = _draw(body, judging.labels([str(e) for e in enum]))
+        block = {"type": "tool_use", "id": "toolu-test", "name": forced, "input": input_}
     return {
         "id": "msg-test",
         "type": "message",
         "role": "assistant",
-        "content": [] if empty else [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
+        "content": [] if empty else [block],
+        "stop_reason": "end_turn" if tool is None else "tool_use",
         "usage": {"input_tokens": _words(messages), "output_tokens": len(text.split())},
     }
 

@@ -1,13 +1,21 @@
-"""Anthropic messages API (POST /v1/messages)."""
+"""Anthropic messages API (POST /v1/messages).
+
+A request with `choices` (unless its verdict_format is "text" or "logprobs") is answered
+through a forced tool call whose input follows the verdict schema; the completion's text
+is that input as JSON, so the reader of structured replies reads it too. The API has no
+log-probabilities.
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from eigenjury.models.errors import MalformedResponseError
 from eigenjury.models.providers.http import HttpProvider, valid_text
 from eigenjury.models.types import ChatRequest, Completion
+from eigenjury.models.verdict_format import verdict_schema
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024  # the API requires one
@@ -33,6 +41,16 @@ class AnthropicProvider(HttpProvider):
             body["top_p"] = request.top_p
         if request.stop:
             body["stop_sequences"] = list(request.stop)
+        if _uses_tool(request):
+            assert request.choices is not None
+            body["tools"] = [
+                {
+                    "name": "verdict",
+                    "description": "Give your reasoning, then your verdict.",
+                    "input_schema": verdict_schema(request.choices),
+                }
+            ]
+            body["tool_choice"] = {"type": "tool", "name": "verdict"}
         return body  # the API has no seed parameter
 
     async def generate(self, request: ChatRequest) -> Completion:
@@ -50,9 +68,24 @@ class AnthropicProvider(HttpProvider):
             for b in blocks
             if isinstance(b, dict) and b.get("type") == "text"
         )
+        if _uses_tool(request):
+            text = next(
+                (
+                    json.dumps(
+                        b.get("input"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                    )
+                    for b in blocks
+                    if isinstance(b, dict) and b.get("type") == "tool_use"
+                ),
+                text,  # no tool call: the text, for the protocol to read and repair
+            )
         return Completion(
             text=valid_text(text),
             finish_reason=str(data.get("stop_reason") or "unknown"),
             usage=self.usage(data, "input_tokens", "output_tokens"),
             latency_s=latency,
         )
+
+
+def _uses_tool(request: ChatRequest) -> bool:
+    return request.choices is not None and request.verdict_format in ("auto", "structured")

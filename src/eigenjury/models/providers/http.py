@@ -11,7 +11,7 @@ import asyncio
 import email.utils
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -57,10 +57,19 @@ class HttpProvider:
 
     `sessions` lets several models at one endpoint share one pooled session (the
     engine passes its per-endpoint pool); without it the provider owns its own.
+    `features` is what is known of what this endpoint and model support (as stored by
+    an earlier run); the provider adds what it finds out, for the store to keep.
     """
 
-    def __init__(self, spec: ModelSpec, *, sessions: SessionFactory | None = None) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        sessions: SessionFactory | None = None,
+        features: Mapping[str, str] | None = None,
+    ) -> None:
         self.spec = spec
+        self.features: dict[str, str] = dict(features or {})
         self.base_url = spec.base_url or ""
         self.public_base = public_url(self.base_url)
         self._key = spec.api_key()

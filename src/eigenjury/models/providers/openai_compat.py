@@ -1,19 +1,70 @@
 """OpenAI chat completions: api.openai.com and every server that speaks /v1/chat/completions
-(vLLM, SGLang, Ollama, llama.cpp server, OpenRouter, the in-repo test server)."""
+(vLLM, SGLang, Ollama, llama.cpp server, OpenRouter, the in-repo test server).
+
+A request with `choices` asks for a verdict. How depends on what the endpoint supports,
+found out on the first such request and kept in `features` (the store keeps it across
+runs):
+
+- "structured": the verdict schema in `response_format`, as `json_schema` (OpenAI, vLLM,
+  SGLang, llama.cpp's server, Ollama) or as `json_object` with a `schema` (the only form
+  llama-cpp-python's server takes). A refusal naming the field, or one that goes away
+  when the field is dropped, marks it "refused"; a first reply that does not follow the
+  schema marks it "ignored" (such a server never enforces it). The reply is kept as the
+  server gave it (JSON; `verdict_format.read_structured` reads it).
+- "logprobs": with `request.logprobs`, the top alternatives of every token, from which
+  the labels' log-probabilities are read where the verdict is decided; "absent" once a
+  reply comes without them.
+- otherwise today's free-text request, which the protocol reads and repairs.
+
+`request.verdict_format` forces one of these instead.
+"""
 
 from __future__ import annotations
 
-import math
+import asyncio
 import time
+from collections.abc import Mapping
 from typing import Any
 
-from eigenjury.models.errors import MalformedResponseError
-from eigenjury.models.providers.http import HttpProvider, valid_text
+from eigenjury.models.errors import (
+    BadRequestError,
+    ContextLengthError,
+    MalformedResponseError,
+    ServerError,
+)
+from eigenjury.models.providers.http import HttpProvider, SessionFactory, valid_text
+from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion
+from eigenjury.models.verdict_format import (
+    read_structured,
+    structured_label_logprobs,
+    verdict_line_logprobs,
+    verdict_schema,
+)
+
+TOP_LOGPROBS = 20  # alternatives per token when labels are scored (OpenAI's maximum)
+STRUCTURED_FORMS = ("json_schema", "json_object")
+_REFUSAL_WORDS = ("response_format", "json_schema")
 
 
 class OpenAICompatibleProvider(HttpProvider):
-    def payload(self, request: ChatRequest) -> dict[str, Any]:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        sessions: SessionFactory | None = None,
+        features: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(spec, sessions=sessions, features=features)
+        # While structured output is untried, one verdict request finds out at a time,
+        # so an endpoint that refuses it is asked once, not by every request in flight.
+        self._probing = asyncio.Lock()
+
+    def payload(
+        self, request: ChatRequest, *, structured: str | None = None, label_scores: bool = False
+    ) -> dict[str, Any]:
+        """The request body. `structured` (one of STRUCTURED_FORMS) asks for the verdict
+        schema over `request.choices`; `label_scores` for the alternatives of each token."""
         body: dict[str, Any] = {
             "model": self.spec.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -24,15 +75,87 @@ class OpenAICompatibleProvider(HttpProvider):
                 body[name] = value
         if request.stop:
             body["stop"] = list(request.stop)
-        if request.logprobs:
+        if structured is not None:
+            assert request.choices is not None
+            body["response_format"] = _response_format(structured, request.choices)
+        if label_scores:
+            body["logprobs"] = True
+            body["top_logprobs"] = TOP_LOGPROBS
+        elif request.logprobs and request.choices is None:
             body["logprobs"] = True
             body["top_logprobs"] = 5
         return body
 
     async def generate(self, request: ChatRequest) -> Completion:
+        if request.choices is None:
+            return await self._send(request, self.payload(request))
+        if request.verdict_format == "auto" and "structured" not in self.features:
+            async with self._probing:
+                if "structured" not in self.features:
+                    return await self._verdict(request)
+        return await self._verdict(request)
+
+    async def _verdict(self, request: ChatRequest) -> Completion:
+        mode = request.verdict_format
+        if mode == "text":
+            return await self._send(request, self.payload(request))
+        if mode == "logprobs":
+            return await self._text_verdict(request, label_scores=True)
+        known = self.features.get("structured")
+        if mode == "structured" or known not in ("refused", "ignored"):
+            form = known if known in STRUCTURED_FORMS else "json_schema"
+            return await self._structured(request, form)
+        return await self._text_verdict(request, label_scores=self._label_scores(request))
+
+    def _label_scores(self, request: ChatRequest) -> bool:
+        return request.logprobs and self.features.get("logprobs") != "absent"
+
+    async def _text_verdict(self, request: ChatRequest, *, label_scores: bool) -> Completion:
+        body = self.payload(request, label_scores=label_scores)
+        return await self._send(request, body, label_scores=label_scores)
+
+    async def _structured(self, request: ChatRequest, form: str) -> Completion:
+        """A structured request; on a refusal, the other form where the server names it
+        as what it takes, then (unless forced) today's free-text request."""
+        label_scores = self._label_scores(request)
+        body = self.payload(request, structured=form, label_scores=label_scores)
+        try:
+            completion = await self._send(request, body, label_scores=label_scores, form=form)
+        except (BadRequestError, ServerError) as exc:
+            named = any(word in exc.message.lower() for word in _REFUSAL_WORDS)
+            if isinstance(exc, ContextLengthError) or not (
+                named or isinstance(exc, BadRequestError)
+            ):
+                raise
+            if named and form == "json_schema" and "json_object" in exc.message:
+                return await self._structured(request, "json_object")
+            if request.verdict_format == "structured":
+                if not named:
+                    raise
+                raise BadRequestError(
+                    f"{self.public_base} does not take structured output (response_format) "
+                    f"for {self.spec.model} ({exc.message}); set verdict_format: text, or "
+                    "auto to fall back to free text by itself",
+                    status=exc.status,
+                ) from None
+            if named:  # learnt now, even if the free-text request below fails
+                self.features["structured"] = "refused"
+            completion = await self._text_verdict(request, label_scores=self._label_scores(request))
+            self.features["structured"] = "refused"  # (unnamed: it went without the field)
+        return completion
+
+    async def _send(
+        self,
+        request: ChatRequest,
+        body: dict[str, Any],
+        *,
+        label_scores: bool = False,
+        form: str | None = None,
+    ) -> Completion:
+        """Post `body`, read the reply, and learn from it what the endpoint supports."""
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         start = time.perf_counter()
-        data = await self.post_json("/chat/completions", self.payload(request), headers)
+        data = await self.post_json("/chat/completions", body, headers)
         latency = time.perf_counter() - start
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
@@ -42,27 +165,34 @@ class OpenAICompatibleProvider(HttpProvider):
         text = message.get("content")
         if not isinstance(text, str):
             raise MalformedResponseError(f"{self.public_base} answered without message content")
+        text = valid_text(text)
+        finish_reason = str(first.get("finish_reason") or "unknown")
+        labels = request.choices or ()
+        if form is not None and self.features.get("structured") not in STRUCTURED_FORMS:
+            if read_structured(text, labels) is not None:
+                self.features["structured"] = form
+            elif finish_reason != "length":  # a reply cut short says nothing either way
+                self.features["structured"] = "ignored"
+        choice_logprobs = None
+        if label_scores:
+            tokens = (first.get("logprobs") or {}).get("content") or []
+            self.features["logprobs"] = "supported" if tokens else "absent"
+            read = structured_label_logprobs if form is not None else verdict_line_logprobs
+            choice_logprobs = read(text, tokens, labels) if tokens else None
         return Completion(
-            text=valid_text(text),
-            finish_reason=str(first.get("finish_reason") or "unknown"),
+            text=text,
+            finish_reason=finish_reason,
             usage=self.usage(data, "prompt_tokens", "completion_tokens"),
             latency_s=latency,
-            choice_logprobs=_choice_logprobs(first, request) if request.logprobs else None,
+            choice_logprobs=choice_logprobs,
         )
 
 
-def _choice_logprobs(choice: dict[str, Any], request: ChatRequest) -> dict[str, float] | None:
-    """Log-probabilities of the allowed choices from the first token's top alternatives.
-
-    Exact for choices that are single tokens (A/B, 0/1/2); others are absent. Servers
-    without logprobs give None.
-    """
-    content = (choice.get("logprobs") or {}).get("content") or []
-    if not content or request.choices is None:
-        return None
-    top = {
-        str(alt.get("token", "")).strip(): float(alt.get("logprob", -math.inf))
-        for alt in content[0].get("top_logprobs") or []
+def _response_format(form: str, choices: tuple[str, ...]) -> dict[str, Any]:
+    schema = verdict_schema(choices)
+    if form == "json_object":  # llama-cpp-python's server: a grammar from `schema`
+        return {"type": "json_object", "schema": schema}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "strict": True, "schema": schema},
     }
-    found = {c: top[c] for c in request.choices if c in top}
-    return found or None

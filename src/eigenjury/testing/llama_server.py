@@ -1,0 +1,60 @@
+"""llama-cpp-python's own OpenAI-compatible server on a bundled model, for the tests and
+benchmarks of served judges (needs the `server` extra)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+START_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def llama_server(model: Path, *, n_ctx: int = 2048, threads: int = 2) -> Iterator[str]:
+    """The server on a free loopback port, `threads` CPU threads and an `n_ctx`-token
+    context; yields its /v1 base URL once it answers, and stops it afterwards."""
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
+    command += ["--n_ctx", str(n_ctx), "--n_threads", str(threads)]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    base = f"http://127.0.0.1:{port}/v1"
+    with tempfile.TemporaryFile() as log:  # (a pipe left unread would fill and stall it)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            _wait_until_up(base, process, log)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_up(base: str, process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/models", timeout=2):
+                return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                tail = log.read().decode("utf-8", "replace")[-600:]
+                raise RuntimeError(f"llama-cpp-python's server did not start:\n{tail}") from None
+            time.sleep(0.25)
