@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,9 @@ from pydantic import (
 from eigenjury import __version__
 from eigenjury.errors import InputError
 from eigenjury.files import load_json, read_text, validation_problem, write_json
+
+if TYPE_CHECKING:  # (the viewer imports records without the model layer)
+    from eigenjury.models.verdict_format import VerdictMode
 
 # Where record kinds are declared: a new method adds its record module here.
 RECORD_MODULES = ("eigenjury.peer.record", "eigenjury.contracts.record", "eigenjury.bounds.record")
@@ -94,6 +97,35 @@ class Sparse(Part):
     def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         return {k: v for k, v in data.items() if not (v is None and k in self.OMITTED)}
+
+
+class VerdictModes(Part):
+    """How one judge's first replies gave their verdicts (models.verdict_format.
+    verdict_mode), and how many of them no reading could grade, before any repair."""
+
+    structured: int
+    scores: int
+    text: int
+    unread: int
+    unread_rate: float | None  # None: no reply
+
+    @classmethod
+    def tally(cls, replies: Iterable[tuple[VerdictMode, bool]]) -> VerdictModes:
+        """From (verdict mode, read) per first reply."""
+        modes: dict[str, int] = {"structured": 0, "scores": 0, "text": 0}
+        unread = 0
+        for mode, read in replies:
+            modes[mode] += 1
+            unread += not read
+        total = sum(modes.values())
+        return cls(**modes, unread=unread, unread_rate=unread / total if total else None)
+
+    def line(self) -> str:
+        """One line for a terminal or a report: the modes used and the failure rate."""
+        counts = (("structured", self.structured), ("scores", self.scores), ("text", self.text))
+        used = ", ".join(f"{n} {mode}" for mode, n in counts if n)
+        rate = "" if self.unread_rate is None else f"; unread {self.unread_rate:.0%}"
+        return f"{used or 'no replies'}{rate}"
 
 
 class Latency(Part):

@@ -487,3 +487,69 @@ def test_names_with_markup_characters_are_printed_as_they_are(
     )
     assert main(["contracts", "check", str(contract)]) == 0
     assert "task '[bold]x': criterion weights sum to 55" in capsys.readouterr().out
+
+
+def test_grade_counts_how_served_jurors_gave_their_verdicts(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eigenjury.testing.server import Judging
+
+    rows = [
+        {"task_id": "france", "submission": f"answer {i}", "candidate": f"m{i}"} for i in (1, 2)
+    ]
+    subs = write_submissions(tmp_path / "s.jsonl", rows)
+    judging = Judging("enforce", verdicts={"GRADE: C": 1.0})
+    with ServerThread(judging=judging) as server:
+        juror = f"openai-compatible:judge@{server.base_url}"
+        args = grade_args(contract, tmp_path, "--submissions", str(subs), "--jury", juror)
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        record = json.loads((tmp_path / "out" / "results.json").read_text())
+        judged = sum(c["grader"] == "llm_judge" for t in record["tasks"] for c in t["criteria"])
+        assert judged > 0
+        assert record["verdicts"] == {
+            juror: {"structured": judged, "scores": 0, "text": 0, "unread": 0, "unread_rate": 0.0}
+        }
+        assert "Verdicts of served jurors" in out and "structured" in out
+        assert "<h2>Verdicts</h2>" in (tmp_path / "out" / "report.html").read_text()
+        asked = server.stats()["requests"]
+        assert main([*args, "--verdict-format", "text", "--out", str(tmp_path / "text")]) == 0
+        text = json.loads((tmp_path / "text" / "results.json").read_text())
+        assert text["jury"]["verdict_format"] == "text"
+        assert text["verdicts"][juror]["text"] == judged
+        assert server.stats()["requests"] > asked  # a forced mode is its own request
+
+
+def test_scripted_jurors_write_no_verdict_counts(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"task_id": "france", "submission": "Answer: Paris", "candidate": "m"}]
+    subs = write_submissions(tmp_path / "s.jsonl", rows)
+    args = grade_args(
+        contract, tmp_path, "--submissions", str(subs), "--jury", "scripted:juror-yes"
+    )
+    assert main(args) == 0
+    assert "Verdicts" not in capsys.readouterr().out
+    record = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "verdicts" not in record and "verdict_format" not in record["jury"]
+
+
+def test_juries_compare_prints_the_verdict_modes_of_served_pools(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eigenjury.testing.server import Judging
+
+    rows = [{"task_id": "france", "submission": "Answer: Paris", "candidate": "m"}]
+    subs = write_submissions(tmp_path / "s.jsonl", rows)
+    with ServerThread(judging=Judging("enforce", verdicts={"GRADE: I": 1.0})) as server:
+        args = ["juries", "compare", str(contract), "--submissions", str(subs)]
+        args += ["--pool-a", f"openai-compatible:judge@{server.base_url}"]
+        args += ["--pool-b", "scripted:juror-yes", "--rounds", "10", "--out", str(tmp_path / "c")]
+        args += ["--store", str(tmp_path / "s.sqlite"), "--no-progress"]
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Pool A verdicts of served jurors" in out and "Pool B verdicts" not in out
+    pool_a = json.loads((tmp_path / "c" / "pool_a" / "results.json").read_text())
+    [modes] = pool_a["verdicts"].values()
+    assert modes["structured"] > 0 and modes["unread"] == 0
+    assert "verdicts" not in json.loads((tmp_path / "c" / "pool_b" / "results.json").read_text())

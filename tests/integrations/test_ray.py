@@ -4,6 +4,8 @@ keys only through the runtime environment, bootstrap rounds as Ray tasks."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -25,7 +27,7 @@ import ray
 import peer_scripts  # noqa: F401  (registers the scripted population)
 from batch_scripts import essence, read_results, write_requests
 from eigenjury.cli import main
-from eigenjury.engine import Call, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine import Call, CallResult, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.engine.backends import task_map
 from eigenjury.errors import InputError
 from eigenjury.integrations.ray_backend import RayBackend, init, map_rounds
@@ -215,6 +217,42 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost(tmp_path: Path) -> None
     # only calls in flight when the worker died can have been made twice
     assert stats["successes"] <= n + concurrency
     assert stats["distinct_successes"] == n
+
+
+def test_a_stream_of_calls_runs_on_ray(tmp_path: Path) -> None:
+    """A generator of calls through `Engine.stream` with the Ray backend, read a window of
+    64 calls ahead: every result in input order, each call made once, and a rerun all
+    cache hits that never reach the cluster."""
+    n = 400
+    with ServerThread(latency_s=0.01) as server:
+        spec = ModelSpec.parse(f"openai-compatible:test@{server.base_url}")
+        backend = RayBackend()
+        engine = Engine(
+            Store(tmp_path / "s.sqlite"),
+            backend=backend,
+            limits=EndpointLimits(concurrency=8),
+            progress=False,
+            window=64,
+        )
+
+        async def stream() -> list[CallResult]:
+            source = (Call(spec, ChatRequest.chat(("user", f"q {i}")), tag=i) for i in range(n))
+            async with engine, contextlib.aclosing(engine.stream(source)) as results:
+                return [result async for result in results]
+
+        try:
+            first = asyncio.run(stream())
+            asked = server.stats()["requests"]
+            again = asyncio.run(stream())
+            stats = server.stats()
+        finally:
+            backend.close()
+    assert [r.call.tag for r in first] == list(range(n)) == [r.call.tag for r in again]
+    assert [r.completion.text for r in first] == [f"reply to: q {i}" for i in range(n)]  # type: ignore[union-attr]
+    assert not any(r.cached for r in first) and all(r.cached for r in again)
+    assert stats["requests"] == asked == n and stats["distinct_successes"] == n
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.counts() == {"ok": n}
 
 
 def test_keys_reach_workers_only_through_their_environment(

@@ -1,7 +1,9 @@
 """The judges whose sensitivity is measured: a single-score judge and a pairwise one.
 
-Both prompts are written for eigenjury. Parsing binds to the LAST verdict in the
-reply (a judge may quote the format while reasoning); a reply without one is a
+Both prompts are written for eigenjury. A served judge (HTTP) is also given the
+verdicts as choices, so its endpoint returns a structured verdict (reasons first) where
+it supports one; its verdict is read first. Otherwise parsing binds to the LAST verdict
+in the reply (a judge may quote the format while reasoning); a reply without one is a
 failure, returned as None, and never scored (in particular never as a tie).
 """
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from eigenjury.bounds.neighbours import JudgedItem
 from eigenjury.bounds.scores import SCALES, Scale
 from eigenjury.models.types import ChatRequest, Message
+from eigenjury.models.verdict_format import VerdictFormat, read_structured
 
 _SINGLE_TASK = (
     "You are an impartial judge of answers. Rate how well the response answers the "
@@ -33,6 +36,9 @@ _RATING = re.compile(r"\[\[\s*(\d{1,2})\s*\]\]")
 _VERDICT = re.compile(r"\[\[\s*(A>>B|A>B|A=B|B=A|B>A|B>>A)\s*\]\]")
 # Arena-Hard style, 1 (A much better) .. 5 (B much better)
 VERDICT_SCORES = {"A>>B": 1.0, "A>B": 2.0, "A=B": 3.0, "B=A": 3.0, "B>A": 4.0, "B>>A": 5.0}
+# The verdicts a served judge chooses among (B=A is only read, never offered)
+RATING_CHOICES = tuple(f"[[{n}]]" for n in range(1, 11))
+VERDICT_CHOICES = ("[[A>>B]]", "[[A>B]]", "[[A=B]]", "[[B>A]]", "[[B>>A]]")
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,15 @@ class JudgeProtocol:
     def scale(self) -> Scale:
         return SCALES["likert10"] if self.kind == "single" else SCALES["pairwise5"]
 
-    def request(self, item: JudgedItem, seed: int) -> ChatRequest:
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return RATING_CHOICES if self.kind == "single" else VERDICT_CHOICES
+
+    def request(
+        self, item: JudgedItem, seed: int, verdict_format: VerdictFormat | None = None
+    ) -> ChatRequest:
+        """The judge's request; with `verdict_format` (served judges), the verdict is
+        also asked for among `choices`, in that format."""
         if self.kind == "single":
             task = _SINGLE_TASK
             body = f"Question:\n{item.prompt}\n\nResponse:\n{item.responses[0]}"
@@ -69,11 +83,14 @@ class JudgeProtocol:
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=seed,
+            choices=None if verdict_format is None else self.choices,
+            verdict_format=verdict_format or "auto",
         )
 
     def parse(self, text: str, item: JudgedItem) -> float | None:
-        """The raw score from the last verdict, in the item's original order; None if
-        there is none or it is off the scale."""
+        """The raw score from a structured reply's verdict, else from the last verdict,
+        in the item's original order; None if there is none or it is off the scale."""
+        text = read_structured(text, self.choices) or text
         if self.kind == "single":
             ratings = _RATING.findall(text)
             if not ratings:

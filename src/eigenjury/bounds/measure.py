@@ -15,7 +15,8 @@ Neighbours are judged with another seed and sample number than the originals, so
 the identity neighbour is a fresh draw (the store does not return the cached answer)
 and every generator's change includes the same intrinsic jitter, which identity
 measures on its own. Failed calls, unparseable replies and rejected paraphrases are
-counted per generator and leave their item out; they are never scored."""
+counted per generator and leave their item out; they are never scored. A served
+judge's replies are also counted by how they gave their verdict (`verdicts`)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.errors import InputError
 from eigenjury.files import read_jsonl
 from eigenjury.models.spec import ModelSpec
-from eigenjury.records import AccountingRecord, now
+from eigenjury.models.verdict_format import VerdictFormat, VerdictMode, verdict_mode
+from eigenjury.records import AccountingRecord, VerdictModes, now
 from eigenjury.stats.abb import estimate_sensitivity
 
 
@@ -122,6 +124,7 @@ class MeasureSettings:
     method: Method = "kl+bernstein"
     paraphraser: ModelSpec | None = None
     paraphrase: Paraphraser = field(default_factory=Paraphraser)
+    verdict_format: VerdictFormat = "auto"  # how a served judge gives its verdict
 
 
 @dataclass(frozen=True)
@@ -173,18 +176,20 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
     generator's Delta per item, one sample per reply."""
     items, settings = inputs.items, inputs.settings
     protocol = settings.protocol
+    asked = settings.verdict_format if settings.judge.served else None
     sampled = sample(replies(items), settings.m, settings.seed)
     judged = sorted({i for reply in sampled for i in reply.items})
     originals = await engine.run(
         [
-            Call(settings.judge, protocol.request(items[i], settings.seed), 0, role="judge")
+            Call(settings.judge, protocol.request(items[i], settings.seed, asked), 0, role="judge")
             for i in judged
         ]
     )
     original_failures: Counter[str] = Counter()
     scores: dict[int, float] = {}
+    modes: list[tuple[VerdictMode, bool]] = []  # (verdict mode, read) per reply
     for i, result in zip(judged, originals, strict=True):
-        score, failure = _score(protocol, items[i], result)
+        score, failure = _score(protocol, items[i], result, modes)
         if failure:
             original_failures[failure] += 1
         else:
@@ -215,13 +220,13 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
     jobs = [(name, key, item) for name, made in neighbours.items() for key, item in made.items()]
     results = await engine.run(
         [
-            Call(settings.judge, protocol.request(item, settings.seed + 1), 1, role="neighbour")
+            Call(settings.judge, protocol.request(item, settings.seed + 1, asked), 1, "neighbour")
             for _, _, item in jobs
         ]
     )
     pairs: dict[str, list[Pair]] = {g: [] for g in settings.generators}
     for (name, (r, i), item), result in zip(jobs, results, strict=True):
-        score, failure = _score(protocol, item, result)
+        score, failure = _score(protocol, item, result, modes)
         if failure:
             failures[name][failure] += 1
         # a judgment that failed under the edit is the largest change; a call that was
@@ -256,6 +261,8 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
         original_failures=dict(original_failures),
         jitter=jitter,
         generators=generators,
+        verdict_format=None if asked == "auto" else asked,
+        verdicts=None if asked is None else VerdictModes.tally(modes),
         accounting=AccountingRecord.model_validate(engine.session_accounting.record()),
     )
 
@@ -295,12 +302,19 @@ def _with_reply(item: JudgedItem, text: str, edited: str) -> JudgedItem:
 
 
 def _score(
-    protocol: JudgeProtocol, item: JudgedItem, result: CallResult
+    protocol: JudgeProtocol,
+    item: JudgedItem,
+    result: CallResult,
+    modes: list[tuple[VerdictMode, bool]],
 ) -> tuple[float | None, str | None]:
-    """The normalised score, or the failure: "error" (the call) or "unparsed"."""
+    """The normalised score, or the failure: "error" (the call) or "unparsed". Each
+    reply's verdict mode, and whether it was read, is added to `modes`."""
     if result.completion is None:
         return None, CALL_ERROR
-    raw = protocol.parse(result.completion.text, item)
+    text = result.completion.text
+    raw = protocol.parse(text, item)
+    scored = result.completion.choice_logprobs is not None
+    modes.append((verdict_mode(text, scored, protocol.choices), raw is not None))
     if raw is None:
         return None, "unparsed"
     return float(protocol.scale.normalise(raw)), None

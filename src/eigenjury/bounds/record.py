@@ -16,7 +16,15 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from eigenjury.errors import InputError
-from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, read_record
+from eigenjury.records import (
+    AccountingRecord,
+    Overview,
+    Part,
+    Record,
+    Sparse,
+    VerdictModes,
+    read_record,
+)
 
 # Failures that are calls not made or failed (a budget stop, the model erring): a rerun
 # sends them again. Unparsed replies and rejected paraphrases are cached as they are.
@@ -80,13 +88,16 @@ class GeneratorProfile(Part):
     pairs: list[Pair]
 
 
-class SensitivityProfile(Record):
+class SensitivityProfile(Sparse, Record):
     """What `eigenjury bound measure` writes; per-item pairs let `apply` recompute the
-    upper bound at the confidence its own delta calls for."""
+    upper bound at the confidence its own delta calls for. A served judge's profile
+    says how its replies gave their verdicts (`verdicts`), and `verdict_format` where
+    it was forced."""
 
     KIND: ClassVar[str] = "sensitivity-profile"
     FILE: ClassVar[str] = "profile.json"
     ALIASES: ClassVar[tuple[str, ...]] = ("eigenjury-bound-profile",)  # eigenjury 0.1
+    OMITTED = frozenset({"verdict_format", "verdicts"})
 
     kind: str = KIND
     judge: str
@@ -102,6 +113,8 @@ class SensitivityProfile(Record):
     original_failures: dict[str, int]
     jitter: float | None
     generators: dict[str, GeneratorProfile] = Field(min_length=1)
+    verdict_format: str | None = None
+    verdicts: VerdictModes | None = None
     accounting: AccountingRecord | None = None
 
     @property

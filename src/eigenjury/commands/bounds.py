@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from eigenjury.commands.options import (
     add_engine_options,
+    add_verdict_format_option,
     bounded,
     check_output,
     engine_settings,
@@ -157,6 +158,7 @@ def register(commands: Any) -> None:
         help="judge temperature (default 0)",
     )
     measure.add_argument("--max-tokens", type=bounded(int, 1))
+    add_verdict_format_option(measure)
     measure.add_argument("--out", type=Path, required=True, help="profile JSON to write")
     add_engine_options(measure)
     measure.set_defaults(handler=measure_command)
@@ -285,6 +287,7 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
         method=args.method,
         paraphraser=paraphraser if PARAPHRASE in generators else None,
         paraphrase=Paraphraser(max_tokens=args.max_tokens),
+        verdict_format=args.verdict_format,
     )
     inputs = MeasureInputs(items, str(args.dataset), settings)
     specs = [judge, *([settings.paraphraser] if settings.paraphraser else [])]

@@ -12,6 +12,7 @@ from rich.markup import escape
 from eigenjury.commands.options import (
     add_ci_option,
     add_engine_options,
+    add_verdict_format_option,
     bounded,
     check_output,
     engine_settings,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from eigenjury.contracts.bundle import ContractSource
     from eigenjury.contracts.jury import Jury
     from eigenjury.contracts.run import Answers
+    from eigenjury.models.verdict_format import VerdictFormat
 
 
 def register(commands: Any) -> None:
@@ -141,6 +143,7 @@ def _add_jury_options(
     parser.add_argument("--candidate-temperature", type=bounded(float, 0.0, 2.0), default=0.0)
     parser.add_argument("--candidate-max-tokens", type=bounded(int, 1), default=1024)
     _add_juror_settings(parser)
+    add_verdict_format_option(parser)
     add_engine_options(parser)
 
 
@@ -167,16 +170,22 @@ def _load(args: argparse.Namespace) -> ContractSource:
     return source
 
 
-def _jury_if_needed(args: argparse.Namespace, source: ContractSource) -> Jury | None:
+def _jury_if_needed(
+    args: argparse.Namespace, source: ContractSource, verdict_format: VerdictFormat = "auto"
+) -> Jury | None:
     """The --jury jurors; none given is fine where no criterion is graded by a jury."""
     from eigenjury.contracts.grading import require_jury
 
-    jury = _jury(args, args.jury) if args.jury else None
+    jury = _jury(args, args.jury, verdict_format) if args.jury else None
     require_jury(source, jury)
     return jury
 
 
-def _jury(args: argparse.Namespace, specs: list[str]) -> Jury:
+def _jury(
+    args: argparse.Namespace, specs: list[str], verdict_format: VerdictFormat = "auto"
+) -> Jury:
+    """The jurors `specs` with the juror settings; `verdict_format` where the command
+    has --verdict-format (an exported Harbor verifier asks as "auto")."""
     from eigenjury.contracts.jury import Jury
 
     return Jury.from_specs(
@@ -185,6 +194,7 @@ def _jury(args: argparse.Namespace, specs: list[str]) -> Jury:
         seed=args.juror_seed,
         max_tokens=args.juror_max_tokens,
         batch_criteria=args.batch_criteria,
+        verdict_format=verdict_format,
     )
 
 
@@ -225,8 +235,8 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
 
     source = _load(args)
     _warn(console, source.contract.warnings())
-    jury = _jury_if_needed(args, source)
-    escalate_to = _jury(args, args.escalate_to) if args.escalate_to else None
+    jury = _jury_if_needed(args, source, args.verdict_format)
+    escalate_to = _jury(args, args.escalate_to, args.verdict_format) if args.escalate_to else None
     if escalate_to is not None and jury is None:
         raise InputError("--escalate-to needs a first jury to escalate from (--jury SPEC)")
     _check_out(args, args.out / "results.json")
@@ -267,7 +277,12 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
     from eigenjury.reports.accounting import print_accounting
-    from eigenjury.reports.grading import comparison_outputs, outputs, print_comparison
+    from eigenjury.reports.grading import (
+        comparison_outputs,
+        outputs,
+        print_comparison,
+        print_verdicts,
+    )
     from eigenjury.reports.output import write_outputs
 
     source = _load(args)
@@ -278,8 +293,8 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         source,
         str(args.contract),
         _answers(args, source),
-        _jury(args, args.pool_a),
-        _jury(args, args.pool_b),
+        _jury(args, args.pool_a, args.verdict_format),
+        _jury(args, args.pool_b, args.verdict_format),
         margin=args.cascade_margin,
         rounds=args.rounds,
         ci=args.ci,
@@ -293,6 +308,8 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     )
     record = ran.value.record.model_copy(update={"accounting": ran.accounting})
     print_comparison(console, record)
+    print_verdicts(console, ran.value.pool_a, "Pool A verdicts")
+    print_verdicts(console, ran.value.pool_b, "Pool B verdicts")
     print_accounting(console, ran.accounting)
     if args.out:
         write_outputs(args.out, comparison_outputs(record))

@@ -73,6 +73,18 @@ def seed(text: str) -> int:
     return value
 
 
+def add_verdict_format_option(parser: argparse.ArgumentParser) -> None:
+    """How served judges (HTTP) are asked for a verdict (models.verdict_format)."""
+    parser.add_argument(
+        "--verdict-format",
+        choices=("auto", "structured", "logprobs", "text"),
+        default="auto",
+        help="how served judges give a verdict: auto (a JSON-schema verdict where the endpoint "
+        "enforces one, else text), or forced structured, logprobs (text with label scores) or "
+        "text (default auto)",
+    )
+
+
 def folds(text: str) -> int:
     """Cross-validation folds: 0 (none) or at least 2 (one fold leaves nothing to hold out)."""
     value: int = bounded(int, 0)(text)

@@ -6,7 +6,9 @@ without a readable verdict gets one repair request; if that fails too, the vote 
 recorded as unparseable (it counts as not C). A failed call is recorded as an error
 vote, never turned into a grade. Local models are scored over the two allowed
 verdict lines (or constrained by a grammar when criteria are batched), so they always
-give a readable vote.
+give a readable vote. A served juror (HTTP) asked about one criterion is also given the
+two verdict lines as choices, so its endpoint returns a structured verdict (reasons
+first) where it supports one; each vote keeps how its first reply gave the verdict.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eigenjury.contracts.prompts import juror_request, repair_request
-from eigenjury.contracts.rules import parse_grade, parse_grades, passes
+from eigenjury.contracts.rules import GRADE_CHOICES, parse_grade, parse_grades, passes
 from eigenjury.contracts.schema import Criterion, Task
 from eigenjury.engine import Call, Engine
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion
+from eigenjury.models.verdict_format import VerdictFormat, VerdictMode, verdict_mode
 
 
 def juror_names(bases: Sequence[str]) -> list[tuple[str, int]]:
@@ -56,6 +59,7 @@ class Jury:
     seed: int = 0
     max_tokens: int = 1024
     batch_criteria: bool = False  # grade all of a task's criteria in one call per juror
+    verdict_format: VerdictFormat = "auto"  # how served jurors give a verdict
 
     @classmethod
     def from_specs(
@@ -66,6 +70,7 @@ class Jury:
         seed: int = 0,
         max_tokens: int = 1024,
         batch_criteria: bool = False,
+        verdict_format: VerdictFormat = "auto",
     ) -> Jury:
         """Jurors named by their spec; a repeated spec is named `spec#2`, `spec#3`, ..."""
         parsed = [v if isinstance(v, ModelSpec) else ModelSpec.parse(v) for v in specs]
@@ -77,7 +82,7 @@ class Jury:
                 parsed, juror_names([str(s) for s in parsed]), strict=True
             )
         )
-        return cls(tuple(jurors), temperature, seed, max_tokens, batch_criteria)
+        return cls(tuple(jurors), temperature, seed, max_tokens, batch_criteria, verdict_format)
 
     @property
     def size(self) -> int:
@@ -97,7 +102,9 @@ class Vote:
     """One juror's vote on one criterion, with what it cost.
 
     Token, latency and cost figures are those of the call (and its repair, if any);
-    `share` is 1 / the number of criteria that call graded, for apportioning them."""
+    `share` is 1 / the number of criteria that call graded, for apportioning them.
+    `verdict_mode` is how the first reply gave its verdict (None: the call failed) and
+    `first_read` whether it gave this criterion's grade, before any repair."""
 
     juror: str
     grade: str | None  # "C", "I", or None: unparseable, or the call failed
@@ -111,6 +118,8 @@ class Vote:
     error: str | None = None
     cached: bool = False
     share: float = 1.0
+    verdict_mode: VerdictMode | None = None
+    first_read: bool = False
 
     @property
     def unparsed(self) -> bool:
@@ -190,6 +199,7 @@ async def vote(
             temperature=jury.temperature,
             seed=jury.seed + a.juror.sample,  # a repeated model draws anew, not one reply
             max_tokens=jury.max_tokens,
+            verdict_format=jury.verdict_format if a.juror.spec.served else None,
         )
 
     firsts = (Call(a.juror.spec, request(a), a.juror.sample, "juror", tag=a) for a in asked)
@@ -247,6 +257,8 @@ def votes_from_replies(
     if first is None:
         return {c.id: Vote(juror, None, None, error=error, share=share) for c in group}
     grades = read_grades(first.text, group)
+    mode = verdict_mode(first.text, first.choice_logprobs is not None, GRADE_CHOICES)
+    read = {k: g is not None for k, g in grades.items()}
     replies = [first] if retry is None else [first, retry]
     if retry is not None:
         repaired = read_grades(retry.text, group)
@@ -266,6 +278,8 @@ def votes_from_replies(
             attempts=2 if retried else 1,
             cached=cached,
             share=share,
+            verdict_mode=mode,
+            first_read=read[criterion_id],
         )
         for criterion_id, grade in grades.items()
     }

@@ -9,9 +9,12 @@ that contains "GRADE: C" cannot grade itself.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from eigenjury.contracts.rules import GRADE_CHOICES
 from eigenjury.contracts.schema import Criterion, Task
 from eigenjury.models.types import ChatRequest, Message
+from eigenjury.models.verdict_format import VerdictFormat
 
 SYSTEM = (
     "You are a careful grader. You decide whether a submission meets one stated "
@@ -47,10 +50,14 @@ def juror_request(
     temperature: float,
     seed: int,
     max_tokens: int,
+    verdict_format: VerdictFormat | None = None,
 ) -> ChatRequest:
     """One juror call for one criterion, or for several criteria of one task.
 
-    `constrained` (local models): the reply is scored over the allowed verdict lines."""
+    `constrained` (local models): the reply is scored over the allowed verdict lines.
+    `verdict_format` (served models): one criterion's verdict is also asked for among
+    the verdict lines, which the provider turns into a structured verdict (reasons
+    first) where the endpoint supports one; several criteria stay free text."""
     parts = [
         _fence("TASK", task_text(task, reference)),
         _UNTRUSTED,
@@ -82,13 +89,15 @@ def juror_request(
         seed=seed,
     )
     if not constrained:
-        return request
+        if verdict_format is None or len(criteria) > 1:
+            return request
+        return replace(request, choices=GRADE_CHOICES, verdict_format=verdict_format)
     if len(criteria) == 1:
         return ChatRequest(
             request.messages,
             temperature=temperature,
             seed=seed,
-            choices=("GRADE: C", "GRADE: I"),
+            choices=GRADE_CHOICES,
         )
     rules = [f'c{i} ::= "GRADE[{c.id}]: " ("C" | "I") "\\n"' for i, c in enumerate(criteria)]
     root = "root ::= " + " ".join(f"c{i}" for i in range(len(criteria)))

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse
+from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, VerdictModes
 
 
 class Estimate(Part):
@@ -24,15 +24,17 @@ class Estimate(Part):
 
 
 class JuryPart(Sparse):
-    """The jury's names and settings; only `jurors` (empty) when no criterion needs one."""
+    """The jury's names and settings; only `jurors` (empty) when no criterion needs one.
+    `verdict_format` only where it was forced (not "auto")."""
 
-    OMITTED = frozenset({"temperature", "seed", "max_tokens", "batch_criteria"})
+    OMITTED = frozenset({"temperature", "seed", "max_tokens", "batch_criteria", "verdict_format"})
 
     jurors: list[str]
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
     batch_criteria: bool | None = None
+    verdict_format: str | None = None
 
 
 class Escalation(JuryPart):
@@ -149,11 +151,12 @@ class Judgement(Part):
 
 class GradingRecord(Sparse, Record):
     """A grading run: results.json. Its trace (`judgements`, one per vote or grader
-    decision) is written beside it as trace.jsonl, not into results.json."""
+    decision) is written beside it as trace.jsonl, not into results.json. `verdicts`:
+    per served juror (HTTP), how its first replies gave their verdicts, one per vote."""
 
     KIND: ClassVar[str] = "grading"
     FILE: ClassVar[str] = "results.json"
-    OMITTED = frozenset({"escalate_to", "accounting"})
+    OMITTED = frozenset({"escalate_to", "accounting", "verdicts"})
 
     kind: str = KIND
     contract: str
@@ -162,6 +165,7 @@ class GradingRecord(Sparse, Record):
     summary: list[CandidateSummary]
     tasks: list[TaskOutcome]
     warnings: list[str] = Field(default_factory=list)
+    verdicts: dict[str, VerdictModes] | None = None
     accounting: AccountingRecord | None = None  # none for each pool of a jury comparison
     judgements: list[Judgement] = Field(default_factory=list, exclude=True, repr=False)
 

@@ -1,6 +1,8 @@
 """The grading rules, exactly: reading a juror's grade, the jury's majority, the score.
 
-- A juror's reply ends with a verdict `GRADE: C` (meets the criterion) or `GRADE: I`,
+- A served juror asked about one criterion may answer with a structured verdict (JSON
+  whose `verdict` is one of GRADE_CHOICES, models.verdict_format): its verdict counts.
+- Otherwise a juror's reply ends with a verdict `GRADE: C` (meets the criterion) or `GRADE: I`,
   read wherever it stands, as models write it: at the end of a sentence, in markdown
   emphasis or code, `GRADE:C`, in any case. The LAST verdict counts, so an example
   echoed earlier in the text cannot decide it; a reply without one is unparseable.
@@ -19,7 +21,10 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
+from eigenjury.models.verdict_format import read_structured
+
 CORRECT, INCORRECT = "C", "I"
+GRADE_CHOICES = ("GRADE: C", "GRADE: I")  # the verdict lines a juror may give
 # The verdict letter, between optional markdown or brackets, ending the sentence: not a
 # word, not the format "C|I" / "C/I" / "C or I", not followed by a lowercase word; and
 # not the second half of the format ("GRADE: C or GRADE: I").
@@ -33,7 +38,11 @@ _SCORE_TOLERANCE = 1e-9  # weights like 33.3 + 33.3 + 33.4 must reach a threshol
 
 
 def parse_grade(text: str) -> str | None:
-    """ "C" or "I" from the last verdict in the reply, else None."""
+    """ "C" or "I" from a structured reply's verdict, else from the last verdict in the
+    reply, else None."""
+    structured = read_structured(text, GRADE_CHOICES)
+    if structured is not None:
+        return structured[-1]
     verdicts = [found.group(1) for found in _GRADE.finditer(text)]
     return verdicts[-1].upper() if verdicts else None
 

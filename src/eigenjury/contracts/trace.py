@@ -8,7 +8,7 @@ grader decision. Pure: reports/grading.py writes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from eigenjury.contracts.grading import CriterionResult, TaskResult
@@ -23,7 +23,8 @@ from eigenjury.contracts.record import (
     TaskOutcome,
     VoteCounts,
 )
-from eigenjury.records import now
+from eigenjury.models.verdict_format import VerdictMode
+from eigenjury.records import VerdictModes, now
 from eigenjury.stats.agreement import ClusterBootstrap
 
 
@@ -129,8 +130,24 @@ def grading_record(
         summary=summary(results),
         tasks=[task_outcome(r) for r in results],
         warnings=list(warnings),
+        verdicts=verdict_modes(results, (jury, escalate_to)),
         judgements=list(judgements(results)),
     )
+
+
+def verdict_modes(
+    results: Sequence[TaskResult], juries: Iterable[Jury | None]
+) -> dict[str, VerdictModes] | None:
+    """Per served juror, how its first replies gave their verdicts (one per vote: a call
+    on several criteria counts once for each); None without a served juror."""
+    served = [j.name for jury in juries if jury is not None for j in jury.jurors if j.spec.served]
+    replies: dict[str, list[tuple[VerdictMode, bool]]] = {name: [] for name in served}
+    for r in results:
+        for c in r.criteria:
+            for v in c.all_votes():
+                if v.juror in replies and v.verdict_mode is not None:
+                    replies[v.juror].append((v.verdict_mode, v.first_read))
+    return {name: VerdictModes.tally(found) for name, found in replies.items()} or None
 
 
 def _jury_part(jury: Jury | None) -> JuryPart:
@@ -143,6 +160,7 @@ def _jury_part(jury: Jury | None) -> JuryPart:
         seed=jury.seed,
         max_tokens=jury.max_tokens,
         batch_criteria=jury.batch_criteria,
+        verdict_format=None if jury.verdict_format == "auto" else jury.verdict_format,
     )
 
 

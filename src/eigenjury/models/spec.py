@@ -25,6 +25,7 @@ DEFAULT_KEY_VARIABLES = {
     "openai-compatible": "OPENAI_COMPATIBLE_API_KEY",  # optional: local servers need none
 }
 PROVIDERS = ("openai", "openai-compatible", "anthropic", "local", "scripted")
+SERVED_PROVIDERS = ("openai", "openai-compatible", "anthropic")  # reached over HTTP
 _SECRET_PARAMS = ("key", "token", "secret", "password", "sig")
 
 
@@ -125,6 +126,12 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.model}" + (f"@{self.endpoint}" if self.endpoint else "")
+
+    @property
+    def served(self) -> bool:
+        """Reached over HTTP, where a request's `choices` ask for a structured verdict (a
+        local model instead answers with a bare label)."""
+        return self.provider in SERVED_PROVIDERS
 
     @property
     def base_url(self) -> str | None:

@@ -15,19 +15,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 VerdictFormat = Literal["auto", "structured", "logprobs", "text"]
+VerdictMode = Literal["structured", "scores", "text"]  # how a reply gave its verdict
 
 _FENCE = re.compile(r"^```[A-Za-z]*\s*(.*?)\s*```$", re.DOTALL)
 _VERDICT_KEY = re.compile(r'"verdict"\s*:\s*"')
 
 
-def verdict_schema(choices: Sequence[str]) -> dict[str, Any]:
-    """The JSON schema of a structured verdict: reasons first, then one of the labels."""
+def verdict_schema(choices: Sequence[str], reasoning_chars: int | None = None) -> dict[str, Any]:
+    """The JSON schema of a structured verdict: reasons first, then one of the labels.
+    `reasoning_chars` bounds the reasons, so that a model that rambles still reaches its
+    verdict within the reply's token budget (servers whose grammars take `maxLength`)."""
+    reasoning: dict[str, Any] = {"type": "string"}
+    if reasoning_chars is not None:
+        reasoning["maxLength"] = reasoning_chars
     return {
         "type": "object",
-        "properties": {
-            "reasoning": {"type": "string"},
-            "verdict": {"enum": list(choices)},
-        },
+        "properties": {"reasoning": reasoning, "verdict": {"enum": list(choices)}},
         "required": ["reasoning", "verdict"],
         "additionalProperties": False,
     }
@@ -51,6 +54,15 @@ def read_structured(text: str, choices: Sequence[str]) -> str | None:
         return None
     verdict = data.get("verdict")
     return verdict if isinstance(verdict, str) and verdict in choices else None
+
+
+def verdict_mode(text: str, scored: bool, choices: Sequence[str]) -> VerdictMode:
+    """How a reply asked for one of `choices` gave its verdict: as a structured reply,
+    as free text with label scores (`scored`: the completion has `choice_logprobs`), or
+    as free text alone. For accounting: which way an endpoint actually answered."""
+    if read_structured(text, choices) is not None:
+        return "structured"
+    return "scores" if scored else "text"
 
 
 def structured_label_logprobs(

@@ -24,12 +24,13 @@ from typing import Any
 from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.engine import Call, CallResult, Engine
 from eigenjury.models.types import ChatRequest
+from eigenjury.models.verdict_format import VerdictMode, verdict_mode
 from eigenjury.peer.config import Judging, Member
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.likelihood import SPEAKERS, verdict_probabilities
 from eigenjury.peer.outcomes import Outcome, Outcomes
-from eigenjury.peer.parsing import parse_criteria, parse_verdict, soft_verdict
+from eigenjury.peer.parsing import LABELS, parse_criteria, parse_verdict, soft_verdict
 from eigenjury.peer.prompts import (
     comparison_request,
     evaluee_request,
@@ -71,6 +72,8 @@ class Collector:
     # two scoring calls came from the store
     scores: dict[tuple[str, str, str], tuple[float | None, bool]] = field(default_factory=dict)
     parse_failures: Counter[str] = field(default_factory=Counter)
+    # per served judge, (verdict mode, read) of its first replies to comparisons
+    verdict_modes: dict[str, Counter[tuple[VerdictMode, bool]]] = field(default_factory=dict)
 
     @property
     def per_criterion(self) -> bool:
@@ -242,6 +245,8 @@ class Collector:
             ties=self.judging.ties,
             per_criterion=self.per_criterion,
             constrained=self._constrained(c.judge),
+            verdict_format=self.judging.verdict_format,
+            soft=self.judging.soft,
         )
 
     def _parse(self, text: str) -> list[int] | None:
@@ -302,6 +307,11 @@ class Collector:
         repairs = []
         async for result, line, (index, c) in self._stream("comparison", jobs()):
             line.verdicts, line.failure = self._read(result)
+            if self.members[c.judge].spec.served and line.reply is not None:
+                scored = line.choice_logprobs is not None
+                mode = verdict_mode(line.reply, scored, LABELS)
+                tally = self.verdict_modes.setdefault(c.judge, Counter())
+                tally[mode, line.verdicts is not None] += 1
             probs = None
             if self.judging.soft and line.verdicts is not None and line.choice_logprobs:
                 probs = soft_verdict(line.choice_logprobs, ties=self.judging.ties)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from eigenjury.config import located
 from eigenjury.engine.settings import EngineSettings
 from eigenjury.models.spec import ModelSpec, SpecError
+from eigenjury.models.verdict_format import VerdictFormat
 from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats.bootstrap import rounds_problem
 
@@ -124,13 +125,18 @@ class Judging(_Strict):
     follows the constitution than from one who breaks it; see peer.likelihood).
     `soft`: a judge that gives label probabilities (local judges) contributes them as
     fractional verdicts; other judges give one verdict. Likelihood verdicts are always
-    probabilities, never ties, and read no reflections."""
+    probabilities, never ties, and read no reflections. `verdict_format`: how served
+    judges (HTTP) give a single verdict: "auto" (a JSON-schema verdict where the
+    endpoint enforces one, else text), or forced "structured", "logprobs" or "text"
+    (models.verdict_format); with `soft`, served judges that return log-probabilities
+    give label probabilities too."""
 
     reflections: bool = True
     ties: bool = True
     mode: Literal["single", "criteria", "likelihood"] = "single"
     repair: bool = True
     soft: bool = False
+    verdict_format: VerdictFormat = "auto"
     evaluee: Generation = Generation(temperature=0.7, max_tokens=300)
     reflection: Generation = Generation(temperature=0.0, max_tokens=200)
     judge: Generation = Generation(temperature=0.0, max_tokens=400)

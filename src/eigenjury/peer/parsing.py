@@ -10,7 +10,10 @@ import math
 import re
 from collections.abc import Mapping
 
+from eigenjury.models.verdict_format import read_structured
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE
+
+LABELS = ("A", "B", "tie")  # shown first, shown second, neither
 
 _CODES = {"a": FIRST, "b": SECOND, "tie": TIE}
 _VERDICT = re.compile(r"<verdict>\s*(A|B|tie)\s*</verdict>", re.IGNORECASE)
@@ -25,8 +28,12 @@ def _code(label: str, ties: bool) -> int | None:
 
 
 def parse_verdict(text: str, *, ties: bool = True) -> int | None:
-    """0 (tie), 1 (A, shown first) or 2 (B) from the last verdict tag; a bare label
+    """0 (tie), 1 (A, shown first) or 2 (B) from a structured reply (the JSON verdict a
+    served judge gives under a schema), else from the last verdict tag; a bare label
     (the whole reply, as local judges give) counts too."""
+    structured = read_structured(text, LABELS)
+    if structured is not None:
+        return _code(structured, ties)
     bare = text.strip().lower()
     if bare in _CODES:
         return _code(bare, ties)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from eigenjury.models.types import ChatRequest, Message
+from eigenjury.models.verdict_format import VerdictFormat
 from eigenjury.peer.config import Generation
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.likelihood import Speaker
-
-LABELS = ("A", "B", "tie")  # shown first, shown second, neither
+from eigenjury.peer.parsing import LABELS
 
 
 def _sampling(settings: Generation) -> dict[str, object]:
@@ -103,8 +103,13 @@ def comparison_request(
     ties: bool,
     per_criterion: bool,
     constrained: bool,
+    verdict_format: VerdictFormat = "auto",
+    soft: bool = False,
 ) -> ChatRequest:
-    """Reply A is the one shown first. `constrained`: ask for the bare label (local judges)."""
+    """Reply A is the one shown first. `constrained`: ask for the bare label (local judges).
+    Otherwise (served judges) a single verdict is asked for in `verdict_format` among the
+    labels (the provider negotiates a JSON-schema verdict, reasons first, or text), with
+    the labels' log-probabilities when `soft`."""
     task = "You compare replies against a constitution, carefully and fairly."
     parts = [
         _constitution_block(constitution),
@@ -142,9 +147,11 @@ def comparison_request(
         (*_system(persona, task), Message("user", "\n\n".join(parts))),
         **_sampling(settings),  # type: ignore[arg-type]
     )
-    if not constrained:
-        return request
     allowed = LABELS if ties else LABELS[:2]
+    if not constrained:
+        if per_criterion:
+            return request
+        return replace(request, choices=allowed, logprobs=soft, verdict_format=verdict_format)
     if per_criterion:
         label = " | ".join(f'"{a}"' for a in allowed)
         rules = [
@@ -160,7 +167,8 @@ def comparison_request(
 def repair_request(
     original: ChatRequest, reply: str, *, ties: bool, per_criterion: bool, n_criteria: int
 ) -> ChatRequest:
-    """One short follow-up asking only for the missing verdict tag(s)."""
+    """One short follow-up asking only for the missing verdict tag(s), in the form the
+    original asked for."""
     if per_criterion:
         ask = (
             f"Your answer did not end with the {n_criteria} criterion lines. Reply with only "
@@ -176,7 +184,12 @@ def repair_request(
     return ChatRequest(
         (*original.messages, Message("assistant", reply), Message("user", ask)),
         original.temperature,
-        64 * max(1, n_criteria if per_criterion else 1),
+        # a structured verdict reasons first: it keeps the original's budget
+        original.max_tokens if original.choices else 64 * max(1, n_criteria * per_criterion),
         original.top_p,
         original.seed,
+        # a served judge's repair is asked in the same form (a structured verdict)
+        choices=original.choices,
+        logprobs=original.logprobs,
+        verdict_format=original.verdict_format,
     )

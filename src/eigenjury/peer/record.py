@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from eigenjury.contracts.record import Estimate
-from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse
+from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, VerdictModes
 
 Interval = list[float]  # [low, high]
 
@@ -222,9 +222,11 @@ class OrderConsistency(Part):
 class RunSummary(Sparse):
     """What a `rank` run collected; its accounting includes a greenbeard control run.
     `soft_verdicts_by_judge`: with soft verdicts, how many of each judge's verdicts came
-    with label probabilities (left out otherwise)."""
+    with label probabilities (left out otherwise). `verdicts_by_judge`: per served judge
+    (HTTP), how its first replies to comparisons gave their verdicts and how many could
+    not be read before a repair (left out without served judges)."""
 
-    OMITTED = frozenset({"soft_verdicts_by_judge"})
+    OMITTED = frozenset({"soft_verdicts_by_judge", "verdicts_by_judge"})
 
     name: str | None
     constitution: ConstitutionPart
@@ -240,6 +242,7 @@ class RunSummary(Sparse):
     order_consistency: dict[str, OrderConsistency]
     accounting: AccountingRecord
     soft_verdicts_by_judge: dict[str, int] | None = None
+    verdicts_by_judge: dict[str, VerdictModes] | None = None
 
 
 class ObjectiveCheck(Part):

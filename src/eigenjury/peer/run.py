@@ -40,6 +40,7 @@ from eigenjury.peer.fitting import fit_config, greenbeard_shift, ranking_record
 from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
 from eigenjury.peer.outcomes import Outcomes
 from eigenjury.peer.record import RankingRecord, RunSummary, TranscriptLine
+from eigenjury.records import VerdictModes
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.verdicts import DataError, VerdictTable
@@ -381,5 +382,10 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
             "soft_verdicts_by_judge": got.outcomes.soft_by_judge()
             if config.judging.soft or config.judging.mode == "likelihood"
             else None,
+            "verdicts_by_judge": {
+                judge: VerdictModes.tally(modes.elements())
+                for judge, modes in sorted(collector.verdict_modes.items())
+            }
+            or None,
         }
     )

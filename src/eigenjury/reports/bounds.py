@@ -51,6 +51,8 @@ def print_profile(console: Console, profile: SensitivityProfile) -> None:
             escape(", ".join(f"{k} {v}" for k, v in sorted(generator.failures.items())) or "0"),
         )
     console.print(grid)
+    if profile.verdicts is not None:
+        console.print(f"verdicts of the served judge's replies: {profile.verdicts.line()}")
     if profile.accounting:
         print_accounting(console, profile.accounting)
 

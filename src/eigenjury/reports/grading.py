@@ -223,6 +223,12 @@ def render(record: GradingRecord, contract: Contract) -> str:
             ],
         )
     )
+    if record.verdicts:
+        out.append(
+            "<h2>Verdicts</h2><p class=muted>How served jurors' first replies gave their "
+            "verdicts, and the share no reading could grade (before any repair).</p>"
+        )
+        out.append(table(_VERDICT_COLUMNS, _verdict_rows(record)))
     out.append("<h2>Tasks</h2>")
     found = _by_criterion(record.judgements)
     for t in record.tasks:
@@ -243,6 +249,35 @@ def render(record: GradingRecord, contract: Contract) -> str:
     return page(f"Grading: {record.contract}", "".join(out), css=_MORE_CSS)
 
 
+_VERDICT_COLUMNS = ["juror", "structured", "label scores", "text", "unread"]
+
+
+def _verdict_rows(record: GradingRecord) -> list[list[str]]:
+    """Per served juror: its first replies by verdict mode, and the unread share."""
+    return [
+        [
+            juror,
+            str(m.structured),
+            str(m.scores),
+            str(m.text),
+            "-" if m.unread_rate is None else f"{m.unread} ({m.unread_rate:.0%})",
+        ]
+        for juror, m in (record.verdicts or {}).items()
+    ]
+
+
+def print_verdicts(console: Console, record: GradingRecord, title: str = "Verdicts") -> None:
+    """How served jurors gave their verdicts (nothing when the jury has none)."""
+    if not record.verdicts:
+        return
+    grid = Table(title=f"{title} of served jurors (first replies)")
+    for name in _VERDICT_COLUMNS:
+        grid.add_column(name, justify="left" if name == "juror" else "right")
+    for row in _verdict_rows(record):
+        grid.add_row(escape(row[0]), *row[1:])
+    console.print(grid)
+
+
 def print_summary(console: Console, record: GradingRecord) -> None:
     grid = Table(title="Grades (95% intervals over tasks)")
     for name in ("candidate", "tasks", "mean score", "pass rate", "split", "jury cost"):
@@ -257,6 +292,7 @@ def print_summary(console: Console, record: GradingRecord) -> None:
             money(s.jury_cost_usd),
         )
     console.print(grid)
+    print_verdicts(console, record)
 
 
 # --- a jury comparison --------------------------------------------------------------------

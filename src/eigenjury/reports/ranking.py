@@ -23,6 +23,7 @@ from eigenjury.peer.record import (
     JudgeRow,
     ModelRow,
     RankingRecord,
+    RunSummary,
     Shift,
     StyleCoefficient,
     StylePart,
@@ -464,6 +465,12 @@ def print_summary(console: Console, record: RankingRecord) -> None:
         console.print(sentence, highlight=False, markup=False)
 
 
+def first_replies(summary: RunSummary) -> dict[str, str]:
+    """Per served judge, how its first replies gave their verdicts ("17 structured;
+    unread 6%"); empty without served judges."""
+    return {judge: modes.line() for judge, modes in (summary.verdicts_by_judge or {}).items()}
+
+
 def _print_style(console: Console, style: StylePart, ci_pct: str) -> None:
     """The style coefficients (per judge and feature with per-judge coefficients) and
     the features left out."""
@@ -496,6 +503,13 @@ def _print_run(console: Console, record: RankingRecord) -> None:
         + (f"; {summary.repaired} repaired" if summary.repaired else ""),
         highlight=False,
     )
+    forms = first_replies(summary)
+    if forms:
+        console.print(
+            "served judges' first replies: "
+            + escape("; ".join(f"{j}: {f}" for j, f in forms.items())),
+            highlight=False,
+        )
     consistency = summary.order_consistency
     if consistency:
         console.print(
@@ -733,6 +747,7 @@ def render(
     )
     consistency = run.order_consistency if run else {}
     parse = run.parse_failures_by_judge if run else {}
+    forms = first_replies(run) if run else {}
     out.append("<h2>Judges</h2>")
     rows = []
     for j in record.judges:
@@ -746,6 +761,7 @@ def render(
                 fmt(order.consistent if order else None, ".0%"),
                 fmt(order.same_slot if order else None, ".0%"),
                 parse.get(j.name, 0),
+                *([forms.get(j.name, "-")] if forms else []),
             ]
         )
     out.append(
@@ -758,6 +774,7 @@ def render(
                 "consistent",
                 "same slot won both",
                 "parse failures",
+                *(["first replies"] if forms else []),
             ],
             rows,
         )

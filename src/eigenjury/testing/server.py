@@ -126,10 +126,12 @@ class FaultServer:
         port: int = 0,
         api_key: str | None = None,
         judging: Judging | None = None,
+        keep_bodies: bool = False,
     ) -> None:
-        """With `api_key`, requests must carry it (Bearer or x-api-key); a wrong key gets
-        a 401 whose message quotes the key sent, as some real APIs do, so tests can
-        check that clients never let it through."""
+        """With `keep_bodies`, `bodies` lists every request body received, for tests
+        that check what was asked. With `api_key`, requests must carry it (Bearer or
+        x-api-key); a wrong key gets a 401 whose message quotes the key sent, as some
+        real APIs do, so tests can check that clients never let it through."""
         if not _is_loopback(host):
             raise ValueError(f"the test server binds to loopback only, not {host}")
         self.latency_s = latency_s
@@ -142,6 +144,7 @@ class FaultServer:
         self.faults_served: Counter[str] = Counter()
         self.successes: Counter[str] = Counter()
         self.successes_by_prompt: Counter[str] = Counter()
+        self.bodies: list[dict[str, Any]] | None = [] if keep_bodies else None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -214,6 +217,8 @@ class FaultServer:
             body = json.loads(raw)
         except json.JSONDecodeError:
             return web.json_response({"error": {"message": "request is not JSON"}}, status=400)
+        if self.bodies is not None:
+            self.bodies.append(body)
         try:
             payload = answer(body, fault == "empty_choices")
         except RefusedError as refusal:

@@ -44,6 +44,7 @@ from eigenjury.models.verdict_format import (
 
 TOP_LOGPROBS = 20  # alternatives per token when labels are scored (OpenAI's maximum)
 STRUCTURED_FORMS = ("json_schema", "json_object")
+REASONING_CHARS_PER_TOKEN = 2  # a bound on the reasons: about half the reply's budget
 _REFUSAL_WORDS = ("response_format", "json_schema")
 
 
@@ -77,7 +78,7 @@ class OpenAICompatibleProvider(HttpProvider):
             body["stop"] = list(request.stop)
         if structured is not None:
             assert request.choices is not None
-            body["response_format"] = _response_format(structured, request.choices)
+            body["response_format"] = _response_format(structured, request)
         if label_scores:
             body["logprobs"] = True
             body["top_logprobs"] = TOP_LOGPROBS
@@ -188,11 +189,20 @@ class OpenAICompatibleProvider(HttpProvider):
         )
 
 
-def _response_format(form: str, choices: tuple[str, ...]) -> dict[str, Any]:
-    schema = verdict_schema(choices)
-    if form == "json_object":  # llama-cpp-python's server: a grammar from `schema`
-        return {"type": "json_object", "schema": schema}
-    return {
+def _response_format(form: str, request: ChatRequest) -> dict[str, Any]:
+    assert request.choices is not None
+    if form == "json_object":  # llama-cpp-python's server: a grammar from `schema`, which
+        # bounds the reasons to about half the reply's tokens: small served models ramble
+        # on in the reasons and would be cut off before their verdict (BENCHMARKS.md)
+        chars = (
+            None if request.max_tokens is None else REASONING_CHARS_PER_TOKEN * request.max_tokens
+        )
+        return {"type": "json_object", "schema": verdict_schema(request.choices, chars)}
+    return {  # (OpenAI's strict mode takes no `maxLength`)
         "type": "json_schema",
-        "json_schema": {"name": "verdict", "strict": True, "schema": schema},
+        "json_schema": {
+            "name": "verdict",
+            "strict": True,
+            "schema": verdict_schema(request.choices),
+        },
     }

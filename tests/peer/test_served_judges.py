@@ -1,0 +1,110 @@
+"""Judges served over HTTP give their verdicts in a form the server enforces, and the run
+says, per judge, how its first replies came."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from eigenjury.commands.peer import run_rank
+from eigenjury.testing.server import Judging, ServerThread
+
+MEMBERS = ("kind", "curt", "plain")
+
+
+def served_config(tmp_path: Path, base: str, **judging: Any) -> Path:
+    config = {
+        "population": [
+            {"name": name, "model": f"openai-compatible:m@{base}", "persona": f"You are {name}."}
+            for name in MEMBERS
+        ],
+        "constitution": "kindness",
+        "scenarios": {"source": "everyday", "limit": 3, "seed": 0},
+        "sampling": {"design": "all"},
+        "judging": {"reflections": False, "ties": True, **judging},
+        "fit": {"bootstrap": 0, "style": "none"},
+        "engine": {"store": "store.sqlite", "concurrency": 4},
+    }
+    path = tmp_path / "rank.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def requests_by_role(server: Any) -> dict[str, list[dict[str, Any]]]:
+    """The bodies the server received, by what they asked (a comparison or a repair)."""
+    out: dict[str, list[dict[str, Any]]] = {"comparison": [], "repair": [], "evaluee": []}
+    for body in server.bodies or []:
+        last = body["messages"][-1]["content"]
+        role = (
+            "repair"
+            if "did not end with" in last
+            else "comparison"
+            if "Reply A:" in last
+            else "evaluee"
+        )
+        out[role].append(body)
+    return out
+
+
+def test_judges_on_an_enforcing_server_give_every_verdict_at_once(tmp_path: Path) -> None:
+    verdicts = {"A": 0.5, "B": 0.3, "tie": 0.2}
+    with ServerThread(
+        keep_bodies=True, judging=Judging("enforce", verdicts, logprobs=True)
+    ) as server:
+        run = run_rank(served_config(tmp_path, server.base_url, soft=True), progress=False)
+        asked = requests_by_role(server)
+    summary = run.record.run
+    assert summary is not None
+    assert summary.comparisons == 54 and summary.verdicts == 54 and not summary.failures
+    assert not asked["repair"]
+    assert summary.verdicts_by_judge is not None
+    assert {j: v.line() for j, v in summary.verdicts_by_judge.items()} == dict.fromkeys(
+        MEMBERS, "18 structured; unread 0%"
+    )
+    # each comparison asked for a schema verdict among the labels, and label scores
+    body = asked["comparison"][0]
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["verdict"]["enum"] == ["A", "B", "tie"]
+    assert body["logprobs"] is True
+    # soft verdicts over HTTP: the server's own label probabilities
+    assert summary.soft_verdicts_by_judge == dict.fromkeys(sorted(MEMBERS), 18)
+    assert run.table.probs is not None
+    expected = [verdicts["tie"], verdicts["A"], verdicts["B"]]
+    assert run.table.probs.tolist()[0] == pytest.approx(expected, abs=1e-6)
+    transcript = [json.loads(x) for x in (run.out / "transcripts.jsonl").read_text().splitlines()]
+    judged = [t for t in transcript if t["role"] == "comparison"]
+    assert all(json.loads(t["reply"])["verdict"] in ("A", "B", "tie") for t in judged)
+
+
+def test_a_server_that_ignores_the_schema_falls_back_to_text_and_says_so(tmp_path: Path) -> None:
+    """The server answers in free text whatever is asked (its echo of the prompt holds
+    verdict tags, which are read): after the first reply shows the schema is ignored, no
+    request asks for it again, and the run counts text replies."""
+    with ServerThread(keep_bodies=True, judging=Judging("ignore", {"A": 1.0})) as server:
+        run = run_rank(served_config(tmp_path, server.base_url), progress=False)
+        asked = requests_by_role(server)
+    # (the echoed replies are alike, so many comparisons share one request)
+    schema = ["response_format" in b for b in asked["comparison"]]
+    assert len(schema) > 1 and schema == [True] + [False] * (len(schema) - 1)
+    assert run.record.run is not None
+    modes = run.record.run.verdicts_by_judge or {}
+    assert {j: (v.text, v.structured, v.unread) for j, v in modes.items()} == dict.fromkeys(
+        MEMBERS, (18, 0, 0)
+    )
+
+
+def test_forced_text_sends_no_schema_and_counts_text_replies(tmp_path: Path) -> None:
+    with ServerThread(keep_bodies=True, judging=Judging("enforce", {"A": 1.0})) as server:
+        path = served_config(tmp_path, server.base_url, verdict_format="text")
+        run = run_rank(path, progress=False)
+        asked = requests_by_role(server)
+    assert asked["comparison"] and not any("response_format" in b for b in asked["comparison"])
+    assert run.record.run is not None
+    modes = run.record.run.verdicts_by_judge or {}
+    assert {j: (v.text, v.structured, v.unread) for j, v in modes.items()} == dict.fromkeys(
+        MEMBERS, (18, 0, 0)
+    )
