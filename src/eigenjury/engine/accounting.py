@@ -25,17 +25,20 @@ class Latencies:
         self.count = 0
         self.total = 0.0
         self._kept = array("d")
-        self._rng = random.Random(seed)
+        self._seed = seed
+        self._rng: random.Random | None = None  # made once the sample is full (seeding costs)
 
     def add(self, value: float) -> None:
         self.count += 1
         self.total += value
         if len(self._kept) < self.KEPT:
             self._kept.append(value)
-        else:
-            slot = self._rng.randrange(self.count)
-            if slot < self.KEPT:
-                self._kept[slot] = value
+            return
+        if self._rng is None:
+            self._rng = random.Random(self._seed)
+        slot = self._rng.randrange(self.count)
+        if slot < self.KEPT:
+            self._kept[slot] = value
 
     def mean(self) -> float:
         return self.total / self.count if self.count else 0.0
@@ -105,7 +108,10 @@ class Accounting:
         error_kind: str | None,
         cached: bool,
     ) -> None:
-        tally = self.by_key.setdefault((spec, role or "-"), Tally())
+        key = (spec, role or "-")
+        tally = self.by_key.get(key)
+        if tally is None:
+            tally = self.by_key[key] = Tally()
         tally.add(completion, error_kind, cached)
         self.total.add(completion, error_kind, cached)
 
