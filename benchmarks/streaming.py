@@ -272,9 +272,9 @@ def throughput_rows(
 
 
 def rank_run(comparisons: int, tmp: Path) -> list[Any]:
-    """HOOK for the lead (streaming collection, issue 17 part 3): one fresh `eigenjury
-    rank` of `comparisons` scripted comparisons as benchmarks/rank_scale.py runs it;
-    seconds, peak resident MB and exit status. Off unless --rank (minutes)."""
+    """One fresh `eigenjury rank` of `comparisons` scripted comparisons as
+    benchmarks/rank_scale.py runs it: seconds, peak resident MB and exit status. Off
+    unless --rank (minutes)."""
     folder = tmp / "rank"
     folder.mkdir()
     seconds, peak, status = run_once(write_config(folder, comparisons, bootstrap=50))
