@@ -245,6 +245,7 @@ class Collector:
             ties=self.judging.ties,
             per_criterion=self.per_criterion,
             constrained=self._constrained(c.judge),
+            served=self.members[c.judge].spec.served,
             verdict_format=self.judging.verdict_format,
             soft=self.judging.soft,
         )

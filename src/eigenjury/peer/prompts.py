@@ -103,13 +103,14 @@ def comparison_request(
     ties: bool,
     per_criterion: bool,
     constrained: bool,
+    served: bool = False,
     verdict_format: VerdictFormat = "auto",
     soft: bool = False,
 ) -> ChatRequest:
     """Reply A is the one shown first. `constrained`: ask for the bare label (local judges).
-    Otherwise (served judges) a single verdict is asked for in `verdict_format` among the
-    labels (the provider negotiates a JSON-schema verdict, reasons first, or text), with
-    the labels' log-probabilities when `soft`."""
+    `served` (judges over HTTP): a single verdict is asked for in `verdict_format` among
+    the labels (the provider negotiates a JSON-schema verdict, reasons first, or text),
+    with the labels' log-probabilities when `soft`."""
     task = "You compare replies against a constitution, carefully and fairly."
     parts = [
         _constitution_block(constitution),
@@ -149,7 +150,7 @@ def comparison_request(
     )
     allowed = LABELS if ties else LABELS[:2]
     if not constrained:
-        if per_criterion:
+        if per_criterion or not served:
             return request
         return replace(request, choices=allowed, logprobs=soft, verdict_format=verdict_format)
     if per_criterion:
