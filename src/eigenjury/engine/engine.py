@@ -57,7 +57,7 @@ NOT_STORED = "store"  # the kind of error of a result the store could not hold
 DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
 LOCAL_LIMITS = EndpointLimits(concurrency=1, adaptive=False)
 WINDOW = 8192  # calls read ahead of the oldest result not yet handed over
-READ_CHUNK = 512  # calls keyed and looked up in the store at a time
+READ_CHUNK = 2048  # calls keyed and looked up in the store at a time
 FAILED_KEPT = 65_536  # a run's failed keys it remembers, so as not to send them again
 
 
@@ -467,7 +467,7 @@ class _Run:
             nonlocal chunk, size
             if chunk:
                 await self._dispatch(chunk)
-                chunk, size = [], min(2 * size, READ_CHUNK)
+                chunk, size = [], min(4 * size, READ_CHUNK)
 
         try:
             async for call in _each(calls, waiting=dispatch):
