@@ -8,10 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from eigenjury.peer.collect import Outcome
 from eigenjury.peer.designs import Comparison
-from eigenjury.peer.fitting import verdict_table
 from eigenjury.peer.likelihood import verdict_probabilities
+from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.parsing import soft_verdict
 from eigenjury.stats.verdicts import VerdictCounts
 
@@ -39,11 +38,11 @@ def test_a_judge_without_probabilities_counts_its_one_verdict() -> None:
     soft = Outcome(Comparison("s1", "j", "a", "b"), [1], probs=(0.2, 0.5, 0.3))
     hard = Outcome(Comparison("s1", "k", "a", "b"), [2])
     failed = Outcome(Comparison("s2", "j", "b", "a"), None, failure="parse")
-    table, _ = verdict_table([soft, hard, failed], per_criterion=False)
+    table, _ = Outcomes.of([soft, hard, failed]).table(per_criterion=False)
     assert table.probs is not None
     np.testing.assert_allclose(table.probs, [[0.2, 0.5, 0.3], [0.0, 0.0, 1.0]])
     counts = VerdictCounts.from_table(table)
     assert counts.total == pytest.approx(2.0)
     np.testing.assert_allclose(sorted(counts.n.tolist()), [[0.0, 0.0, 1.0], [0.2, 0.5, 0.3]])
-    only_hard, _ = verdict_table([hard], per_criterion=False)
+    only_hard, _ = Outcomes.of([hard]).table(per_criterion=False)
     assert only_hard.probs is None  # nothing soft: the table stays hard

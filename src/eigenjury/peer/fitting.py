@@ -1,5 +1,6 @@
-"""From verdicts to a ranking record: the verdict table, the fit a rank config asks for,
-the record of a fitted PeerRanking, and the greenbeard experiment's Elo shift.
+"""From a verdict table (a file's, or a run's peer.outcomes) to a ranking record: the fit
+a rank config asks for, the record of a fitted PeerRanking, and the greenbeard
+experiment's Elo shift.
 
 Pure: no engine, no files. `fit` (a verdict file) and `rank` (a config) both build
 their record here, so the two write the same fields.
@@ -7,13 +8,11 @@ their record here, so the two write the same fields.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from eigenjury import __version__
-from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.record import (
     FitSummary,
     GreenbeardShift,
@@ -42,17 +41,6 @@ NORMALISATION = (
     "(a - b) / (|a| + |b|) for the first reply's a and the second's b, divided by its "
     "standard deviation over the verdicts"
 )
-
-
-def verdict_table(
-    outcomes: Iterable[Outcome],
-    per_criterion: bool,
-    responses: Mapping[tuple[str, str], str | None] | None = None,
-) -> tuple[VerdictTable, list[str] | None]:
-    """The verdicts as a table, and each row's criterion number in criteria mode (see
-    Outcomes.table, which a run uses directly)."""
-    kept = outcomes if isinstance(outcomes, Outcomes) else Outcomes.of(outcomes)
-    return kept.table(per_criterion, responses)
 
 
 def fit_config(
