@@ -3,9 +3,10 @@
 A run is a stream: calls are read a window ahead of the results handed over and looked
 up in the store a chunk at a time; only what is missing is sent, by a pool of workers
 per endpoint that respect the endpoint's limits, retry what can be retried and record
-what failed as errors, so memory is set by the window, not by the number of calls. An endpoint that refuses connections DEAD_AFTER
-(limits.py) times in a row is given up on for the run: its remaining calls end at
-once as connection errors, not stored, so a rerun sends them. Results reach the
+what failed as errors, so memory is set by the window, not by the number of calls. An
+endpoint that refuses connections DEAD_AFTER (limits.py) times in a row is given up on
+for the run: its remaining calls end at once as connection errors, not stored, so a
+rerun sends them. Results reach the
 caller only after their batch is committed, so nothing the caller ever saw can be
 lost, and a rerun after a crash sends only what was still missing.
 """
