@@ -6,9 +6,9 @@ per endpoint that respect the endpoint's limits, retry what can be retried and r
 what failed as errors, so memory is set by the window, not by the number of calls. An
 endpoint that refuses connections DEAD_AFTER (limits.py) times in a row is given up on
 for the run: its remaining calls end at once as connection errors, not stored, so a
-rerun sends them. Results reach the
-caller only after their batch is committed, so nothing the caller ever saw can be
-lost, and a rerun after a crash sends only what was still missing.
+rerun sends them. Results reach the caller only after their batch is committed, so
+nothing the caller ever saw can be lost, and a rerun after a crash sends only what was
+still missing.
 """
 
 from __future__ import annotations
