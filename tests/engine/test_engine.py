@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from eigenjury.engine import Budget, Call, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine import Budget, Call, CallResult, EndpointLimits, Engine, RetryPolicy, Store
 from eigenjury.engine import limits as limits_module
 from eigenjury.errors import InputError
 from eigenjury.models import ChatRequest, ModelSpec, Price, PriceTable
@@ -144,12 +145,18 @@ def test_concurrency_backs_off_on_429(tmp_path: Path) -> None:
     assert limiter.rate_limited > 0 and limiter.limit < 32
 
 
+async def streamed(engine: Engine, calls: Iterator[Call]) -> list[CallResult]:
+    async with engine, contextlib.aclosing(engine.stream(calls)) as results:
+        return [result async for result in results]
+
+
 @pytest.mark.parametrize("cap", ["tokens", "cost"])
-def test_budget_cap_stops_at_the_cap(tmp_path: Path, cap: str) -> None:
+@pytest.mark.parametrize("source", ["list", "stream"])
+def test_budget_cap_stops_at_the_cap(tmp_path: Path, cap: str, source: str) -> None:
     spec = ModelSpec.parse("scripted:echo")
     prices = PriceTable({"scripted:echo": Price(1_000_000.0, 1_000_000.0)})  # $1 a token
     budget = Budget(max_tokens=100) if cap == "tokens" else Budget(max_cost_usd=100.0)
-    calls = [Call(spec, ChatRequest.chat(("user", f"q {i}"), max_tokens=5)) for i in range(40)]
+    calls = (Call(spec, ChatRequest.chat(("user", f"q {i}"), max_tokens=5)) for i in range(40))
     engine = Engine(
         Store(tmp_path / "s.sqlite"),
         budget=budget,
@@ -157,7 +164,10 @@ def test_budget_cap_stops_at_the_cap(tmp_path: Path, cap: str) -> None:
         progress=False,
         limits=EndpointLimits(concurrency=4),
     )
-    results = engine.run_sync(calls)
+    if source == "list":
+        results = engine.run_sync(list(calls))
+    else:
+        results = asyncio.run(streamed(engine, calls))
     total = engine.accounting.record()["total"]
     spent = total["cost_usd"] if cap == "cost" else total["input_tokens"] + total["output_tokens"]
     made = [r for r in results if r.ok]

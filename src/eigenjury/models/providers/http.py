@@ -70,6 +70,9 @@ class HttpProvider:
     ) -> None:
         self.spec = spec
         self.features: dict[str, str] = dict(features or {})
+        # While a feature is untried, one request finds out at a time, so an endpoint
+        # that refuses it is asked once, not by every request in flight.
+        self._probing = asyncio.Lock()
         self.base_url = spec.base_url or ""
         self.public_base = public_url(self.base_url)
         self._key = spec.api_key()

@@ -21,9 +21,7 @@ runs):
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from eigenjury.models.errors import (
@@ -32,8 +30,7 @@ from eigenjury.models.errors import (
     MalformedResponseError,
     ServerError,
 )
-from eigenjury.models.providers.http import HttpProvider, SessionFactory, valid_text
-from eigenjury.models.spec import ModelSpec
+from eigenjury.models.providers.http import HttpProvider, valid_text
 from eigenjury.models.types import ChatRequest, Completion
 from eigenjury.models.verdict_format import (
     read_structured,
@@ -49,18 +46,6 @@ _REFUSAL_WORDS = ("response_format", "json_schema")
 
 
 class OpenAICompatibleProvider(HttpProvider):
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        sessions: SessionFactory | None = None,
-        features: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(spec, sessions=sessions, features=features)
-        # While structured output is untried, one verdict request finds out at a time,
-        # so an endpoint that refuses it is asked once, not by every request in flight.
-        self._probing = asyncio.Lock()
-
     def payload(
         self, request: ChatRequest, *, structured: str | None = None, label_scores: bool = False
     ) -> dict[str, Any]:
