@@ -10,6 +10,7 @@ import pytest
 from eigenjury.cli import main
 from eigenjury.peer.record import JudgeAgreementRecord, RankingRecord
 from eigenjury.records import find_records, read_any_record, read_record
+from strength_verdicts import REFERENCES, draw, renamed_and_shuffled
 
 # The crowd (the reference) and two judges, one of them named like rich markup.
 VERDICTS = """scenario,judge,first,second,verdict
@@ -65,6 +66,35 @@ def test_agreement_prints_the_table_and_writes_a_record_that_reads_back(
     assert record.overview().name == "verdicts.csv"
     found = find_records([tmp_path])  # what `eigenjury view` lists
     assert [(f.path, f.problem) for f in found] == [(out_file, None)]
+
+
+def test_renamed_models_and_shuffled_rows_give_the_same_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # names in strength order: the case where kappa once depended on the names
+    verdicts = draw(scenarios=12, seed=31)
+    names, order = renamed_and_shuffled(verdicts, seed=32)
+    tables = []
+    for label, csv, references in (
+        ("ordered", verdicts.csv(), REFERENCES),
+        ("renamed", verdicts.csv(names, order), [names[r] for r in REFERENCES]),
+    ):
+        path, out_file = tmp_path / f"{label}.csv", tmp_path / f"{label}.json"
+        path.write_text(csv)
+        code, out, err = _run(
+            capsys, "agreement", str(path), "--reference", ",".join(references),
+            "--bootstrap", "100", "--seed", "4", "--out", str(out_file),
+        )  # fmt: skip
+        assert code == 0, err
+        tables.append(json.loads(out_file.read_text())["agreement"])
+    ordered, renamed = tables
+    back = {new: old for old, new in names.items()}
+    renamed["references"] = [back[r] for r in renamed["references"]]
+    for row in renamed["judges"]:
+        row["judge"] = back[row["judge"]]
+    assert renamed == ordered  # every number, intervals included, and the order of rows
+    assert all(r["kappa"]["ci"][0] is not None for r in ordered["judges"])
+    assert "each comparison counted in both orientations" in out  # says what kappa is now
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 
 from eigenjury.stats.judge_agreement import AgreementRow, judge_agreement
 from eigenjury.stats.verdicts import DataError, ReplyFeatures, VerdictTable
+from strength_verdicts import REFERENCES, Judge, Verdicts, draw, renamed_and_shuffled
 
 Row = tuple[str, str, str, str, str | None]  # scenario, judge, shown first, shown second, winner
 
@@ -59,6 +60,31 @@ def test_agreement_and_kappa_match_a_hand_count_with_ties_as_an_outcome() -> Non
     assert sole.position_bias.value == 0.5  # shown a first: a four times, b four times
 
 
+@pytest.mark.parametrize("winner_first", [True, False])
+def test_kappa_chance_agreement_depends_on_tie_rates_not_on_which_side_won(
+    winner_first: bool,
+) -> None:
+    # one evaluee wins most comparisons; whether it is coded first must not matter
+    strong, weak = ("a", "b") if winner_first else ("b", "a")
+    code = {"a": strong, "b": weak, "T": None}
+    reference, judge = "aaaaaabbTT", "aaaabTaaTb"
+    rows: list[Row] = []
+    for s, (ref, own) in enumerate(zip(reference, judge, strict=True)):
+        rows.append((f"s{s}", "H", "a", "b", code[ref]))
+        rows.append((f"s{s}", "J", "b", "a", code[own]))
+    row = _row(judge_agreement(_table(rows), ["H"], bootstrap=0), "J")
+    assert row.agreement.value == pytest.approx(0.5)
+    # tie rates .2 and .2: chance .2 * .2 + (.8 * .8) / 2 = .36, not the .44 that the
+    # sides' marginals (.6, .2 each) would give
+    assert row.kappa.value == pytest.approx((0.5 - 0.36) / (1 - 0.36))
+
+
+def test_kappa_is_undefined_only_when_both_raters_always_tie() -> None:
+    rows: list[Row] = [(f"s{s}", j, "a", "b", None) for s in range(4) for j in ("H", "J")]
+    row = _row(judge_agreement(_table(rows), ["H"], bootstrap=0), "J")
+    assert row.agreement.value == 1.0 and np.isnan(row.kappa.value)
+
+
 def test_comparisons_without_a_majority_are_left_out_and_references_leave_one_out() -> None:
     rows: list[Row] = [
         # s0: the references split (a vs b): no majority
@@ -95,8 +121,8 @@ def test_a_first_slot_judge_flips_every_pair_and_a_consistent_one_none() -> None
     assert slot.flip_pairs == 6.0
     assert slot.agreement.value == pytest.approx(0.5)
     assert steady.flip_share.value == 0.0 and steady.position_bias.value == 0.5
-    assert steady.agreement.value == 1.0 and steady.kappa.value != steady.kappa.value  # NaN:
-    # no variation in either rater, so kappa is undefined rather than 1
+    # a always wins, and steady always says so: a coin would agree half the time
+    assert steady.agreement.value == 1.0 and steady.kappa.value == 1.0
     assert result.judges[0].judge == "steady"  # best agreement first
 
 
@@ -182,3 +208,82 @@ def test_references_the_data_cannot_support_are_refused_with_the_judges_named() 
         judge_agreement(table, ["K"])
     with pytest.raises(DataError, match="no judge named 'a'"):
         judge_agreement(table, ["a"])  # an evaluee that never judged
+
+
+ESTIMATES = ("agreement", "agreement_decisive", "kappa", "flip_share", "position_bias",
+             "longer_preference")  # fmt: skip
+
+
+def _numbers(row: AgreementRow) -> list[float]:
+    """Every number of a row, intervals included, unrounded."""
+    counts = [row.comparisons, row.with_majority, row.verdicts, row.flip_pairs]
+    return counts + [x for name in ESTIMATES for x in dataclasses.astuple(getattr(row, name))]
+
+
+def test_every_number_of_the_table_is_the_same_whatever_the_models_are_called() -> None:
+    verdicts = draw(scenarios=40, seed=11)
+    in_strength_order = verdicts.table()
+    # the case that once changed kappa: coded in strength order, the lower-coded
+    # evaluee wins most decisive verdicts (under other names, about half)
+    first, second, said = (
+        in_strength_order.first,
+        in_strength_order.second,
+        in_strength_order.verdict,
+    )
+    low_won = (said == 1) == (first < second)
+    assert low_won[said != 0].mean() > 0.75
+    names, order = renamed_and_shuffled(verdicts, seed=12)
+    renamed = verdicts.table(names, order)
+    assert sorted(renamed.models) != [names[m] for m in in_strength_order.models]  # coded anew
+
+    result = judge_agreement(in_strength_order, REFERENCES, bootstrap=200, seed=3)
+    again = judge_agreement(renamed, [names[r] for r in REFERENCES], bootstrap=200, seed=3)
+
+    assert again.references == tuple(names[r] for r in REFERENCES)
+    assert (again.comparisons, again.without_majority) == (
+        result.comparisons,
+        result.without_majority,
+    )
+    assert result.without_majority > 0  # the references split on some comparisons
+    rows = {r.judge: r for r in again.judges}
+    for row in result.judges:
+        np.testing.assert_array_equal(_numbers(rows[names[row.judge]]), _numbers(row), row.judge)
+        if not row.reference:
+            assert all(np.isfinite(_numbers(row))), row.judge  # nothing equal by being NaN
+    assert [names[r.judge] for r in result.judges] == [r.judge for r in again.judges]
+    kappa = {r.judge: r.kappa.value for r in result.judges}
+    assert kappa["sharp"] > kappa["model-0"] > kappa["dull"] > 0
+
+
+def _copy_of(verdicts: Verdicts, reference: str, name: str, verdict: np.ndarray) -> Verdicts:
+    """`verdicts` with a judge `name` that saw the reference's pairs in its order and
+    said `verdict` (one per reference row)."""
+    own = verdicts.judge == reference
+    parts = {f.name: getattr(verdicts, f.name) for f in dataclasses.fields(Verdicts)}
+    added = {k: v[own] for k, v in parts.items()} | {"judge": np.full(own.sum(), name),
+                                                     "verdict": verdict}  # fmt: skip
+    return Verdicts(**{k: np.concatenate([parts[k], added[k]]) for k in parts})
+
+
+def test_kappa_is_one_for_a_copy_zero_for_a_coin_and_negative_for_a_contrarian() -> None:
+    verdicts = draw(scenarios=60, seed=21, judges=(Judge("crowd-1", 1.0, 0.2, both_orders=False),))
+    reference = verdicts.verdict[verdicts.judge == "crowd-1"]
+    rng = np.random.default_rng(22)
+    tie = reference == 0
+    # the coin has the reference's marginals: its tie rate, and either evaluee alike
+    coin = np.where(rng.random(len(reference)) < tie.mean(), 0, rng.integers(1, 3, len(reference)))
+    for name, said in (
+        ("copy", reference),
+        ("coin", coin),
+        ("contrarian", np.where(tie, 0, 3 - reference)),
+    ):
+        verdicts = _copy_of(verdicts, "crowd-1", name, said)
+    result = judge_agreement(verdicts.table(), ["crowd-1"], bootstrap=400, seed=5)
+    copy, coin_row, contrarian = (_row(result, n).kappa for n in ("copy", "coin", "contrarian"))
+    assert (copy.value, copy.low, copy.high) == (1.0, 1.0, 1.0)
+    assert coin_row.low < 0.0 < coin_row.high and abs(coin_row.value) < 0.05
+    # the contrarian agrees on ties only: observed t against chance t^2 + (1 - t)^2 / 2
+    assert contrarian.high < 0.0
+    t = tie.mean()
+    chance = t * t + (1 - t) ** 2 / 2
+    assert contrarian.value == pytest.approx((t - chance) / (1 - chance))

@@ -69,7 +69,9 @@ def print_agreement(console: Console, table: AgreementTable) -> None:
         "outcome, not half a win",
         "agreement: share of verdicts equal to the majority; decisive agreement: the same "
         "where both the verdict and the majority name a winner; kappa: Cohen's, over the "
-        "three outcomes (0 = chance level)",
+        "three outcomes, each comparison counted in both orientations (0 = a judge that "
+        "ties at its own rate and otherwise names the winner by a coin flip); kappa "
+        "used to change with the models' names, and no longer does",
         "flip share: pairs judged in both orders whose outcome changes with the order; "
         "first slot: share of decisive verdicts for the reply shown first (0.5 = no "
         "position bias); longer: share of decisive verdicts for the longer reply (0.5 = "

@@ -13,6 +13,20 @@ Conventions:
   out); a sole reference has no agreement row, only its own biases.
 - A judge's row covers its verdicts on the comparisons the references judged (for a
   reference: all its verdicts), so every judge is measured on the reference's items.
+- Kappa's chance agreement depends on tie rates only. "This evaluee won" names a
+  different model on each comparison, so a marginal such as "the lower-coded evaluee
+  won" measures how the models happen to be coded, not the judge (with names in
+  strength order one side wins most comparisons and chance looks high). Each comparison
+  is counted in both orientations with half weight: agreement is unchanged, each
+  rater's marginal becomes (its tie rate t, (1 - t) / 2, (1 - t) / 2), and chance is
+  t_judge t_reference + (1 - t_judge)(1 - t_reference) / 2. Kappa 0 is a judge that
+  ties at its own rate and otherwise names the winner by a coin flip. Each rater keeps
+  its own tie rate (Cohen's): pooling the two raters' marginals (Scott's pi,
+  Krippendorff's alpha) would not remove the coding, which both share, and a judge's
+  tie rate is one of the traits this table compares.
+- So every number of the table is the same whatever the models are called and in
+  whatever order the rows come: the other statistics compare outcomes within one
+  comparison, and the resampling units are scenarios, coded in name order.
 
 Every statistic is a ratio of sums over scenarios: each judge's per-scenario sums are
 tallied once, and all bootstrap rounds follow from one matrix product with the
@@ -39,7 +53,9 @@ from eigenjury.stats.verdicts import (
     tally,
 )
 
-OUTCOMES = 3  # in identity terms: tie, the lower-coded evaluee won, the other won
+# In identity terms: tie, the lower-coded evaluee won, the other won. The codes are
+# compared within a comparison only; no statistic counts a side across comparisons.
+OUTCOMES = 3
 # Resampling counts held in memory at once (rounds x scenarios, 128 MiB); more scenarios
 # draw their rounds in chunks.
 CHUNK_CELLS = 1 << 24
@@ -48,12 +64,8 @@ SUMS = (
     "verdict_weight",  # all its verdicts in the row
     "majority_weight",  # verdicts on comparisons with a reference majority
     "agree_weight",  # ... equal to it
-    "judge_tie",  # ... by the judge's outcome (kappa's marginals)
-    "judge_low",
-    "judge_high",
-    "majority_tie",  # ... by the majority's outcome
-    "majority_low",
-    "majority_high",
+    "judge_tie",  # ... the judge's ties and the majority's (kappa's chance agreement)
+    "majority_tie",
     "decisive_weight",  # ... where the verdict and the majority are both decisive
     "decisive_agree_weight",
     "flip_weight",  # pairs judged in both orders, weighted by how often they flip
@@ -299,10 +311,9 @@ def _judge_sums(
         "decisive_agree_weight": decisive & agree,
         "first_weight": verdict == FIRST,
         "decisive_verdicts": verdict != TIE,
+        "judge_tie": counted & (judge_says == 0),
+        "majority_tie": reference_says == 0,
     }
-    for k, side in enumerate(("tie", "low", "high")):
-        sums[f"judge_{side}"] = counted & (judge_says == k)
-        sums[f"majority_{side}"] = reference_says == k
     lengths = None if table.features is None else table.features.get("length")
     if lengths is None:
         sums["longer_weight"] = sums["sized_verdicts"] = np.zeros(len(rows), dtype=bool)
@@ -367,13 +378,14 @@ def _ratio(top: FloatArray, bottom: FloatArray) -> FloatArray:
 
 
 def _kappa(totals: FloatArray) -> FloatArray:
-    """Cohen's kappa over the three outcomes between the judge and the majority."""
+    """Cohen's kappa over the three outcomes between the judge and the majority, each
+    comparison counted in both orientations (module docstring): chance agreement is
+    that of the tie rates plus half that of the decisive rates."""
     col = _COLUMN
     n = totals[:, col["majority_weight"]]
-    judge = totals[:, col["judge_tie"] : col["judge_high"] + 1]
-    reference = totals[:, col["majority_tie"] : col["majority_high"] + 1]
+    judge_tie, reference_tie = totals[:, col["judge_tie"]], totals[:, col["majority_tie"]]
     observed = _ratio(totals[:, col["agree_weight"]], n)
-    chance = _ratio((judge * reference).sum(axis=1), n * n)
+    chance = _ratio(judge_tie * reference_tie + (n - judge_tie) * (n - reference_tie) / 2, n * n)
     beyond = 1.0 - chance
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(
