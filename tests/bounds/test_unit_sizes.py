@@ -5,12 +5,20 @@ are calm, the rare replies of 12 items flip every verdict they feed."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from eigenjury.testing.unit_sizes import UnitSizeJudge, violations, write_score_file
+from eigenjury.bounds.apply import ReleaseSettings, release
+from eigenjury.bounds.scores import SCALES, read_scores
+from eigenjury.testing.unit_sizes import (
+    UnitSizeJudge,
+    measured_profile,
+    violations,
+    write_score_file,
+)
 
 DELTA = 0.05
 
@@ -28,3 +36,25 @@ def test_a_neighbour_editing_a_rare_large_reply_stays_within_delta(tmp_path: Pat
         low, _ = found.interval(kind)
         assert low <= DELTA, (kind, found)
     assert found.rate["large reply"] <= DELTA, found
+
+
+def test_the_release_of_unequal_units_names_each_size_and_keeps_the_old_attribute(
+    tmp_path: Path,
+) -> None:
+    """The certificate lists each unit size with its own bound, says that pooled
+    certificates could promise too much, and rests on the worst size; a script reading
+    the release's old attribute `debiased` still gets the released scores, warned."""
+    judge = UnitSizeJudge(small=2, large=12, large_share=0.01)
+    path = write_score_file(tmp_path / "s.csv", judge, 100, 5, np.random.default_rng(1))
+    profile = measured_profile(judge, 600, np.random.default_rng(2))
+    result = release(read_scores(path, scale=SCALES["unit"]), profile,
+                     ReleaseSettings(tau=0.5, delta=DELTA))  # fmt: skip
+    bound = result.certificate.generators["formatting"]
+    assert bound.strata is not None and [s.size for s in bound.strata] == [2, 12]
+    small, large = bound.strata
+    assert small.estimate == 0.0 and large.estimate == 1.0 and large.m + small.m == 600
+    assert bound.upper_bound == pytest.approx(math.sqrt(12))  # a 12-item edit: sqrt(12 x 1)
+    assert any("pooled the sizes" in w for w in result.certificate.warnings)
+    with pytest.warns(DeprecationWarning, match="Release.released"):
+        old = result.debiased
+    assert old is result.released
