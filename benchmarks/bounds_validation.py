@@ -208,7 +208,8 @@ def run_power(cell: PowerCell) -> list[object]:
 @dataclass(frozen=True)
 class UnitSizeRow:
     """Replies of 2 items, and a share `large_share` of 12 items whose edit flips every
-    verdict they feed; the score file has 100 small replies and `large_units` large."""
+    verdict they feed (with probability `flip`); the score file has 100 small replies
+    and `large_units` large."""
 
     label: str
     large_share: float
@@ -216,6 +217,7 @@ class UnitSizeRow:
     m: int
     tau: float
     delta: float
+    flip: float = 1.0
 
 
 UNIT_SIZES = [
@@ -223,7 +225,9 @@ UNIT_SIZES = [
     UnitSizeRow("1 in 1,000 replies of 12 items", 0.001, 5, 6000, 0.5, 0.05),
     UnitSizeRow("1 in 5,000 replies of 12 items", 0.0002, 5, 20000, 1.0, 0.01),
     UnitSizeRow("control: every reply of 2 items", 0.0, 0, 3000, 0.5, 0.05),
-]
+    UnitSizeRow("control: 1 in 10 replies of 12 items, none moves", 0.1, 5, 6000, 0.5, 0.05,
+                flip=0.0),
+]  # fmt: skip
 UnitSizeCell = tuple[int, int, int]
 
 
@@ -231,7 +235,7 @@ def run_unit_sizes(cell: UnitSizeCell) -> list[object]:
     """One row of the units-of-different-sizes table."""
     index, measurements, draws = cell
     spec = UNIT_SIZES[index]
-    judge = UnitSizeJudge(small=2, large=12, large_share=spec.large_share)
+    judge = UnitSizeJudge(small=2, large=12, large_share=spec.large_share, flip=spec.flip)
     with tempfile.TemporaryDirectory() as folder:
         scores = write_score_file(
             Path(folder) / "scores.csv", judge, 100, spec.large_units, np.random.default_rng(1)

@@ -10,7 +10,8 @@ mechanism M(D) = alpha f(D) + (1 - alpha) mu + Z from the certificate's fields a
 Replies come in two sizes: most feed `small` items, a share `large_share` feed `large`
 items (a reply judged in many verdict rows, a submission graded on many criteria).
 Every item scores 0 or 1 (a preference verdict); an edit of a large reply flips the
-score of each of its items, an edit of a small one moves nothing. So the rare large
+score of each of its items (with probability `flip`, all together), an edit of a small
+one moves nothing. So the rare large
 units are the sensitive ones, and a measurement that pools its units finds a small
 change per item.
 
@@ -44,11 +45,13 @@ NEIGHBOURS = ("large reply", "small reply", "any reply")
 @dataclass(frozen=True)
 class UnitSizeJudge:
     """Replies of `small` items (most) and of `large` items (a share `large_share`);
-    an edit flips every item of a large reply and moves no item of a small one."""
+    an edit flips every item of a large reply (with probability `flip`) and moves no
+    item of a small one."""
 
     small: int = 2
     large: int = 12
     large_share: float = 0.002
+    flip: float = 1.0
 
 
 def measured_profile(judge: UnitSizeJudge, m: int, rng: np.random.Generator) -> SensitivityProfile:
@@ -58,13 +61,14 @@ def measured_profile(judge: UnitSizeJudge, m: int, rng: np.random.Generator) -> 
     for reply in range(m):
         large = bool(rng.random() < judge.large_share)
         size = judge.large if large else judge.small
+        flipped = large and bool(rng.random() < judge.flip)
         for item in range(size):
             original = float(rng.integers(0, 2))
             pairs.append(
                 Pair(
                     item=f"r{reply}/{item}",
                     original=original,
-                    perturbed=1.0 - original if large else original,
+                    perturbed=1.0 - original if flipped else original,
                     unit=f"r{reply}",
                 )
             )
@@ -194,7 +198,7 @@ def _gaps(
     out = np.empty(len(edited))
     for i, unit in enumerate(edited):
         neighbour = x.copy()
-        if len(unit) == judge.large:
+        if len(unit) == judge.large and rng.random() < judge.flip:
             neighbour[unit] = 1.0 - neighbour[unit]
         if certificate.centre == "batch-mean":
             shift = (1.0 - alpha) * (x.mean() - neighbour.mean())
