@@ -487,3 +487,15 @@ def test_replies_of_different_sizes_are_measured_and_bounded_each_on_its_own(
     assert any(w.startswith("the profile's units feed 2 and 6 items") for w in cert["warnings"])
     assert "size (2 or 6 items)" in cert["guarantee"]
     assert "markdown per unit size (per item): 2 items: 8 units" in text
+    # a profile written before `unit_sizes` (and `strata`): each reply's size is the most
+    # pairs it has in a generator, and the certificate is the same
+    old = json.loads(path.read_text())
+    del old["unit_sizes"]
+    for generator in old["generators"].values():
+        generator.pop("strata", None)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    code, _, err = apply(verdicts, tmp_path / "old.json", tmp_path / "o2", ["--tau", "3",
+                         "--generators", "markdown", "--min-alpha", "0.01"], capsys)  # fmt: skip
+    assert code == 0, err
+    again = json.loads((tmp_path / "o2" / "certificate.json").read_text())
+    assert again["generators"] == cert["generators"] and again["alpha"] == cert["alpha"]

@@ -159,14 +159,15 @@ class SensitivityProfile(Sparse, Record):
 
     def sizes(self, pairs: list[Pair]) -> list[int]:
         """How many items the unit of each pair feeds: 1 for a pair of its own, else
-        `unit_sizes`, or for a profile without it the most pairs its unit has in any
-        generator (an item whose original judgment failed is then not counted)."""
-        known = dict(self.unit_sizes or {})
-        if self.unit_sizes is None:
-            for generator in self.generators.values():
-                for unit, n in Counter(p.unit for p in generator.pairs if p.unit).items():
-                    known[unit] = max(known.get(unit, 0), n)
-        return [1 if p.unit is None else known.get(p.unit, 1) for p in pairs]
+        `unit_sizes`, or where it does not say (a profile written before it) the most
+        pairs the unit has in any generator (an item whose original judgment failed is
+        then not counted)."""
+        known: dict[str, int] = {}
+        for generator in self.generators.values():
+            for unit, n in Counter(p.unit for p in generator.pairs if p.unit).items():
+                known[unit] = max(known.get(unit, 0), n)
+        known.update(self.unit_sizes or {})
+        return [1 if p.unit is None else known[p.unit] for p in pairs]
 
     @property
     def failed_calls(self) -> int:
