@@ -20,6 +20,12 @@ The last two must show violations far above delta: that is the check's power.
 Violation rates carry a 95% interval clustered by measurement (the draws of one
 measurement share its certificate).
 
+A fourth table takes units of different sizes, with a judge and a check written apart
+from the simulation above (eigenjury.testing.unit_sizes): replies of 2 items are calm,
+the rare replies of 12 items flip every verdict they feed. A profile is measured on m
+replies, a score file of 100 small and 5 large replies is released through `bound
+apply`'s own code, and the neighbours edit one large reply, one small one, or any one.
+
 Every (judge, d, tau, delta, choices) cell is an independent simulation: the cells run
 as a sweep over forked processes, or as Ray tasks with `--backend ray`.
 """
@@ -27,7 +33,9 @@ as a sweep over forked processes, or as Ray tasks with `--backend ray`.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +51,7 @@ from eigenjury.bounds.simulation import (
 )
 from eigenjury.engine.backends import task_map
 from eigenjury.stats.abb import estimate_sensitivity
+from eigenjury.testing.unit_sizes import UnitSizeJudge, violations, write_score_file
 
 JUDGES = {
     "frequent small (10%, +3, jitter 20%)": SimulatedJudge(rate=0.1, points=3, jitter=0.2),
@@ -196,6 +205,61 @@ def run_power(cell: PowerCell) -> list[object]:
     ]
 
 
+@dataclass(frozen=True)
+class UnitSizeRow:
+    """Replies of 2 items, and a share `large_share` of 12 items whose edit flips every
+    verdict they feed (with probability `flip`); the score file has 100 small replies
+    and `large_units` large."""
+
+    label: str
+    large_share: float
+    large_units: int
+    m: int
+    tau: float
+    delta: float
+    flip: float = 1.0
+
+
+UNIT_SIZES = [
+    UnitSizeRow("1 in 1,000 replies of 12 items", 0.001, 5, 3000, 0.5, 0.05),
+    UnitSizeRow("1 in 1,000 replies of 12 items", 0.001, 5, 6000, 0.5, 0.05),
+    UnitSizeRow("1 in 5,000 replies of 12 items", 0.0002, 5, 20000, 1.0, 0.01),
+    UnitSizeRow("control: every reply of 2 items", 0.0, 0, 3000, 0.5, 0.05),
+    UnitSizeRow("control: 1 in 10 replies of 12 items, none moves", 0.1, 5, 6000, 0.5, 0.05,
+                flip=0.0),
+]  # fmt: skip
+UnitSizeCell = tuple[int, int, int]
+
+
+def run_unit_sizes(cell: UnitSizeCell) -> list[object]:
+    """One row of the units-of-different-sizes table."""
+    index, measurements, draws = cell
+    spec = UNIT_SIZES[index]
+    judge = UnitSizeJudge(small=2, large=12, large_share=spec.large_share, flip=spec.flip)
+    with tempfile.TemporaryDirectory() as folder:
+        scores = write_score_file(
+            Path(folder) / "scores.csv", judge, 100, spec.large_units, np.random.default_rng(1)
+        )
+        found = violations(
+            judge, scores, m=spec.m, tau=spec.tau, delta=spec.delta,
+            measurements=measurements, draws=draws, seed=7,
+        )  # fmt: skip
+
+    def rate(kind: str) -> str:
+        if kind not in found.rate:
+            return "-"
+        low, high = found.interval(kind)
+        mark = "" if found.rate[kind] <= spec.delta else " **above delta**"
+        return f"{found.rate[kind]:.4f} [{low:.4f}, {high:.4f}]{mark}"
+
+    steps = found.bias_bounds
+    return [
+        spec.label, spec.m, spec.tau, spec.delta, rate("large reply"), rate("small reply"),
+        rate("any reply"), f"{steps['markov']} / {steps['range']}", f"{found.alpha:.3f}",
+        f"{found.sigma_max:.4f}",
+    ]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run")
@@ -248,6 +312,19 @@ def main() -> None:
     print("### A validation that can fail (d = 200)\n")
     headers = ["row", "m", "assumed k", "true k", "tau", "delta", "violation rate [95%]",
                "Markov share", "the bound", "result"]  # fmt: skip
+    print(table(headers, rows))
+    print(f"\n({seconds:.1f} s)\n")
+
+    def unit_sizes() -> list[list[object]]:
+        cells = [(i, measurements, draws) for i in range(len(UNIT_SIZES))]
+        return sweep(run_unit_sizes, cells)
+
+    seconds, rows = timed(unit_sizes)
+    print("### Units of different sizes (2 and 12 items; score file: 100 small replies, "
+          "5 large)\n")  # fmt: skip
+    headers = ["replies", "m", "tau", "delta", "large reply edited [95%]",
+               "small reply edited", "any reply edited", "Markov / range",
+               "alpha", "sigma_max"]  # fmt: skip
     print(table(headers, rows))
     print(f"\n({seconds:.1f} s)")
 

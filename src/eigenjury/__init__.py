@@ -33,7 +33,8 @@ _EXPORTS = {
     "grade": "eigenjury.contracts",
     "load_contract": "eigenjury.contracts",
     "certify": "eigenjury.stats",
-    "debias": "eigenjury.stats",
+    "shrink_and_noise": "eigenjury.stats",
+    "debias": "eigenjury.stats",  # the old name of shrink_and_noise (it warns)
     "measure_sensitivity": "eigenjury.bounds",
     "read_scores": "eigenjury.bounds",
     "release": "eigenjury.bounds",
@@ -57,13 +58,13 @@ __all__ = [
     "VerdictTable",
     "__version__",
     "certify",
-    "debias",
     "eigentrust",
     "grade",
     "load_contract",
     "measure_sensitivity",
     "read_scores",
     "release",
+    "shrink_and_noise",
     "to_elo",
 ]
 
@@ -81,8 +82,8 @@ if TYPE_CHECKING:
         VerdictCounts,
         VerdictTable,
         certify,
-        debias,
         eigentrust,
+        shrink_and_noise,
         to_elo,
     )
 

@@ -221,8 +221,10 @@ def test_measure_then_apply_writes_scores_and_a_consistent_certificate(
     assert cert["bounded"].startswith("the released per-item score vector")
     assert cert["utility"]["models"]["kendall"] > 0.5
     assert cert["stability"]["draws"] == 200
-    lines = (out / "debiased.csv").read_text().splitlines()
-    assert lines[0] == "item,model,criterion,score,normalised,debiased,debiased_raw"
+    assert "removes no bias" in (out / "report.html").read_text()
+    assert "not the judge's bias" in cert["bounded"]
+    lines = (out / "released.csv").read_text().splitlines()
+    assert lines[0] == "item,model,criterion,score,normalised,released,released_raw"
     assert len(lines) == 401
     first = lines[1].split(",")
     assert float(first[4]) == pytest.approx((rows[0][1] - 1) / 9)
@@ -247,7 +249,7 @@ def test_measure_then_apply_writes_scores_and_a_consistent_certificate(
         )
         == 0
     )
-    assert (out / "again" / "debiased.csv").read_text() == (out / "debiased.csv").read_text()
+    assert (out / "again" / "released.csv").read_text() == (out / "released.csv").read_text()
 
 
 def write_results(path: Path, tasks: list[tuple[str, str, float, bool]]) -> Path:
@@ -538,12 +540,13 @@ def test_measure_with_no_readable_judgment_fails_and_keeps_the_old_profile(
 def test_apply_refuses_an_out_folder_that_would_overwrite_its_input(
     tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An earlier debiased.csv (item, score, model: a valid score file) debiased again
+    """An earlier released.csv (item, score, model: a valid score file) released again
     into its own folder would be overwritten while it is read; and --out may not be a
-    file. Both refused before anything is written."""
+    file. Both refused before anything is written. A release under its old name
+    (debiased.csv) is not overwritten: it is read, and named as earlier."""
     (tmp_path / "released").mkdir()
     rows = [(f"t{i}", 1 + i % 10, f"m{i % 3}") for i in range(30)]
-    scores = write_scores(tmp_path / "released" / "debiased.csv", rows)
+    scores = write_scores(tmp_path / "released" / "released.csv", rows)
     before = scores.read_text()
     for out in (tmp_path / "released", scores):
         argv = ["bound", "apply", str(scores), "--profile", str(profile_path), "--scale",
@@ -553,6 +556,14 @@ def test_apply_refuses_an_out_folder_that_would_overwrite_its_input(
         assert str(scores) in err and "Traceback" not in err + text
         assert scores.read_text() == before
         assert not (tmp_path / "released" / "certificate.json").exists()
+    (tmp_path / "old").mkdir()
+    old = write_scores(tmp_path / "old" / "debiased.csv", rows)
+    argv = ["bound", "apply", str(old), "--profile", str(profile_path), "--scale", "likert10",
+            "--tau", "0.5", "--delta", "0.05", "--out", str(old.parent)]  # fmt: skip
+    code, text, err = run_cli(argv, capsys)
+    assert code == 0, err
+    assert old.read_text() == before and (old.parent / "released.csv").exists()
+    assert "debiased.csv is an earlier release (under its old name)" in text
 
 
 def test_measure_stopped_by_its_budget_exits_1_and_a_rerun_finishes_it(

@@ -34,9 +34,9 @@ from eigenjury.engine import Engine, Store
 from eigenjury.models import ModelSpec
 from eigenjury.models.providers.scripted import ScriptedProvider, register_script
 from eigenjury.models.types import ChatRequest
-from eigenjury.peer.designs import design_random_groups
+from eigenjury.peer.designs import Comparison, design_random_groups
 from eigenjury.records import read_record, write_record
-from eigenjury.stats.abb import certify
+from eigenjury.stats.abb import certify, mean_upper_bound
 
 MEMBERS = ["ada", "bob", "cy", "dee", "eve", "fay", "gus", "hal"]
 NEW_FIELDS = ("k_source", "k_derived", "k_unit", "raw_bound", "deterministic")
@@ -134,9 +134,17 @@ def test_apply_takes_k_from_the_verdicts_and_refuses_a_smaller_one(
     assert unit.startswith("scenario s") and ", evaluee " in unit
     assert (cert["neighbour_size"], cert["k_source"], cert["k_derived"]) == (6, "rows per reply", 6)
     assert f"neighbour size k = 6 (rows per reply: {unit})" in text
-    # the measured Delta is that of a 6-item neighbour: sqrt(6) times the per-item one
-    one_item = math.sqrt(np.mean(np.array([0.0] * 40 + [0.1] * 10) ** 2))
-    assert cert["generators"]["formatting"]["estimate"] == pytest.approx(math.sqrt(6) * one_item)
+    # the profile measured single items, no reply feeding 6 rows: a 6-row neighbour
+    # rests on the range, with no estimate, and the certificate says why
+    formatting = cert["generators"]["formatting"]
+    assert formatting["estimate"] is None and formatting["upper_bound"] == pytest.approx(
+        math.sqrt(6)
+    )
+    assert formatting["strata"] == [
+        {"size": 6, "m": 0, "estimate": None, "upper_bound": 1.0, "confidence": 1.0}
+    ]
+    assert any(w.startswith("the profile has no unit of 6 items") for w in cert["warnings"])
+    assert "formatting per unit size (per item): 6 items: none measured (the range, 1)" in text
     assert cert["bias_bound"] == "range" and cert["bias_term"] == pytest.approx(math.sqrt(6))
 
     code, _, err = apply(verdicts, profile, tmp_path / "bad", ["--tau", "1", "--k", "1"], capsys)
@@ -335,9 +343,11 @@ register_script("bounds-pairwise", pairwise_judge)
 QUALITIES = dict(zip(MEMBERS, (3, 5, 7, 9, 4, 6, 8, 2), strict=True))
 
 
-def write_pairwise_dataset(path: Path) -> list[Any]:
-    """The groups-of-4 design as a pairwise dataset: each reply is shown in 6 items."""
-    design = design_random_groups(MEMBERS, [f"s{i}" for i in range(6)], group_size=4)
+def write_pairwise_dataset(path: Path, design: list[Comparison] | None = None) -> list[Any]:
+    """A design (default: groups of 4, each reply shown in 6 items) as a pairwise
+    dataset."""
+    if design is None:
+        design = design_random_groups(MEMBERS, [f"s{i}" for i in range(6)], group_size=4)
 
     def reply(scenario: str, evaluee: str) -> str:
         return f"Reply of {evaluee} to {scenario}. [quality {QUALITIES[evaluee]}]"
@@ -410,3 +420,82 @@ def test_measure_edits_a_reply_in_every_item_it_feeds_and_apply_scales_it_to_k(
     cert = json.loads((tmp_path / "o" / "certificate.json").read_text())
     assert cert["neighbour_size"] == 6 and cert["generators"]["markdown"]["m"] == 5
     assert cert["generators"]["markdown"]["estimate"] == pytest.approx(math.sqrt(6) * per_item)
+
+
+def test_replies_of_different_sizes_are_measured_and_bounded_each_on_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unbalanced design: in s0 four evaluees meet (a reply feeds 6 items), in s1-s4
+    two (a reply feeds 2). The profile records each reply's size; apply bounds the
+    2-item and the 6-item replies apart and certifies the worse."""
+    four = ["ada", "bob", "cy", "dee"]
+    design = [Comparison("s0", "eve", a, b) for a in four for b in four if a != b] + [
+        Comparison(f"s{i}", "eve", a, b) for i in range(1, 5) for a, b in (("ada", "bob"),
+                                                                            ("bob", "ada"))
+    ]  # fmt: skip
+    write_pairwise_dataset(tmp_path / "d.jsonl", design)
+    settings = MeasureSettings(
+        judge=ModelSpec.parse("scripted:bounds-pairwise"),
+        protocol=JudgeProtocol("pairwise"),
+        generators=("markdown", "identity"),
+        m=12,
+        seed=0,
+    )
+
+    async def run() -> SensitivityProfile:
+        providers = {"scripted:bounds-pairwise": ScriptedProvider("bounds-pairwise")}
+        async with Engine(Store(tmp_path / "s.sqlite"), progress=False, providers=providers) as e:
+            items = read_dataset(tmp_path / "d.jsonl")
+            return await measure_sensitivity(e, MeasureInputs(items, "d", settings))
+
+    profile = asyncio.run(run())
+    assert profile.unit_sizes is not None
+    assert Counter(profile.unit_sizes.values()) == {6: 4, 2: 8}
+    markdown = profile.generators["markdown"]
+    assert markdown.strata is not None
+    assert [(s.size, s.m) for s in markdown.strata] == [(2, 8), (6, 4)]
+    # per unit: the mean of its items' squared changes; per size: its own bound
+    changes: dict[str, list[float]] = {}
+    for pair in markdown.pairs:
+        assert pair.unit is not None and pair.perturbed is not None
+        changes.setdefault(pair.unit, []).append((pair.original - pair.perturbed) ** 2)
+    by_size = {
+        size: np.array([np.mean(v) for u, v in changes.items() if profile.unit_sizes[u] == size])
+        for size in (2, 6)
+    }
+    assert markdown.estimate == pytest.approx(math.sqrt(max(by_size[2].mean(), by_size[6].mean())))
+    path = tmp_path / "profile.json"
+    write_record(path, profile)
+    assert read_record(path, SensitivityProfile) == profile
+    capsys.readouterr()
+
+    verdicts = tmp_path / "v.csv"
+    verdicts.write_text(
+        "scenario,judge,first,second,verdict\n"
+        + "".join(f"{c.scenario},{c.judge},{c.first},{c.second},0\n" for c in design)
+    )
+    code, text, err = apply(verdicts, path, tmp_path / "o", ["--tau", "3", "--generators",
+                            "markdown", "--min-alpha", "0.01"], capsys)  # fmt: skip
+    assert code == 0, err
+    cert = json.loads((tmp_path / "o" / "certificate.json").read_text())
+    bound = cert["generators"]["markdown"]
+    assert cert["neighbour_size"] == 6 and [s["size"] for s in bound["strata"]] == [2, 6]
+    confidence = 1 - 0.2 * 0.05 / 2  # the sensitivity's share of delta, split in two
+    upper = {r: mean_upper_bound(by_size[r], confidence) for r in (2, 6)}
+    assert bound["upper_bound"] == pytest.approx(math.sqrt(max(2 * upper[2], 6 * upper[6])))
+    assert [s["confidence"] for s in bound["strata"]] == pytest.approx([confidence] * 2)
+    assert any(w.startswith("the profile's units feed 2 and 6 items") for w in cert["warnings"])
+    assert "size (2 or 6 items)" in cert["guarantee"]
+    assert "markdown per unit size (per item): 2 items: 8 units" in text
+    # a profile written before `unit_sizes` (and `strata`): each reply's size is the most
+    # pairs it has in a generator, and the certificate is the same
+    old = json.loads(path.read_text())
+    del old["unit_sizes"]
+    for generator in old["generators"].values():
+        generator.pop("strata", None)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    code, _, err = apply(verdicts, tmp_path / "old.json", tmp_path / "o2", ["--tau", "3",
+                         "--generators", "markdown", "--min-alpha", "0.01"], capsys)  # fmt: skip
+    assert code == 0, err
+    again = json.loads((tmp_path / "o2" / "certificate.json").read_text())
+    assert again["generators"] == cert["generators"] and again["alpha"] == cert["alpha"]

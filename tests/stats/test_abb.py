@@ -10,10 +10,10 @@ from scipy import stats as sps
 
 from eigenjury.stats.abb import (
     certify,
-    debias,
     estimate_sensitivity,
     laurent_massart_radius,
     mean_upper_bound,
+    shrink_and_noise,
     units_to_decide,
     upper_bound_at,
     utility_retained,
@@ -169,24 +169,42 @@ def test_certify_rejects_bad_parameters(kwargs: dict[str, float]) -> None:
         )  # type: ignore[arg-type]
 
 
-def test_debias_shrinks_adds_noise_and_checks_its_input() -> None:
+def test_the_release_shrinks_adds_noise_and_checks_its_input() -> None:
     rng = np.random.default_rng(0)
     scores = rng.uniform(size=500)
     cert = certify(2.0, 0.01, 0.05, 500, range_bound=False)
-    out = debias(scores, cert, 0.0, rng)
+    out = shrink_and_noise(scores, cert, 0.0, rng)
     np.testing.assert_allclose(out, cert.alpha * scores + (1 - cert.alpha) * 0.5)
-    noisy = debias(scores, cert, cert.sigma_max, np.random.default_rng(1))
+    noisy = shrink_and_noise(scores, cert, cert.sigma_max, np.random.default_rng(1))
     assert np.std(noisy - out) == pytest.approx(cert.sigma_max, rel=0.1)
     with pytest.raises(ValueError, match="expected 500"):
-        debias(scores[:10], cert, 0.0, rng)
+        shrink_and_noise(scores[:10], cert, 0.0, rng)
     with pytest.raises(ValueError, match="sigma"):
-        debias(scores, cert, 2 * cert.sigma_max, rng)
+        shrink_and_noise(scores, cert, 2 * cert.sigma_max, rng)
     with pytest.raises(ValueError, match="normalised"):
-        debias(scores * 3, cert, 0.0, rng)
+        shrink_and_noise(scores * 3, cert, 0.0, rng)
     batch = certify(2.0, 0.01, 0.05, 500, centre="batch-mean")
     np.testing.assert_allclose(
-        debias(scores, batch, 0.0, rng), batch.alpha * scores + (1 - batch.alpha) * scores.mean()
+        shrink_and_noise(scores, batch, 0.0, rng),
+        batch.alpha * scores + (1 - batch.alpha) * scores.mean(),
     )
+
+
+def test_the_old_name_debias_still_releases_and_warns() -> None:
+    """Scripts of eigenjury 0.2 call `debias` (from eigenjury or eigenjury.stats): it
+    gives the same release, with a warning that no bias is removed."""
+    import eigenjury
+    import eigenjury.stats
+
+    scores = np.random.default_rng(0).uniform(size=50)
+    cert = certify(2.0, 0.01, 0.05, 50, range_bound=False)
+    for old in (eigenjury.debias, eigenjury.stats.debias):
+        with pytest.warns(DeprecationWarning, match="does not remove the judge's bias"):
+            released = old(scores, cert, cert.sigma_max, np.random.default_rng(3))
+        np.testing.assert_array_equal(
+            released, shrink_and_noise(scores, cert, cert.sigma_max, np.random.default_rng(3))
+        )
+    assert "debias" not in eigenjury.__all__ and "debias" not in eigenjury.stats.__all__
 
 
 def test_kl_bound_covers_the_mean_at_its_confidence_and_beats_hoeffding() -> None:
@@ -205,14 +223,63 @@ def test_kl_bound_covers_the_mean_at_its_confidence_and_beats_hoeffding() -> Non
     assert mean_upper_bound(np.zeros(m), 0.9, method="bootstrap", rng=rng) == 0.0
 
 
-def test_sensitivity_estimate_scales_with_the_neighbour_size() -> None:
-    original = np.array([0.0, 0.5, 1.0, 0.25])
-    perturbed = np.array([0.5, 0.5, 1.0, 0.25])
+def test_one_unit_size_is_one_sample_scaled_to_its_size() -> None:
+    """Units of one size: the per-unit means are one sample, bounded at the confidence
+    asked, and a neighbour editing one unit moves size x the per-item mean (as before
+    units of several sizes were bounded apart)."""
+    original = np.array([0.0, 0.5, 1.0, 0.25, 0.5, 0.5, 0.5, 0.5])
+    perturbed = np.array([0.5, 0.5, 1.0, 0.25, 0.5, 1.0, 0.5, 0.5])
     one = estimate_sensitivity(original, perturbed, 0.95)
-    four = estimate_sensitivity(original, perturbed, 0.95, neighbour_size=4)
-    assert one.estimate == pytest.approx(math.sqrt(0.25 / 4))
-    assert four.estimate == pytest.approx(2 * one.estimate)
-    assert one.upper_bound >= one.estimate and one.m == 4
+    assert one.estimate == pytest.approx(math.sqrt(0.5 / 8))
+    assert one.upper_bound == pytest.approx(
+        math.sqrt(mean_upper_bound((original - perturbed) ** 2, 0.95))
+    )
+    assert one.m == 8 and one.neighbour_size == 1 and len(one.strata) == 1
+    units = [0, 0, 0, 0, 1, 1, 1, 1]
+    four = estimate_sensitivity(original, perturbed, 0.95, units=units)
+    per_unit = np.array([0.25 / 4, 0.25 / 4])
+    assert four.estimate == pytest.approx(math.sqrt(4 * per_unit.mean()))
+    assert four.upper_bound == pytest.approx(math.sqrt(4 * mean_upper_bound(per_unit, 0.95)))
+    assert four.m == 2 and four.neighbour_size == 4
+
+
+def test_each_unit_size_is_bounded_on_its_own_and_the_worst_is_certified() -> None:
+    """Two units of 2 items that do not move, one of 4 that moves by 1 per item: pooled,
+    the mean per item would be 1/3; bounded apart, a 4-item edit moves sqrt(4 x 1)."""
+    original = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    perturbed = np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    units = [0, 0, 1, 1, 2, 2, 2, 2]
+    found = estimate_sensitivity(original, perturbed, 0.9, units=units, method="kl")
+    small, large = found.strata
+    assert (small.size, small.m, small.mean_square) == (2, 2, 0.0)
+    assert (large.size, large.m, large.mean_square) == (4, 1, 1.0)
+    # delta_sensitivity 0.1 split between the two sizes measured (a union bound)
+    assert small.confidence == large.confidence == pytest.approx(0.95)
+    assert small.upper_bound == pytest.approx(mean_upper_bound(np.zeros(2), 0.95, method="kl"))
+    assert large.upper_bound == 1.0
+    assert found.estimate == pytest.approx(2.0) and found.upper_bound == pytest.approx(2.0)
+    assert found.neighbour_size == 4 and found.m == 3
+    # a size with no measured unit rests on the range; the measured one keeps the whole
+    # confidence, being the only one bounded that was measured
+    wider = estimate_sensitivity(
+        original, perturbed, 0.9, units=units, method="kl", neighbour_sizes=(2, 6)
+    )
+    two, six = wider.strata
+    assert two.confidence == 0.9 and (six.m, six.mean_square, six.upper_bound) == (0, None, 1.0)
+    assert six.range_only and not two.range_only
+    assert wider.upper_bound == pytest.approx(math.sqrt(6)) and wider.estimate == 0.0
+    assert wider.units_to_decide(0.02) is None  # no measurement of 6-item units would do
+    # the declared size of a unit wins over the pairs it has (an original that failed)
+    declared = estimate_sensitivity(
+        original[:7], perturbed[:7], 0.9, units=units[:7], unit_sizes=[2, 2, 2, 2, 4, 4, 4]
+    )
+    assert [s.size for s in declared.strata] == [2, 4]
+    with pytest.raises(ValueError, match="same for all its pairs"):
+        estimate_sensitivity(original, perturbed, 0.9, units=units, unit_sizes=[2] * 7 + [3])
+    # the bootstrap, which has no finite-sample guarantee, needs 30 units of a size
+    rng = np.random.default_rng(0)
+    boot = estimate_sensitivity(original, perturbed, 0.9, units=units, method="bootstrap", rng=rng)
+    assert all(s.range_only for s in boot.strata)
 
 
 def test_utility_is_invariant_to_shrinkage_and_undefined_for_constants() -> None:
@@ -270,6 +337,6 @@ def test_units_to_decide_is_where_the_measurement_first_beats_the_range_step() -
 def test_a_failed_neighbour_judgment_counts_as_the_largest_change() -> None:
     original = np.array([0.5, 0.5, 0.5, 0.5])
     sensitivity = estimate_sensitivity(original, np.array([0.5, np.nan, 0.5, 0.5]), 0.95)
-    assert sensitivity.failed == 1
-    assert sensitivity.mean_square == pytest.approx(0.25)  # 1 of 4 samples changed by 1
+    assert sensitivity.failed == 1 and sensitivity.strata[0].failed == 1
+    assert sensitivity.strata[0].mean_square == pytest.approx(0.25)  # 1 of 4 changed by 1
     assert sensitivity.estimate == pytest.approx(0.5)

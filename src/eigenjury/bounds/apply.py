@@ -1,14 +1,18 @@
-"""`bound apply`: a measured profile applied to a score set gives debiased scores and
-their certificate.
+"""`bound apply`: a measured profile applied to a score set gives the released scores
+(shrunk toward a centre, plus noise) and their certificate.
 
-What is bounded: the released per-item score vector (in [0, 1] units). What is not:
-anything computed from it, rankings above all (a ranking is not Lipschitz in the
-scores); for those the ranking stability over noise draws is measured and reported.
+What is bounded: the released per-item score vector (in [0, 1] units), against a
+neighbour that edits one unit of any one size the scores have. What is not: anything
+computed from it, rankings above all (a ranking is not Lipschitz in the scores); for
+those the ranking stability over noise draws is measured and reported. Nor is the
+judge's bias removed: the release moves less under a neighbour, and keeps the bias
+relative to the signal it had (stats.abb).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -25,24 +29,30 @@ from eigenjury.bounds.record import (
     UtilityPart,
     UtilityRecord,
     perturbed_scores,
+    strata_part,
     unit_codes,
 )
 from eigenjury.bounds.scores import ScoreSet
 from eigenjury.errors import InputError
 from eigenjury.records import now
 from eigenjury.stats.abb import (
+    BOOTSTRAP_MIN_UNITS,
     Centre,
     Certificate,
     Sensitivity,
     Utility,
     certify,
-    debias,
     estimate_sensitivity,
+    shrink_and_noise,
     utility_retained,
 )
 from eigenjury.stats.verdicts import FloatArray
 
-BOUNDED = "the released per-item score vector, in [0, 1] units (L2 distance)"
+BOUNDED = (
+    "the released per-item score vector, in [0, 1] units (L2 distance): how far a "
+    "neighbour can move it, not the judge's bias, which the release keeps relative to "
+    "the signal"
+)
 NOT_BOUNDED = (
     "anything derived from the released scores, rankings above all; their stability over "
     "noise draws is measured instead (see 'stability')"
@@ -57,7 +67,8 @@ class ReleaseSettings:
     from the profile's pairs at confidence 1 - that share); the rest is split
     `delta_split` : 1 - `delta_split` between the Markov step and the noise tail.
     sigma None is sigma_max / 2. neighbour_size (k) None is the scores' own (the most
-    items one edited reply, submission or unit feeds); a smaller one is refused.
+    items one edited reply, submission or unit feeds); a smaller one is refused, a
+    larger one is bounded as one more unit size.
     """
 
     tau: float
@@ -79,10 +90,22 @@ class ReleaseSettings:
 
 @dataclass(frozen=True)
 class Release:
-    """The released scores (in [0, 1] units, one per item) and their certificate."""
+    """The released scores (in [0, 1] units, one per item, shrunk and noised) and their
+    certificate."""
 
     certificate: BoundCertificate
-    debiased: FloatArray
+    released: FloatArray
+
+    @property
+    def debiased(self) -> FloatArray:
+        """The old name of `released`; it warns, since the release removes no bias."""
+        warnings.warn(
+            "Release.debiased is now Release.released: the release shrinks and noises "
+            "the scores, it does not remove the judge's bias",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.released
 
 
 def neighbour_size(scores: ScoreSet, given: int | None) -> tuple[int, str]:
@@ -106,11 +129,17 @@ def neighbour_size(scores: ScoreSet, given: int | None) -> tuple[int, str]:
     return given, "given" if given > derived.k else derived.source
 
 
+def neighbour_sizes(scores: ScoreSet, k: int) -> tuple[int, ...]:
+    """The unit sizes a neighbour may edit: the scores' own, and k where it was given
+    larger (a neighbour may then reach k items)."""
+    return tuple(sorted({*scores.neighbourhood.sizes, k}))
+
+
 def profile_sensitivities(
-    profile: SensitivityProfile, settings: ReleaseSettings, k: int
+    profile: SensitivityProfile, settings: ReleaseSettings, sizes: tuple[int, ...]
 ) -> dict[str, Sensitivity]:
-    """Each chosen generator's Delta (for k-item neighbours) and upper bound at the
-    release's confidence."""
+    """Each chosen generator's Delta for a neighbour editing one unit of each size in
+    `sizes`, with its upper bound at the release's confidence."""
     names = settings.generators or tuple(profile.generators)
     unknown = [g for g in names if g not in profile.generators]
     if unknown:
@@ -133,17 +162,19 @@ def profile_sensitivities(
             perturbed_scores(pairs),
             confidence,
             method=settings.method or profile.method,
-            neighbour_size=k,
             units=unit_codes(pairs),
+            unit_sizes=profile.sizes(pairs),
+            neighbour_sizes=sizes,
             rng=np.random.default_rng(settings.seed),
         )
     return out
 
 
 def release(scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSettings) -> Release:
-    """Certify against the worst chosen generator, then shrink and add noise."""
+    """Certify against the worst chosen generator and unit size, then shrink and add
+    noise."""
     k, k_source = neighbour_size(scores, settings.neighbour_size)
-    sensitivities = profile_sensitivities(profile, settings, k)
+    sensitivities = profile_sensitivities(profile, settings, neighbour_sizes(scores, k))
     worst = max(s.upper_bound for s in sensitivities.values())
     try:
         certificate = certify(
@@ -172,21 +203,21 @@ def release(scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSett
         )
     rng = np.random.default_rng(settings.seed)
     original = scores.normalised
-    debiased = debias(original, certificate, sigma, rng)
+    released = shrink_and_noise(original, certificate, sigma, rng)
     models = None
     stability = None
     if len(scores.models) >= 2:
         before = scores.model_scores(original)
-        models = utility_retained(before, scores.model_scores(debiased))
+        models = utility_retained(before, scores.model_scores(released))
         stability = _stability(scores, certificate, sigma, settings, before)
     utility = UtilityRecord(
-        items=_utility(utility_retained(original, debiased)),
+        items=_utility(utility_retained(original, released)),
         models=None if models is None else _utility(models),
     )
     record = _certificate(
         certificate, sigma, sensitivities, utility, stability, scores, profile, settings, k_source
     )
-    return Release(certificate=record, debiased=debiased)
+    return Release(certificate=record, released=released)
 
 
 def _utility(utility: Utility) -> UtilityPart:
@@ -215,7 +246,8 @@ def _certificate(
             "not_bounded": NOT_BOUNDED,
             "guarantee": (
                 f"P[ ||M(D) - M(D')||_2 > {settings.tau:g} ] <= {settings.delta:g} over "
-                "neighbours D' from each generator used and the noise"
+                "neighbours D' from each generator used that edit one unit of any one "
+                f"size ({_sizes_text(sensitivities)} items), and the noise"
             ),
             **certificate.to_dict(),
             "k_source": k_source,
@@ -246,8 +278,11 @@ def _certificate(
                     confidence=s.confidence,
                     method=s.method,
                     m=s.m,
-                    beyond_jitter=_for_k(profile.generators[name].beyond_jitter, s.neighbour_size),
+                    beyond_jitter=None
+                    if s.estimate is None
+                    else _for_k(profile.generators[name].beyond_jitter, s.neighbour_size),
                     failed=s.failed or None,
+                    strata=strata_part(s.strata),
                 )
                 for name, s in sensitivities.items()
             },
@@ -255,6 +290,7 @@ def _certificate(
             "stability": stability,
             "warnings": [
                 *_warnings(scores, profile, settings),
+                *_size_warnings(sensitivities),
                 *certificate.weaknesses(),
                 *([_measurement_free(sensitivities, settings, decide)] if measurement_free else []),
             ],
@@ -281,19 +317,83 @@ def _measurement_free(
 ) -> str:
     """Why the measurement did not change a certificate the range step decided, and
     what would."""
-    m = min(s.m for s in sensitivities.values())
+    strata = [s for sensitivity in sensitivities.values() for s in sensitivity.strata]
+    sizes = sorted({s.size for s in strata})
     if decide is not None:
-        would = f"a measurement like this one would decide it from {decide:,} units (it has {m:,})"
-    else:
-        mean = max(s.mean_square for s in sensitivities.values())
+        has = f"{min(s.m for s in strata):,}"
+        if len(sizes) > 1:
+            least = {r: min(s.m for s in strata if s.size == r) for r in sizes}
+            has = ", ".join(f"{least[r]:,} of {r} items" for r in sizes)
+            decide_text = f"{decide:,} units of each size"
+        else:
+            decide_text = f"{decide:,} units"
+        would = f"a measurement like this one would decide it from {decide_text} (it has {has})"
+    elif any(s.range_only for s in strata):
+        missing = sorted({s.size for s in strata if s.range_only})
         would = (
-            f"no number of units would: the measured mean squared change per item, {mean:.3g}, "
-            f"is not below the Markov step's share of delta, {_markov_delta(settings):.3g}"
+            f"no number of units of other sizes would: the units of {_and(missing)} items "
+            "rest on the range (too few measured, or none)"
+        )
+    else:
+        markov = _markov_delta(settings)
+        worst = max(strata, key=lambda s: (s.mean_square or 0.0) * s.size)
+        would = (
+            "no number of units would: the measured mean squared change per item, "
+            f"{worst.mean_square or 0.0:.3g}"
+            + (f" (units of {worst.size} items)" if len(sizes) > 1 else "")
+            + f", is not below the Markov step's share of delta, {markov:.3g}"
+            + (f" x {max(sizes)} / {worst.size}" if worst.size != max(sizes) else "")
         )
     return (
         "worst-case range bound: the measurement did not change this certificate, which "
         f"rests on the score range (sqrt(k) per neighbour); {would}"
     )
+
+
+def _size_warnings(sensitivities: dict[str, Sensitivity]) -> list[str]:
+    """What the unit sizes did to the certificate: several sizes bounded each on its
+    own, and sizes the profile has no unit of, which rest on the range."""
+    strata = [s for sensitivity in sensitivities.values() for s in sensitivity.strata]
+    out = []
+    measured = sorted({s.size for s in strata if s.m > 0})
+    if len(measured) > 1:
+        out.append(
+            f"the profile's units feed {_and(measured)} items: each size is bounded on its "
+            "own (its own units, a share of the confidence) and the certificate takes the "
+            "worst; certificates before this (without `strata`) pooled the sizes, which "
+            "holds for a unit drawn from the measured mix only, and could promise too much "
+            "for a size rare in it"
+        )
+    unmeasured = sorted({s.size for s in strata if s.m == 0})
+    if unmeasured:
+        have = sorted({s.size for s in strata if s.m > 0})
+        profile = f"its units feed {_and(have)}" if have else "none of its units feeds these"
+        out.append(
+            f"the profile has no unit of {_and(unmeasured)} items ({profile}): a neighbour "
+            f"editing one rests on the range, sqrt({max(unmeasured)}) = "
+            f"{math.sqrt(max(unmeasured)):.4g} for the largest; certificates before this "
+            "scaled the per-item change measured to them, assuming their items change "
+            "alike; measure on a dataset whose replies feed as many items as the scores' do"
+        )
+    few = sorted({s.size for s in strata if s.m > 0 and s.range_only})
+    if few:
+        out.append(
+            f"too few units of {_and(few)} items for the bootstrap (at least "
+            f"{BOOTSTRAP_MIN_UNITS} per size): they rest on the range"
+        )
+    return out
+
+
+def _sizes_text(sensitivities: dict[str, Sensitivity]) -> str:
+    """The unit sizes bounded: "2 or 12"."""
+    sizes = sorted({s.size for v in sensitivities.values() for s in v.strata})
+    return " or ".join(str(r) for r in sizes)
+
+
+def _and(values: list[int]) -> str:
+    """ "2, 6 and 12"."""
+    text = [str(v) for v in values]
+    return text[0] if len(text) == 1 else f"{', '.join(text[:-1])} and {text[-1]}"
 
 
 def _for_k(per_item: float | None, k: int) -> float | None:
@@ -314,7 +414,7 @@ def _stability(
     kendall = []
     same_top = 0
     for _ in range(settings.stability_draws):
-        after = scores.model_scores(debias(normalised, certificate, sigma, rng))
+        after = scores.model_scores(shrink_and_noise(normalised, certificate, sigma, rng))
         kendall.append(utility_retained(before, after).kendall)
         same_top += int(np.argmax(after) == np.argmax(before))
     values = np.array([np.nan if k is None else k for k in kendall])

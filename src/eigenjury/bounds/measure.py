@@ -16,7 +16,11 @@ the identity neighbour is a fresh draw (the store does not return the cached ans
 and every generator's change includes the same intrinsic jitter, which identity
 measures on its own. Failed calls, unparseable replies and rejected paraphrases are
 counted per generator and leave their item out; they are never scored. A served
-judge's replies are also counted by how they gave their verdict (`verdicts`)."""
+judge's replies are also counted by how they gave their verdict (`verdicts`).
+
+Replies feed different numbers of items where the design is unbalanced: the profile
+records each sampled reply's size (`unit_sizes`), and each size is bounded on its own
+(stats.abb: units of different sizes); Delta per item is then the worst size's."""
 
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ from eigenjury.bounds.record import (
     ScalePart,
     SensitivityProfile,
     perturbed_scores,
+    strata_part,
     unit_codes,
 )
 from eigenjury.engine.engine import Call, CallResult, Engine
@@ -237,8 +242,9 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
             pairs[name].append(
                 Pair(item=items[i].id, original=scores[i], perturbed=score, unit=unit)
             )
+    sizes = {reply.name: len(reply.items) for reply in sampled if len(reply.items) > 1}
     generators = {
-        name: _generator_profile(pairs[name], failures[name], settings)
+        name: _generator_profile(pairs[name], failures[name], settings, sizes)
         for name in settings.generators
     }
     jitter = generators["identity"].estimate if "identity" in generators else None
@@ -264,6 +270,7 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
         verdict_format=None if asked == "auto" else asked,
         verdicts=None if asked is None else VerdictModes.tally(modes),
         accounting=AccountingRecord.model_validate(engine.session_accounting.record()),
+        unit_sizes=sizes or None,
     )
 
 
@@ -353,28 +360,33 @@ async def _paraphrased(
 
 
 def _generator_profile(
-    pairs: list[Pair], failures: Counter[str], settings: MeasureSettings
+    pairs: list[Pair], failures: Counter[str], settings: MeasureSettings, sizes: dict[str, int]
 ) -> GeneratorProfile:
-    if not pairs:
-        estimate = upper = None
-        m = 0
-    else:
+    """Delta per item and its bound, of the worst unit size when the replies feed
+    different numbers of items (each size bounded on its own: stats.abb)."""
+    estimate = upper = None
+    strata = None
+    if pairs:
         sensitivity = estimate_sensitivity(
             [p.original for p in pairs],
             perturbed_scores(pairs),
             settings.confidence,
             method=settings.method,
             units=unit_codes(pairs),
+            unit_sizes=[1 if p.unit is None else sizes[p.unit] for p in pairs],
             rng=np.random.default_rng(settings.seed),
         )
-        estimate, upper, m = sensitivity.estimate, sensitivity.upper_bound, sensitivity.m
+        estimate = max(s.estimate for s in sensitivity.strata if s.estimate is not None)
+        upper = max(s.per_item_bound for s in sensitivity.strata)
+        strata = strata_part(sensitivity.strata)
     return GeneratorProfile(
         estimate=estimate,
         upper_bound=upper,
         confidence=settings.confidence,
         method=settings.method,
-        m=m,
+        m=len(set(unit_codes(pairs))),
         beyond_jitter=None,
         failures=dict(failures),
         pairs=pairs,
+        strata=strata,
     )

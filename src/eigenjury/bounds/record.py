@@ -10,8 +10,10 @@ viewer and `read_any_record` import this module.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -25,6 +27,9 @@ from eigenjury.records import (
     VerdictModes,
     read_record,
 )
+
+if TYPE_CHECKING:  # pydantic only at run time: the viewer imports this module
+    from eigenjury.stats.abb import Stratum
 
 # Failures that are calls not made or failed (a budget stop, the model erring): a rerun
 # sends them again. Unparsed replies and rejected paraphrases are cached as they are.
@@ -75,8 +80,39 @@ def unit_codes(pairs: list[Pair]) -> list[int]:
     ]
 
 
-class GeneratorProfile(Part):
-    """One generator's measured sensitivity: Delta, its upper bound, and the pairs."""
+class StratumPart(Part):
+    """The measured units of one size (stats.abb.Stratum): how many, and their RMS
+    change per item with its upper bound; a size no unit was measured of has no
+    estimate, and the range bound 1 at confidence 1."""
+
+    size: int  # items one unit of this size feeds
+    m: int
+    estimate: float | None
+    upper_bound: float
+    confidence: float
+
+
+def strata_part(strata: Sequence[Stratum]) -> list[StratumPart] | None:
+    """The strata as a record shows them; None for one measured size (nothing to add
+    to the generator's own numbers)."""
+    if len(strata) == 1 and strata[0].m > 0:
+        return None
+    return [
+        StratumPart(
+            size=s.size, m=s.m, estimate=s.estimate, upper_bound=s.per_item_bound,
+            confidence=s.confidence,
+        )
+        for s in strata
+    ]  # fmt: skip
+
+
+class GeneratorProfile(Sparse):
+    """One generator's measured sensitivity: Delta per item, its upper bound, and the
+    pairs. When the measured units feed different numbers of items, each size is
+    bounded on its own (`strata`, left out for one size) and Delta is the worst
+    size's."""
+
+    OMITTED: ClassVar[frozenset[str]] = frozenset({"strata"})
 
     estimate: float | None
     upper_bound: float | None
@@ -86,18 +122,21 @@ class GeneratorProfile(Part):
     beyond_jitter: float | None
     failures: dict[str, int]
     pairs: list[Pair]
+    strata: list[StratumPart] | None = None
 
 
 class SensitivityProfile(Sparse, Record):
     """What `eigenjury bound measure` writes; per-item pairs let `apply` recompute the
     upper bound at the confidence its own delta calls for. A served judge's profile
     says how its replies gave their verdicts (`verdicts`), and `verdict_format` where
-    it was forced."""
+    it was forced. `unit_sizes` gives the items each sampled reply that fed several
+    feeds in the dataset (profiles written before it: the most pairs the reply has in
+    any generator, `sizes`)."""
 
     KIND: ClassVar[str] = "sensitivity-profile"
     FILE: ClassVar[str] = "profile.json"
     ALIASES: ClassVar[tuple[str, ...]] = ("eigenjury-bound-profile",)  # eigenjury 0.1
-    OMITTED = frozenset({"verdict_format", "verdicts"})
+    OMITTED = frozenset({"verdict_format", "verdicts", "unit_sizes"})
 
     kind: str = KIND
     judge: str
@@ -116,6 +155,19 @@ class SensitivityProfile(Sparse, Record):
     verdict_format: str | None = None
     verdicts: VerdictModes | None = None
     accounting: AccountingRecord | None = None
+    unit_sizes: dict[str, Annotated[int, Field(ge=1)]] | None = None
+
+    def sizes(self, pairs: list[Pair]) -> list[int]:
+        """How many items the unit of each pair feeds: 1 for a pair of its own, else
+        `unit_sizes`, or where it does not say (a profile written before it) the most
+        pairs the unit has in any generator (an item whose original judgment failed is
+        then not counted)."""
+        known: dict[str, int] = {}
+        for generator in self.generators.values():
+            for unit, n in Counter(p.unit for p in generator.pairs if p.unit).items():
+                known[unit] = max(known.get(unit, 0), n)
+        known.update(self.unit_sizes or {})
+        return [1 if p.unit is None else known[p.unit] for p in pairs]
 
     @property
     def failed_calls(self) -> int:
@@ -175,18 +227,23 @@ class ProfilePart(Part):
 
 
 class GeneratorBound(Sparse):
-    """A generator's Delta and its upper bound at the release's confidence; `failed`:
-    neighbours whose judgment failed, each counted as a change of 1 (left out when none)."""
+    """A generator's Delta for one edit and its upper bound at the release's confidence,
+    of the worst unit size; `failed`: neighbours whose judgment failed, each counted as
+    a change of 1 (left out when none). `strata` (left out when the one size bounded
+    was measured): each unit size of the scores, bounded on its own, per item; a size
+    the profile has no unit of rests on the range. `estimate` is None when no size of
+    the scores was measured."""
 
-    OMITTED: ClassVar[frozenset[str]] = frozenset({"failed"})
+    OMITTED: ClassVar[frozenset[str]] = frozenset({"failed", "strata"})
 
-    estimate: float
+    estimate: float | None
     upper_bound: float
     confidence: float
     method: Method
     m: int
     beyond_jitter: float | None
     failed: int | None = None
+    strata: list[StratumPart] | None = None
 
 
 class UtilityPart(Part):

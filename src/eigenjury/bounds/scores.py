@@ -93,11 +93,13 @@ LEVELS = ("task", "criterion")
 class Neighbourhood:
     """What one neighbour edits, read from the input's structure: `k` is the most items
     one edit reaches (a reply, a submission, a unit), `unit` names such a largest unit
-    ("scenario s1, evaluee ada"; None when every row is its own unit)."""
+    ("scenario s1, evaluee ada"; None when every row is its own unit), and `sizes` are
+    the numbers of items the units feed (each is bounded on its own)."""
 
     k: int
     source: str  # "rows per reply", "items per submission" or "rows per unit"
     unit: str | None
+    sizes: tuple[int, ...]
 
     @property
     def reason(self) -> str:
@@ -114,8 +116,11 @@ def largest_unit(
     """The neighbourhood of items whose units are `keys`: one key per item and unit it
     belongs to (a verdict row, fed by two replies, has two); the first largest unit is
     named by `name`."""
-    (key, k), *_ = Counter(keys).most_common(1)
-    return Neighbourhood(k=k, source=source, unit=name(key))
+    counts = Counter(keys)
+    (key, k), *_ = counts.most_common(1)
+    return Neighbourhood(
+        k=k, source=source, unit=name(key), sizes=tuple(sorted(set(counts.values())))
+    )
 
 
 @dataclass(frozen=True)

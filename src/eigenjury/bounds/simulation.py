@@ -211,7 +211,10 @@ def _certificate(
     choices: Choices,
     neighbour_size: int = 1,
 ) -> Certificate | None:
-    """The certificate as `choices` compute it (None when infeasible).
+    """The certificate as `choices` compute it (None when infeasible). The items are
+    measured one at a time, so ours bounds a k-item neighbour (k > 1) by the range,
+    having measured no k-item unit; the reference's point estimate scales the per-item
+    change to k.
 
     A batch-mean centre without its shift term is certified as if the centre were
     fixed; mixed units certify the raw-unit tau against the normalised Delta.
@@ -219,7 +222,7 @@ def _certificate(
     if choices.upper_bound:
         delta_sensitivity = confidence_share * delta
         sensitivity = estimate_sensitivity(
-            original, moved, 1 - delta_sensitivity, neighbour_size=neighbour_size
+            original, moved, 1 - delta_sensitivity, neighbour_sizes=(neighbour_size,)
         ).upper_bound
     else:
         delta_sensitivity = 0.0

@@ -104,10 +104,12 @@ def _bound_options(parser: argparse.ArgumentParser) -> None:
 def register(commands: Any) -> None:
     bound = commands.add_parser(
         "bound",
-        help="bias-bounded evaluation: measure a judge's sensitivity, certify, debias",
+        help="bias-bounded evaluation: measure a judge's sensitivity, certify, release "
+        "shrunk and noised scores",
         description="Bias-bounded evaluation (A-BB): measure how far meaning-preserving "
-        "perturbations move a judge, then release scores with a certified (tau, delta) "
-        "bound on how far such perturbations can move them. See docs/bounds.md.",
+        "perturbations move a judge, then release scores, shrunk and noised, with a "
+        "certified (tau, delta) bound on how far such perturbations can move them. The "
+        "release does not remove the judge's bias. See docs/bounds.md.",
     )
     steps = bound.add_subparsers(dest="step", required=True, metavar="STEP")
 
@@ -165,12 +167,13 @@ def register(commands: Any) -> None:
 
     apply = steps.add_parser(
         "apply",
-        help="debias a score file under a certified (tau, delta) bound",
+        help="release a score file, shrunk and noised, under a certified (tau, delta) bound",
         description="Shrink and noise a score file (CSV/JSONL with item, score, optional "
         "model, criterion and unit; a peer verdict file; or a contracts results.json) so that "
         "perturbations measured in PROFILE move the released score vector by more than "
-        "tau with probability at most delta. Writes debiased.csv, certificate.json and "
-        "report.html.",
+        "tau with probability at most delta, for a neighbour editing one unit of any one "
+        "size. The judge's bias relative to the signal stays what it was. Writes "
+        "released.csv, certificate.json and report.html.",
     )
     apply.add_argument("scores", type=Path, help="score file")
     apply.add_argument("--profile", type=Path, required=True, help="from `bound measure`")
@@ -351,7 +354,12 @@ def apply_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.bounds.apply import ReleaseSettings, release
     from eigenjury.bounds.record import read_profile
     from eigenjury.bounds.scores import read_scores
-    from eigenjury.reports.bounds import certificate_outputs, print_certificate
+    from eigenjury.reports.bounds import (
+        OLD_RELEASED,
+        RELEASED,
+        certificate_outputs,
+        print_certificate,
+    )
     from eigenjury.reports.output import write_outputs
 
     miss = args.confidence_share * args.delta
@@ -391,17 +399,23 @@ def apply_command(args: argparse.Namespace, console: Console) -> int:
     print_certificate(console, result.certificate)
     names = ", ".join(path.name for path in written)
     console.print(f"wrote {escape(names)} to {escape(str(args.out))}")
+    if (args.out / OLD_RELEASED).exists():
+        stale = (
+            f"{args.out / OLD_RELEASED} is an earlier release (under its old name), not "
+            f"this one: this one is {RELEASED}"
+        )
+        console.print(f"[yellow]warning:[/] {escape(stale)}")
     return 0
 
 
 def _check_out_folder(args: argparse.Namespace) -> None:
     """Refuse, before reading anything, an --out that is a file or whose outputs would
-    overwrite an input (such as an earlier debiased.csv given as the score file)."""
+    overwrite an input (such as an earlier released.csv given as the score file)."""
     from eigenjury.bounds.record import BoundCertificate
-    from eigenjury.reports.bounds import DEBIASED
+    from eigenjury.reports.bounds import RELEASED
     from eigenjury.reports.output import REPORT
 
-    names = (DEBIASED, BoundCertificate.FILE, REPORT)
+    names = (RELEASED, BoundCertificate.FILE, REPORT)
     if args.out.exists() and not args.out.is_dir():
         raise InputError(
             f"this is a file; give --out a folder to write {', '.join(names)} in",

@@ -18,14 +18,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from eigenjury.bounds.apply import Release
-from eigenjury.bounds.record import BoundCertificate, SensitivityProfile
+from eigenjury.bounds.record import BoundCertificate, SensitivityProfile, StratumPart
 from eigenjury.bounds.scores import ScoreSet
 from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.kit import e, fmt, page, table
 from eigenjury.reports.output import Outputs
 from eigenjury.stats.verdicts import FloatArray
 
-DEBIASED = "debiased.csv"  # the released scores, beside the certificate
+RELEASED = "released.csv"  # the released scores, beside the certificate
+OLD_RELEASED = "debiased.csv"  # its old name
 _CSS = ".guarantee{font-family:ui-monospace,monospace;background:#f5f7fa;padding:.5rem .8rem}"
 
 
@@ -51,6 +52,12 @@ def print_profile(console: Console, profile: SensitivityProfile) -> None:
             escape(", ".join(f"{k} {v}" for k, v in sorted(generator.failures.items())) or "0"),
         )
     console.print(grid)
+    for name, generator in profile.generators.items():
+        if generator.strata is not None:
+            console.print(
+                f"{escape(name)}: replies of several sizes, each bounded on its own (Delta "
+                f"per item is the worst): {escape(strata_text(generator.strata))}"
+            )
     if profile.verdicts is not None:
         console.print(f"verdicts of the served judge's replies: {profile.verdicts.line()}")
     if profile.accounting:
@@ -71,6 +78,22 @@ def failures_text(profile: SensitivityProfile) -> str:
     )
 
 
+def strata_text(strata: list[StratumPart]) -> str:
+    """ "12 items: 3 units, Delta 1 (upper bound 1, 99.5%); 6 items: none measured (the
+    range, 1)", per item."""
+    parts = []
+    for s in strata:
+        if s.m == 0:
+            parts.append(f"{s.size} items: none measured (the range, 1)")
+            continue
+        bound = "the range, 1" if s.confidence == 1.0 else f"upper bound {s.upper_bound:.4f}"
+        confidence = "" if s.confidence == 1.0 else f", {100 * s.confidence:.4g}%"
+        parts.append(
+            f"{s.size} items: {s.m:,} units, Delta {_number(s.estimate)} ({bound}{confidence})"
+        )
+    return "; ".join(parts)
+
+
 def _level(certificate: BoundCertificate) -> tuple[str, dict[str, float | None]]:
     """The utility a reader cares most about: between models when there are several."""
     utility = certificate.utility
@@ -80,6 +103,11 @@ def _level(certificate: BoundCertificate) -> tuple[str, dict[str, float | None]]
 
 
 NO_NOISE = "no noise: deterministic shrinkage"
+WHAT_THE_RELEASE_IS = (
+    "The release is the scores shrunk toward the centre (alpha x score + (1 - alpha) x "
+    "centre) plus noise: it bounds how far a neighbour can move them, and removes no bias "
+    "(a judge's preference is shrunk by alpha like the signal beside it)."
+)
 
 
 def neighbour_text(certificate: BoundCertificate) -> str:
@@ -117,6 +145,11 @@ def print_certificate(console: Console, certificate: BoundCertificate) -> None:
         f"items (alpha {c.alpha:.4f}, {_noise(c)}, {c.bias_bound} step)"
     )
     console.print(f"neighbour size k = {escape(neighbour_text(c))}")
+    for name, generator in c.generators.items():
+        if generator.strata is not None:
+            console.print(
+                f"{escape(name)} per unit size (per item): {escape(strata_text(generator.strata))}"
+            )
     raw = _raw_bound(c)
     if raw is not None:
         console.print(
@@ -142,26 +175,26 @@ class ModelShift:
     released: float
 
 
-def model_shifts(scores: ScoreSet, debiased: FloatArray) -> list[ModelShift]:
+def model_shifts(scores: ScoreSet, released: FloatArray) -> list[ModelShift]:
     """Each model's mean score in the score file and in the release."""
     counts = np.bincount(scores.owner, minlength=len(scores.models))
     before = scores.model_scores(scores.normalised)
-    after = scores.model_scores(debiased)
+    after = scores.model_scores(released)
     return [
         ModelShift(model, int(counts[i]), float(before[i]), float(after[i]))
         for i, model in enumerate(scores.models)
     ]
 
 
-def debiased_csv(scores: ScoreSet, debiased: FloatArray) -> str:
+def released_csv(scores: ScoreSet, released: FloatArray) -> str:
     """Per item: the raw and normalised score, and the released one in both units."""
     models = scores.item_models()
     normalised = scores.normalised
-    raw_out = scores.scale.raw(debiased)
+    raw_out = scores.scale.raw(released)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(
-        ["item", "model", "criterion", "score", "normalised", "debiased", "debiased_raw"]
+        ["item", "model", "criterion", "score", "normalised", "released", "released_raw"]
     )
     for i, item in enumerate(scores.items):
         writer.writerow(
@@ -171,7 +204,7 @@ def debiased_csv(scores: ScoreSet, debiased: FloatArray) -> str:
                 scores.criteria[i] or "",
                 f"{scores.raw[i]:g}",
                 f"{normalised[i]:.6g}",
-                f"{debiased[i]:.6g}",
+                f"{released[i]:.6g}",
                 f"{raw_out[i]:.6g}",
             ]
         )
@@ -196,6 +229,7 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
         "<h2>Guarantee</h2>",
         f'<p class="guarantee">{e(c.guarantee)}</p>',
         f"<p><b>Bounded:</b> {e(c.bounded)}.</p><p><b>Not bounded:</b> {e(c.not_bounded)}.</p>",
+        f"<p>{e(WHAT_THE_RELEASE_IS)}</p>",
         "<h2>Certificate</h2>",
         table(
             ["quantity", "value"],
@@ -230,8 +264,10 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
         "<h2>Sensitivity profile</h2>",
         f"<p class=muted>Judge {e(c.profile.judge)} ({e(c.profile.protocol)} judge) on "
         f"{c.profile.m} sampled items; jitter (identity neighbours, per item) "
-        f"{e(_number(c.profile.jitter))}. Delta is that of a neighbour moving k items: "
-        "sqrt(k) times the per-item RMS change measured.</p>",
+        f"{e(_number(c.profile.jitter))}. Delta is that of one edit of a unit of the worst "
+        "size r: sqrt(r) times the per-item RMS change measured on units of that size (each "
+        "size is bounded on its own; a size no unit was measured of rests on the range, "
+        "sqrt(r)).</p>",
         table(
             [
                 "generator",
@@ -252,6 +288,11 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
                 ]
                 for name, g in c.generators.items()
             ],
+        ),
+        *(
+            f"<p class=muted>{e(name)} per unit size (per item): {e(strata_text(g.strata))}.</p>"
+            for name, g in c.generators.items()
+            if g.strata is not None
         ),
         "<h2>Utility retained</h2>",
         table(
@@ -286,9 +327,9 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
 
 
 def certificate_outputs(release: Release, scores: ScoreSet) -> Outputs:
-    """What `bound apply` writes: certificate.json, debiased.csv and report.html."""
+    """What `bound apply` writes: certificate.json, released.csv and report.html."""
     return Outputs(
         record=release.certificate,
-        files={DEBIASED: debiased_csv(scores, release.debiased)},
-        html=render_certificate(release.certificate, model_shifts(scores, release.debiased)),
+        files={RELEASED: released_csv(scores, release.released)},
+        html=render_certificate(release.certificate, model_shifts(scores, release.released)),
     )

@@ -36,11 +36,36 @@ the released scores keep nothing of their spread. The certificate therefore take
 and is infeasible when tau < L(min_alpha) * B, or tau < L(alpha) * B for a given
 alpha; `smallest_feasible_tau` is that value. With the batch-mean centre the limit
 is real even at alpha -> 0: L(0) * B = sqrt(k / d) * B.
+
+Units of different sizes. A neighbour edits one unit (a reply, a submission, a score
+file's unit) and all r items it feeds move; units differ in r, and the change per
+item may differ with r too (the rare reply judged in many rows may be the one a
+judge reads differently). The neighbour model: for each size r of the released
+units, D' edits one unit of size r; the guarantee holds for each size on its own,
+and so for any mix of sizes. The assumption: the measured units of size r are a
+sample of the units of size r, with the same mean mu_r of their per-item squared
+change. By linearity a neighbour of size r then moves the scores by
+E||f(D) - f(D')||^2 = r mu_r. `estimate_sensitivity` bounds each measured size s
+on its own, U_s >= mu_s at confidence 1 - delta_sensitivity / S (S the sizes bounded
+that were measured: a union bound, so all hold except with delta_sensitivity), and
+gives a size the measurement has no unit of U = 1, the range (an item moves at most
+1), which never fails. So every size's RMS change is at most
+Delta_U = sqrt(max_r r U_r), and the steps above go through with this Delta_U and
+k = max r. One size is one sample, bounded as before. Pooling units of different
+sizes into one mean, as certificates did before they listed `strata`, bounds a unit
+drawn from the measured mix only, and fails for a size that is rare in it.
+
+The release is an affine shrink toward mu plus noise: it bounds how far a neighbour
+can move the released scores, and removes no bias. A judge that favours long replies
+still favours them in the release, by alpha times as much, beside a signal also
+shrunk by alpha: the bias relative to the signal is what it was.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -53,6 +78,9 @@ from eigenjury.stats.verdicts import FloatArray
 BATCH_MEAN: Literal["batch-mean"] = "batch-mean"
 KL_BERNSTEIN = "kl+bernstein"
 BOUND_METHODS = (KL_BERNSTEIN, "kl", "bernstein", "hoeffding", "bootstrap")
+# The percentile bootstrap has no finite-sample guarantee and says 0 whenever its few
+# units showed no change: a size with fewer units than this gets the range bound.
+BOOTSTRAP_MIN_UNITS = 30
 Centre = float | Literal["batch-mean"]
 
 
@@ -354,14 +382,15 @@ def _check_open(
         )
 
 
-def debias(
+def shrink_and_noise(
     scores: ArrayLike, certificate: Certificate, sigma: float, rng: np.random.Generator
 ) -> FloatArray:
     """The mechanism: shrink toward the centre, add N(0, sigma^2) noise per item.
 
     Scores are in [0, 1] units, one per item, in the certificate's dimension; sigma
     must be in [0, sigma_max]. The output is not clipped (clipping to [0, 1] would
-    keep the bound, being non-expansive, but bias the released means).
+    keep the bound, being non-expansive, but bias the released means). It bounds how
+    far a neighbour moves the released scores; it removes no bias (module docstring).
     """
     x = np.asarray(scores, dtype=np.float64)
     if x.ndim != 1 or len(x) != certificate.dim:
@@ -377,32 +406,91 @@ def debias(
     return np.asarray(shrunk + sigma * rng.standard_normal(len(x)))
 
 
+def debias(
+    scores: ArrayLike, certificate: Certificate, sigma: float, rng: np.random.Generator
+) -> FloatArray:
+    """The old name of `shrink_and_noise`, kept so that scripts calling it still run;
+    it warns, since the release removes no bias."""
+    warnings.warn(
+        "debias is now shrink_and_noise: the release shrinks and noises the scores, it "
+        "does not remove the judge's bias",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return shrink_and_noise(scores, certificate, sigma, rng)
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """The measured units that each feed `size` items: the mean over them of their
+    per-item squared change, and its upper confidence bound. A size no measured unit
+    has (m = 0) gets the range bound, 1 per item, which never fails."""
+
+    size: int
+    m: int  # units of this size measured
+    mean_square: float | None  # per item, averaged over the units; None when m = 0
+    variance: float  # of the m per-unit samples
+    upper_bound: float  # on the per-item mean squared change, at `confidence`
+    confidence: float
+    failed: int = 0  # neighbours whose judgment failed, counted as a change of 1
+
+    @property
+    def estimate(self) -> float | None:
+        """The RMS change per item (None when no unit of this size was measured)."""
+        return None if self.mean_square is None else math.sqrt(self.mean_square)
+
+    @property
+    def per_item_bound(self) -> float:
+        return math.sqrt(self.upper_bound)
+
+    @property
+    def range_only(self) -> bool:
+        """Whether this size rests on the range alone: no unit, or too few for the
+        bootstrap (`BOOTSTRAP_MIN_UNITS`)."""
+        return self.upper_bound == 1.0 and self.confidence == 1.0
+
+
 @dataclass(frozen=True)
 class Sensitivity:
-    """RMS sensitivity from m neighbour experiments: the estimate and an upper bound.
+    """RMS sensitivity of a neighbour that edits one unit, from m measured units, for
+    each unit size bounded (`strata`) and for the worst of them.
 
-    Per item, the squared change of its [0, 1] score; a neighbour perturbing k items
-    moves the vector by k times their mean in expectation (linearity: whether or not
-    the k changes are correlated). m counts the independent samples: items, or units
-    when one edit moved several items (a unit's items are averaged into one sample).
+    estimate and upper_bound are those of the worst size: sqrt(max_r r mean_r) over the
+    sizes measured (None when none was) and sqrt(max_r r U_r) over all (module
+    docstring: units of different sizes). `neighbour_size` is the largest size, the k
+    of the range step.
     """
 
-    estimate: float
+    estimate: float | None
     upper_bound: float
     confidence: float
     method: str
     m: int
     neighbour_size: int
-    mean_square: float = 0.0  # per item, averaged over units
-    variance: float = 0.0  # of the m per-unit samples
+    strata: tuple[Stratum, ...]
     failed: int = 0  # neighbours whose judgment failed, counted as a change of 1
 
     def units_to_decide(self, markov_delta: float) -> int | None:
-        """The fewest units at which a measurement like this one would beat the range
-        step (see `units_to_decide`)."""
-        return units_to_decide(
-            self.mean_square, self.variance, self.confidence, self.method, markov_delta
-        )
+        """The fewest units of each size at which a measurement like this one would
+        beat the range step: the Markov step's bias term sqrt(max_r r U_r / markov_delta)
+        falls below sqrt(k) once U_r < markov_delta k / r for every size r (see
+        `units_to_decide`); 0 where a size needs none; None when some size never would."""
+        needed = [
+            _stratum_units(s, markov_delta * self.neighbour_size / s.size, self.method)
+            for s in self.strata
+        ]
+        return None if None in needed else max(n for n in needed if n is not None)
+
+
+def _stratum_units(stratum: Stratum, threshold: float, method: str) -> int | None:
+    """The units of its size at which this stratum's bound falls below `threshold`."""
+    if threshold > 1.0:
+        return 0  # even the range bound of its items is below it
+    if stratum.mean_square is None:
+        return None
+    return units_to_decide(
+        stratum.mean_square, stratum.variance, stratum.confidence, method, threshold
+    )
 
 
 def mean_upper_bound(
@@ -510,45 +598,98 @@ def estimate_sensitivity(
     confidence: float,
     *,
     method: str = KL_BERNSTEIN,
-    neighbour_size: int = 1,
     units: ArrayLike | None = None,
+    unit_sizes: ArrayLike | None = None,
+    neighbour_sizes: Collection[int] | None = None,
     rng: np.random.Generator | None = None,
 ) -> Sensitivity:
-    """Delta and its upper bound from paired [0, 1] scores of items and their neighbours.
+    """Delta and its upper bound, per unit size, from paired [0, 1] scores of items and
+    their neighbours.
 
     A neighbour whose judgment failed (perturbed NaN) counts as the largest change, 1:
     a judge that breaks under an edit is the sensitive case, and dropping it would
     leave the bound on the judgments that survived. `units` (one integer per pair;
     None: each pair its own) groups the pairs one edit moved together: their squared
     changes are averaged into one sample per unit, so the bound rests on the m
-    independent units, not on correlated items.
+    independent units, not on correlated items. `unit_sizes` (one per pair, the same
+    within a unit; None: the pairs the unit has) is how many items the unit feeds.
+    `neighbour_sizes` are the unit sizes a neighbour may edit (None: the sizes
+    measured): each is bounded by the measured units of its size alone, at confidence
+    1 - (1 - confidence) / S with S the sizes bounded that were measured, and a size
+    with no measured unit by the range (module docstring: units of different sizes).
     """
     a = np.asarray(original, dtype=np.float64)
     b = np.asarray(perturbed, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"need paired 1-d arrays, got shapes {a.shape} and {b.shape}")
-    if neighbour_size < 1:
-        raise ValueError(f"neighbour_size must be at least 1, got {neighbour_size}")
+    if len(a) == 0:
+        raise ValueError("need at least one pair")
     failed = np.isnan(b)
     squared = np.where(failed, 1.0, (a - b) ** 2)
-    if units is not None:
+    if units is None:
+        unit = np.arange(len(squared))
+    else:
         codes = np.asarray(units)
         if codes.shape != squared.shape:
             raise ValueError(f"need one unit per pair, got {codes.shape} for {squared.shape}")
         _, unit = np.unique(codes, return_inverse=True)
-        squared = np.bincount(unit, squared) / np.bincount(unit)
-    upper = mean_upper_bound(squared, confidence, method=method, rng=rng)
+    pairs = np.bincount(unit)
+    samples = np.bincount(unit, squared) / pairs
+    failures = np.bincount(unit, failed.astype(np.float64)).astype(np.int64)
+    size = pairs if unit_sizes is None else _sizes_of_units(unit_sizes, unit, squared.shape)
+    bounded = sorted(set(size.tolist()) if neighbour_sizes is None else set(neighbour_sizes))
+    if not bounded or bounded[0] < 1:
+        raise ValueError(f"neighbour sizes must be at least 1, got {bounded}")
+    measured = sum(1 for r in bounded if np.any(size == r))
+    share = confidence if measured <= 1 else 1.0 - (1.0 - confidence) / measured
+    strata = tuple(
+        _stratum(r, samples[size == r], int(failures[size == r].sum()), share, method, rng)
+        for r in bounded
+    )
+    estimates = [s.size * s.mean_square for s in strata if s.mean_square is not None]
     return Sensitivity(
-        estimate=math.sqrt(neighbour_size * float(squared.mean())),
-        upper_bound=math.sqrt(neighbour_size * upper),
+        estimate=math.sqrt(max(estimates)) if estimates else None,
+        upper_bound=math.sqrt(max(s.size * s.upper_bound for s in strata)),
         confidence=confidence,
         method=method,
-        m=len(squared),
-        neighbour_size=neighbour_size,
-        mean_square=float(squared.mean()),
-        variance=float(squared.var(ddof=1)) if len(squared) > 1 else 0.0,
+        m=len(samples),
+        neighbour_size=bounded[-1],
+        strata=strata,
         failed=int(failed.sum()),
     )
+
+
+def _sizes_of_units(
+    unit_sizes: ArrayLike, unit: np.ndarray[Any, Any], shape: tuple[int, ...]
+) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """One size per unit from one per pair, which must agree within a unit."""
+    given = np.asarray(unit_sizes, dtype=np.int64)
+    if given.shape != shape:
+        raise ValueError(f"need one unit size per pair, got {given.shape} for {shape}")
+    size = np.zeros(int(unit.max()) + 1 if len(unit) else 0, dtype=np.int64)
+    size[unit] = given
+    if np.any(size[unit] != given) or np.any(size < 1):
+        raise ValueError("a unit's size must be at least 1 and the same for all its pairs")
+    return size
+
+
+def _stratum(
+    size: int,
+    samples: FloatArray,
+    failed: int,
+    confidence: float,
+    method: str,
+    rng: np.random.Generator | None,
+) -> Stratum:
+    """The bound of one unit size from its per-unit samples (the range bound for none,
+    or for fewer than the bootstrap needs)."""
+    m = len(samples)
+    mean = float(samples.mean()) if m else None
+    variance = float(samples.var(ddof=1)) if m > 1 else 0.0
+    if m == 0 or (method == "bootstrap" and m < BOOTSTRAP_MIN_UNITS):
+        return Stratum(size, m, mean, variance, 1.0, 1.0, failed)
+    upper = mean_upper_bound(samples, confidence, method=method, rng=rng)
+    return Stratum(size, m, mean, variance, upper, confidence, failed)
 
 
 @dataclass(frozen=True)
