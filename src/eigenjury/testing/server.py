@@ -130,8 +130,9 @@ class FaultServer:
     ) -> None:
         """With `keep_bodies`, `bodies` lists every request body received, for tests
         that check what was asked. With `api_key`, requests must carry it (Bearer or
-        x-api-key); a wrong key gets a 401 whose message quotes the key sent, as some
-        real APIs do, so tests can check that clients never let it through."""
+        x-api-key); a wrong key gets a 401 whose message quotes the credentials sent and
+        the URL asked for (its query too), as some real APIs and proxies do, so tests can
+        check that clients never let them through."""
         if not _is_loopback(host):
             raise ValueError(f"the test server binds to loopback only, not {host}")
         self.latency_s = latency_s
@@ -141,6 +142,7 @@ class FaultServer:
         self._rng = random.Random(seed)
         self.api_key = api_key
         self.requests = 0
+        self.paths: Counter[str] = Counter()  # requests by path and query, as received
         self.faults_served: Counter[str] = Counter()
         self.successes: Counter[str] = Counter()
         self.successes_by_prompt: Counter[str] = Counter()
@@ -187,15 +189,15 @@ class FaultServer:
 
     async def _serve(self, request: web.Request, answer: Any) -> web.StreamResponse:
         self.requests += 1
+        self.paths[request.path_qs] += 1
         raw = await request.read()
         if self.api_key is not None:
             sent = request.headers.get("x-api-key") or request.headers.get(
                 "Authorization", ""
             ).removeprefix("Bearer ")
             if sent != self.api_key:
-                return web.json_response(
-                    {"error": {"message": f"Incorrect API key provided: {sent}"}}, status=401
-                )
+                message = f"Incorrect API key provided: {sent} (for {request.path_qs})"
+                return web.json_response({"error": {"message": message}}, status=401)
         fault = self.faults.draw(self._rng)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
