@@ -76,12 +76,16 @@ class Judging:
     ends in a line "VERDICT: <label>". The label is drawn from a hash of the request, so
     the same request gets the same label. With `logprobs`, replies to requests that ask
     for them carry tokens whose alternatives at the label are the labels, with their
-    log-probabilities; elsewhere the token is certain.
+    log-probabilities; elsewhere the token is certain. With `echo`, a free-text verdict
+    is followed by the format the judge was shown, repeated as some models do: the last
+    paragraph of the request's system message and of its last user message, where every
+    protocol puts its format.
     """
 
     response_format: Literal["ignore", "enforce", "refuse", "json_object"] = "ignore"
     verdicts: Mapping[str, float] | None = None
     logprobs: bool = False
+    echo: bool = False
 
     def labels(self, enum: list[str] | None = None) -> dict[str, float]:
         """The labels to draw from (a schema's `enum`, else those of `verdicts`) and their
@@ -323,7 +327,20 @@ def _judged_text(body: dict[str, Any], judging: Judging) -> tuple[str, int, dict
         text = json.dumps({"reasoning": reply, "verdict": label})
         return text, text.rindex(json.dumps(label)) + 1, labels
     head = f"{reply}\nVERDICT: "
-    return head + label, len(head), labels
+    return head + label + (_format_echo(body) if judging.echo else ""), len(head), labels
+
+
+def _format_echo(body: dict[str, Any]) -> str:
+    """The format a judge was shown, as it repeats it after its verdict: the last
+    paragraph of the system message and of the last user message."""
+    messages = body.get("messages") or []
+    paragraphs = [
+        str(next((m.get("content", "") for m in reversed(messages) if m.get("role") == role), ""))
+        .rstrip()
+        .rpartition("\n\n")[2]
+        for role in ("system", "user")
+    ]
+    return "".join(f"\n{p}" for p in paragraphs if p)
 
 
 def _chat_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[str, Any]:
