@@ -4,14 +4,18 @@ says, per judge, how its first replies came."""
 from __future__ import annotations
 
 import json
+import math
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 from eigenjury.commands.peer import run_rank
+from eigenjury.errors import InputError
 from eigenjury.stats.verdicts import FIRST
 from eigenjury.testing.server import Judging, ServerThread
 
@@ -136,3 +140,42 @@ def test_a_judge_that_repeats_the_format_after_its_verdict_is_read_by_its_verdic
     assert all(o.consistent == 0.0 and o.same_slot == 1.0 for o in consistency)
     modes = run.record.run.verdicts_by_judge or {}
     assert {j: (v.text, v.unread) for j, v in modes.items()} == dict.fromkeys(MEMBERS, (18, 0))
+
+
+SOFT = {"A": 0.5, "B": 0.3, "tie": 0.2}
+
+
+@pytest.mark.fuzz
+def test_non_finite_label_scores_never_become_verdicts_and_stores_holding_them_still_rank(
+    tmp_path: Path,
+) -> None:
+    """A server sending NaN log-probabilities gives malformed replies: the run stops with
+    a clear message, and once the server is sound a rerun asks for those again. A store
+    that already holds such replies as successes (as an older version kept them) is read
+    without crashing: they are asked again and replaced."""
+    path = served_config(tmp_path, "BASE", soft=True)
+    config = yaml.safe_load(path.read_text())
+    config["engine"]["max_attempts"] = 2
+    with ServerThread(judging=Judging("enforce", SOFT, logprobs=True)) as server:
+        config["population"] = [
+            {**m, "model": m["model"].replace("BASE", server.base_url)}
+            for m in config["population"]
+        ]
+        path.write_text(yaml.safe_dump(config))
+        server.judging = Judging("enforce", SOFT, logprobs=True, broken_logprob=math.nan)
+        with pytest.raises(InputError, match="judge error"):
+            run_rank(path, progress=False)
+        server.judging = Judging("enforce", SOFT, logprobs=True)
+        first = run_rank(path, progress=False)
+        assert first.table.probs is not None and np.isfinite(first.table.probs).all()
+        with sqlite3.connect(tmp_path / "store.sqlite") as db:  # as an older version kept them
+            damaged = db.execute(
+                'UPDATE results SET choice_logprobs = \'{"A":NaN,"B":-1.2,"tie":-1.6}\' '
+                "WHERE choice_logprobs IS NOT NULL"
+            ).rowcount
+        db.close()
+        asked = server.requests
+        again = run_rank(path, progress=False)
+        assert damaged > 0 and server.requests - asked == damaged
+    assert again.table.probs is not None and np.isfinite(again.table.probs).all()
+    assert again.table.probs.tolist() == first.table.probs.tolist()

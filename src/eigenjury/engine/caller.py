@@ -20,6 +20,7 @@ from eigenjury.engine.store import StoredResult
 from eigenjury.models.errors import (
     CallTimeoutError,
     ConnectionFailedError,
+    MalformedResponseError,
     ProviderError,
     RateLimitError,
     redact,
@@ -28,7 +29,7 @@ from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
 from eigenjury.models.providers.http import HttpProvider, new_session
 from eigenjury.models.spec import ModelSpec
-from eigenjury.models.types import ChatRequest, Completion, Provider
+from eigenjury.models.types import ChatRequest, Completion, Provider, unusable_scores
 
 
 @dataclass
@@ -133,6 +134,11 @@ class Caller:
             try:
                 async with asyncio.timeout(policy.timeout_s):
                     completion = await provider.generate(item.request)
+                bad = unusable_scores(completion.choice_logprobs)
+                if bad is not None:
+                    raise MalformedResponseError(
+                        f"the reply's label scores are not all finite numbers ({bad})"
+                    )
             except ProviderError as exc:
                 error = exc
             except TimeoutError:

@@ -76,15 +76,17 @@ class Judging:
     ends in a line "VERDICT: <label>". The label is drawn from a hash of the request, so
     the same request gets the same label. With `logprobs`, replies to requests that ask
     for them carry tokens whose alternatives at the label are the labels, with their
-    log-probabilities; elsewhere the token is certain. With `echo`, a free-text verdict
-    is followed by the format the judge was shown, repeated as some models do: the last
-    paragraph of the request's system message and of its last user message, where every
-    protocol puts its format.
+    log-probabilities; elsewhere the token is certain. `broken_logprob` (NaN, an
+    infinity) replaces every log-probability at the label, as a broken server sends
+    them. With `echo`, a free-text verdict is followed by the format the judge was
+    shown, repeated as some models do: the last paragraph of the request's system
+    message and of its last user message, where every protocol puts its format.
     """
 
     response_format: Literal["ignore", "enforce", "refuse", "json_object"] = "ignore"
     verdicts: Mapping[str, float] | None = None
     logprobs: bool = False
+    broken_logprob: float | None = None
     echo: bool = False
 
     def labels(self, enum: list[str] | None = None) -> dict[str, float]:
@@ -293,16 +295,19 @@ def _schema_enum(response_format: Any, judging: Judging) -> list[str] | None:
 _TOKEN = re.compile(r"\s*[^\w\s]*\w+|\s*[^\w\s]+|\s+")  # a word with what leads it
 
 
-def _logprobs(text: str, label_at: int, labels: dict[str, float]) -> dict[str, Any]:
+def _logprobs(
+    text: str, label_at: int, labels: dict[str, float], broken: float | None = None
+) -> dict[str, Any]:
     """Tokens of `text`; at the one holding the label (from `label_at`), the labels are
-    the alternatives, each after what the token holds before it."""
+    the alternatives, each after what the token holds before it (each with the
+    log-probability `broken` instead, where given)."""
     content = []
     for match in _TOKEN.finditer(text):
         token = match.group()
         if match.start() <= label_at < match.end():
             lead = text[match.start() : label_at]
             alternatives = [
-                {"token": lead + label, "logprob": math.log(p)}
+                {"token": lead + label, "logprob": math.log(p) if broken is None else broken}
                 for label, p in sorted(labels.items(), key=lambda item: -item[1])
                 if p > 0
             ]
@@ -352,7 +357,7 @@ def _chat_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[st
         "finish_reason": "stop",
     }
     if judging.logprobs and body.get("logprobs"):
-        choice["logprobs"] = _logprobs(text, label_at, labels)
+        choice["logprobs"] = _logprobs(text, label_at, labels, judging.broken_logprob)
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
