@@ -19,7 +19,7 @@ from eigenjury.contracts.prompts import repair_request as juror_repair
 from eigenjury.contracts.rules import parse_grade, parse_grades
 from eigenjury.contracts.schema import Criterion, Evaluation, Execution, Task
 from eigenjury.models.types import ChatRequest
-from eigenjury.models.verdict_format import verdict_line_logprobs
+from eigenjury.models.verdict_format import structured_label_logprobs, verdict_line_logprobs
 from eigenjury.peer.config import Generation
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.parsing import parse_criteria, parse_verdict
@@ -162,6 +162,8 @@ def test_an_example_is_not_a_vote_but_a_changed_mind_is() -> None:
     assert single.parse("[[3]] at first; on reflection [[8]]", ITEM) == 8.0
     assert single.parse("[[8]]. Ratings look like [[5]] or [[6]].", ITEM) == 8.0
     assert single.parse("[[8]]. e.g. [[5]]", ITEM) == 8.0
+    assert single.parse("I rate it [[6]]/10", ITEM) == 6.0  # a scale, not alternatives
+    assert parse_grade("GRADE: C/I") is None and parse_grade("GRADE: C / GRADE: I") is None
     assert parse_verdict("<verdict>A</verdict> ... no: <verdict>B</verdict>") == SECOND
     assert parse_verdict("<verdict>A</verdict>\nand that is final") == FIRST
 
@@ -174,6 +176,19 @@ def test_a_json_verdict_is_not_overruled_by_a_tag_quoted_after_it() -> None:
     assert parse_grade(f"{graded} (the format: GRADE: I)") == "C"
     rated = json.dumps({"reasoning": "", "verdict": "[[4]]"})
     assert JudgeProtocol("single").parse(f"{rated}\nfor example [[7]]", ITEM) == 4.0
+
+
+def test_label_scores_of_a_json_verdict_are_read_in_it_not_in_text_quoted_after_it() -> None:
+    head = '{"reasoning": "x", "verdict": '
+    tail = '"}\nThe schema: {"verdict": "B"}'
+    text = f'{head}"A{tail}'
+    alternatives = [{"token": '"A', "logprob": -0.2}, {"token": '"B', "logprob": -1.7}]
+    tokens = [
+        {"token": head, "logprob": 0.0, "top_logprobs": []},
+        {"token": '"A', "logprob": -0.2, "top_logprobs": alternatives},
+        {"token": tail, "logprob": 0.0, "top_logprobs": []},
+    ]
+    assert structured_label_logprobs(text, tokens, ("A", "B")) == {"A": -0.2, "B": -1.7}
 
 
 def test_label_scores_are_read_on_the_verdict_line_not_on_a_repeated_format() -> None:

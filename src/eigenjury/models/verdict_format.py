@@ -29,14 +29,17 @@ _VERDICT_KEY = re.compile(r'"verdict"\s*:\s*"')
 # A verdict as a format or an example shows it, not as a judge gives it: between the
 # markup that may wrap a verdict (emphasis, code, quotes, brackets, tags), preceded by an
 # alternative or an example ("or X", "|X", "for example X", "e.g. X", "like X") or
-# followed by a condition or an alternative ("X if ...", "X or ...", "X|Y").
+# followed by a condition or an alternative ("X if ...", "X or ...", "X|Y", "X/Y"; not a
+# scale: "[[7]]/10").
 _OPENING = r"""(?:[\s*_`'"(\[]|<[A-Za-z][^<>\n]*>)*"""
 _CLOSING = r"""(?:[*_`'")\]]|</[A-Za-z][^<>\n]*>)*"""
 _MENTION_BEFORE = re.compile(
     r"(?:\bor|[|/]|\bexample\s*:?|\be\.g\.\s*,?|\bsuch\s+as|\blike)" + _OPENING + r"\Z",
     re.IGNORECASE,
 )
-_MENTION_AFTER = re.compile(_CLOSING + r"(?:[ \t]+(?:if|or|when|unless)\b|[ \t]*[|/])")
+_MENTION_AFTER = re.compile(
+    _CLOSING + r"(?:[ \t]+(?:if|or|when|unless)\b|[ \t]*(?:\||/(?![ \t]*\d)))"
+)
 _CONTEXT_CHARS = 80  # how far before a verdict its mention words are looked for
 
 
@@ -63,18 +66,22 @@ def read_structured(text: str, choices: Sequence[str]) -> str | None:
     grammar lets them through); the verdict must be exactly one of `choices` (no case
     folding, no trimming). Text after the object (a server that does not enforce the
     schema lets a model go on) is not part of the verdict, whatever tags it quotes."""
-    body = text.lstrip()
-    fenced = _FENCE.match(body)
+    found = _structured(text, choices)
+    return None if found is None else found[0]
+
+
+def _structured(text: str, choices: Sequence[str]) -> tuple[str, int] | None:
+    """The verdict of the JSON object that opens `text` and where that object ends."""
+    start = len(text) - len(text.lstrip())
+    fenced = _FENCE.match(text, start)
     if fenced:
-        body = body[fenced.end() :]
+        start = fenced.end()
     try:
-        data, _ = json.JSONDecoder(strict=False).raw_decode(body)
+        data, end = json.JSONDecoder(strict=False).raw_decode(text, start)
     except json.JSONDecodeError:
         return None
-    if not isinstance(data, dict):
-        return None
-    verdict = data.get("verdict")
-    return verdict if isinstance(verdict, str) and verdict in choices else None
+    verdict = data.get("verdict") if isinstance(data, dict) else None
+    return (verdict, end) if isinstance(verdict, str) and verdict in choices else None
 
 
 def is_mention(text: str, start: int, end: int) -> bool:
@@ -112,9 +119,10 @@ def structured_label_logprobs(
 ) -> dict[str, float] | None:
     """Each label's log-probability at the token where a structured reply's verdict value
     is decided (see `label_logprobs_at`). `tokens` is the reply's `logprobs.content`."""
-    if read_structured(text, choices) is None:
+    found = _structured(text, choices)
+    if found is None:
         return None
-    starts = [m.end() for m in _VERDICT_KEY.finditer(text)]
+    starts = [m.end() for m in _VERDICT_KEY.finditer(text, 0, found[1])]  # in the object
     decoder = json.JSONDecoder(strict=False)
     for start in reversed(starts):  # the last key outside a string is the verdict
         try:
