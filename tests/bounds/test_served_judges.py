@@ -125,6 +125,23 @@ def test_an_ignoring_server_answers_in_text_and_its_failures_are_counted(tmp_pat
     assert measured.profile.original_failures == {"unparsed": M}
 
 
+@pytest.mark.parametrize(
+    ("kind", "odds", "score"),
+    [("single", {"[[2]]": 1.0}, 2.0), ("pairwise", {"[[A>>B]]": 1.0}, 1.0)],
+)
+def test_a_judge_that_repeats_the_format_after_its_verdict_is_read_by_its_verdict(
+    tmp_path: Path, kind: str, odds: dict[str, float], score: float
+) -> None:
+    """The judge gives its verdict, then repeats the format it was shown (for example
+    [[7]]; [[A>>B]] if ..., [[B>>A]] if B is much better): its verdict is read."""
+    judging = Judging("ignore", verdicts=odds, echo=True)
+    profile = measure_served(tmp_path, judging, kind=kind).profile
+    assert profile.verdicts is not None and profile.verdicts.unread == 0
+    normalised = JudgeProtocol(kind).scale.normalise(score)
+    identity = profile.generators["identity"]
+    assert all(p.original == normalised and p.perturbed == normalised for p in identity.pairs)
+
+
 def test_forced_text_sends_no_response_format_and_the_profile_says_so(tmp_path: Path) -> None:
     judging = Judging("enforce", verdicts={"[[B>>A]]": 1.0})
     measured = measure_served(tmp_path, judging, kind="pairwise", verdict_format="text")

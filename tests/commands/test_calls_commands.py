@@ -33,7 +33,7 @@ from eigenjury.files import (
     write_text,
 )
 from eigenjury.models import Completion
-from eigenjury.testing.server import Faults, ServerThread
+from eigenjury.testing.server import Faults, Judging, ServerThread
 
 
 def test_batch_runs_then_reuses_everything(
@@ -270,6 +270,53 @@ def test_some_failures_exit_1_and_are_in_the_output(tmp_path: Path) -> None:
     rows = read_results(tmp_path / "o.jsonl")
     assert code == 1
     assert all(r["error"]["kind"] == "server" and r["text"] is None for r in rows)
+
+
+def strict_json(text: str) -> Any:
+    """JSON as the standard has it: NaN and Infinity are not JSON."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("bad", [float("nan"), float("-inf"), float("inf")])
+def test_a_server_sending_non_finite_label_scores_gives_malformed_replies(
+    tmp_path: Path, bad: float
+) -> None:
+    """Log-probabilities that are not finite numbers make a malformed reply (tried again,
+    then an error), never a stored success: the output and the export stay JSON."""
+    requests = tmp_path / "req.jsonl"
+    requests.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"r{i}",
+                    "messages": [{"role": "user", "content": f"q {i}"}],
+                    "choices": ["A", "B", "tie"],
+                    "logprobs": True,
+                }
+            )
+            + "\n"
+            for i in range(4)
+        )
+    )
+    judging = Judging("enforce", {"A": 0.6, "B": 0.4}, logprobs=True, broken_logprob=bad)
+    store = str(tmp_path / "s.sqlite")
+    with ServerThread(judging=judging) as server:
+        args = ["batch", str(requests), "--model", f"openai-compatible:test@{server.base_url}"]
+        args += ["--out", str(tmp_path / "o.jsonl"), "--store", store, "--max-attempts", "2"]
+        assert main([*args, "--no-progress"]) == 1
+        assert server.requests == 4 * 2  # malformed replies are tried again
+    rows = [strict_json(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all(r["choice_logprobs"] is None for r in rows)
+    assert all(r["error"]["kind"] == "malformed" for r in rows)
+    assert all("not all finite" in r["error"]["message"] for r in rows)
+    assert main(["export", str(tmp_path / "e.jsonl"), "--store", store]) == 0
+    exported = [strict_json(x) for x in (tmp_path / "e.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in exported] == ["error"] * 4
 
 
 def _committed_any(path: Path) -> bool:

@@ -119,6 +119,18 @@ def test_an_enforcing_server_gives_structured_grades_without_repair(
     assert "verdict_format" not in graded.record.model_dump()["jury"]  # auto: not written
 
 
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_juror_that_repeats_the_format_after_its_grade_is_read_by_its_grade(
+    tmp_path: Path, batch: bool
+) -> None:
+    """After its grade the juror repeats the format it was shown ("GRADE: C if it meets
+    the criterion, GRADE: I if it does not"; "GRADE[id]: C or I"): its grade counts."""
+    verdict = "GRADE[names-paris]: C\nGRADE[lovely]: C" if batch else "GRADE: C"
+    graded = grade_served(tmp_path, Judging("ignore", {verdict: 1.0}, echo=True), batch=batch)
+    assert [v.grade for v in graded.votes] == ["C"] * 8
+    assert all(v.attempts == 1 for v in graded.votes)
+
+
 def test_a_refusing_server_is_asked_once_then_answers_in_text(tmp_path: Path) -> None:
     graded = grade_served(tmp_path, Judging("refuse", verdicts=ALWAYS_C))
     assert [v.grade for v in graded.votes] == ["C"] * 8

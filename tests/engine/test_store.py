@@ -96,6 +96,48 @@ def test_a_success_is_never_replaced_and_errors_are_kept_apart(tmp_path: Path) -
         assert got.completion.usage == Usage(2, 3) and got.completion.cost_usd == 0.001
 
 
+def strict_json(text: str) -> Any:
+    """JSON as the standard has it: NaN and Infinity are not JSON."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("-inf"), float("inf")])
+def test_a_stored_success_with_non_finite_scores_is_read_as_malformed_and_replaced(
+    tmp_path: Path, bad: float
+) -> None:
+    """A store written before such replies were refused holds them as successes: they are
+    read as the malformed replies they were (exported as such, in valid JSON), and the
+    next result for the call replaces them; a sound success is still never replaced."""
+    scores = {"A": bad, "B": -1.0}
+    broken = replace(
+        _result("a", "A"),
+        completion=Completion("A", "stop", choice_logprobs=scores),
+        created_at=1.0,
+    )
+    sound = replace(
+        broken, key="b", completion=Completion("B", "stop", choice_logprobs={"B": -0.5})
+    )
+    with Store(tmp_path / "s.sqlite") as store:
+        store.put_many([broken, sound])
+        assert store.get("b") == sound
+        read = store.get("a")
+        assert read is not None and read.completion is None and read.error_kind == "malformed"
+        assert read.error_message is not None and "not finite" in read.error_message
+        store.export(tmp_path / "out.jsonl")
+        lines = [strict_json(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+        assert {r["key"]: (r["status"], r["choice_logprobs"]) for r in lines} == {
+            "a": ("error", None),
+            "b": ("ok", {"B": -0.5}),
+        }
+        fixed = replace(broken, completion=Completion("A", "stop", choice_logprobs={"A": -0.1}))
+        store.put_many([fixed, replace(fixed, key="b")])
+        assert store.get("a") == fixed and store.get("b") == sound
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_export(tmp_path: Path, suffix: str) -> None:
     with Store(tmp_path / "s.sqlite") as store:

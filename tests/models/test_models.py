@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 from typing import Any
 
 import pytest
@@ -56,7 +58,7 @@ def test_spec_strings(text: str, provider: str, model: str, endpoint: str | None
         ("openia:gpt-4o", "unknown provider 'openia'"),
         ("openai-compatible:qwen", "needs an endpoint"),
         ("openai:", "names no model"),
-        ("openai-compatible:m@ftp://x", "needs an endpoint"),
+        ("openai-compatible:m@ftp://x", r"endpoint .ftp://x. of .* is not an http\(s\) URL"),
         (
             "openai-compatible:m@http://localhost:99999/v1",
             r"endpoint 'http://localhost:99999/v1' of model spec .*Port out of range",
@@ -73,11 +75,18 @@ def test_bad_specs_say_what_to_write(text: str, message: str) -> None:
 
 def test_spec_identity_and_keys_carry_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = ModelSpec.parse("openai-compatible:m@https://user:pw@host:8443/v1?api_key=s3cret&v=2")
+    # a key-named parameter is left out (a new key reuses the results); any other value
+    # makes its own key, as a digest: the store never holds it
+    digest = "sha256-" + hashlib.sha256(b"2").hexdigest()[:16]
     assert spec.identity() == {
         "provider": "openai-compatible",
         "model": "m",
-        "endpoint": "https://host:8443/v1?v=2",
+        "endpoint": f"https://host:8443/v1?v={digest}",
     }
+    other = ModelSpec.parse("openai-compatible:m@https://host:8443/v1?v=3")
+    assert other.identity() != spec.identity()
+    plain = ModelSpec.parse("openai-compatible:m@http://[::1]:8000/v1/")  # as before
+    assert plain.identity()["endpoint"] == "http://::1:8000/v1"
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(InputError, match="set the environment variable OPENAI_API_KEY"):
         ModelSpec.parse("openai:gpt-4o").api_key()
@@ -90,6 +99,57 @@ def test_spec_identity_and_keys_carry_no_secrets(monkeypatch: pytest.MonkeyPatch
     assert custom.api_key() == "sk-test"
     assert "sk-test" not in repr(custom) + str(custom.identity())
     assert ModelSpec.parse("openai-compatible:m@http://h/v1").api_key() is None  # optional
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("openai-compatible:m@http://user:PASS@h:1/v1", "openai-compatible:m@http://***@h:1/v1"),
+        ("openai-compatible:m@http://:PASS@h/v1", "openai-compatible:m@http://***@h/v1"),
+        (
+            "openai-compatible:m@https://h/v1?auth=AUTHSECRET&x=1&flag",
+            "openai-compatible:m@https://h/v1?auth=***&x=***&flag",
+        ),
+        ("openai-compatible:m@https://h/v1#FRAGSECRET", "openai-compatible:m@https://h/v1#***"),
+        ("openai-compatible:m@https://h.example/v1/", "openai-compatible:m@https://h.example/v1/"),
+    ],
+)
+def test_a_spec_is_shown_without_the_secrets_of_its_endpoint(text: str, shown: str) -> None:
+    spec = ModelSpec.parse(text)
+    assert str(spec) == shown and shown in repr(spec)
+    assert spec.shown_in_full is (shown == text)
+    for secret in ("PASS", "AUTHSECRET", "FRAGSECRET"):
+        assert secret not in str(spec) + repr(spec) + str(spec.identity())
+        assert (secret in text) is (secret in spec.secrets())
+    assert spec.endpoint is not None and spec.base_url == spec.endpoint.rstrip("/")
+
+
+def test_spec_secrets_cover_every_form_of_the_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUTER_KEY", "sk-router-key")
+    spec = ModelSpec.from_value(
+        {
+            "spec": "openai-compatible:m@http://us%40er:p%3Ass@h/v1?a=xx%2Fyy&b=1",
+            "api_key_env": "ROUTER_KEY",
+        }
+    )
+    secrets = spec.secrets()
+    # the key; user info and query values as written and decoded; HTTP Basic as sent;
+    # not a one-character flag, which would blot out every digit of a message
+    for secret in ("sk-router-key", "us%40er", "us@er", "p%3Ass", "p:ss", "xx%2Fyy", "xx/yy"):
+        assert secret in secrets
+    assert base64.b64encode(b"us@er:p:ss").decode() in secrets and "1" not in secrets
+
+
+def test_bad_specs_never_show_their_secrets() -> None:
+    for text in (
+        "openai-compatible:m@ftp://USERSECRET:PASSSECRET@h/v1?auth=QUERYSECRET",
+        "openai-compatible:m@http://USERSECRET:PASSSECRET@h:0/v1?auth=QUERYSECRET",
+        "openai-compatible:m@http://USERSECRET:PASSSECRET@[::1/v1?auth=QUERYSECRET",
+        "openai-compatible:m@http://USERSECRET:PASSSECRET@h:99999/v1?auth=QUERYSECRET",
+    ):
+        with pytest.raises(SpecError) as raised:
+            ModelSpec.parse(text)
+        assert not any(s in str(raised.value) for s in ("USERSECRET", "PASSSECRET", "QUERYSECRET"))
 
 
 def test_persona_puts_its_system_prompt_first() -> None:

@@ -114,6 +114,58 @@ def test_a_rejected_key_is_an_auth_error_that_never_repeats_the_key(
     assert "MY_KEY" in str(exc)
 
 
+@pytest.mark.parametrize("api", ["openai-compatible", "anthropic"])
+def test_an_endpoint_query_stays_a_query(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request path goes after the endpoint's path, before its query; user info is
+    sent as HTTP Basic, in place of a Bearer key (aiohttp refuses both at once)."""
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-default-variable")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-anthropic")
+
+    async def call(base: str) -> Any:
+        endpoint = base.replace("http://", "http://user:pw@") + "/?auth=QSECRET&v=1"
+        return await _generate(f"{api}:test@{endpoint}")
+
+    completion, server = with_server(call)
+    assert completion.text == "reply to: hello there"
+    path = "/v1/chat/completions" if api == "openai-compatible" else "/v1/messages"
+    assert dict(server.paths) == {f"{path}?auth=QSECRET&v=1": 1}
+
+
+def test_an_error_quoting_the_endpoints_secrets_never_repeats_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server quotes the credentials and the URL it got (as some proxies do): the
+    user info (and its HTTP Basic form), every query value and the key are redacted."""
+    monkeypatch.setenv("MY_KEY", "sk-planted-secret-123")
+    secrets = ("USERSECRET", "PASSSECRET", "QUERYSECRET", "OTHERSECRET")
+
+    async def call(base: str) -> Any:
+        endpoint = base.replace("http://", "http://USERSECRET:PASSSECRET@")
+        for spec in (
+            ModelSpec.parse(f"openai-compatible:test@{endpoint}?auth=QUERYSECRET"),
+            ModelSpec.from_value(
+                {"spec": f"openai-compatible:test@{base}?x=OTHERSECRET", "api_key_env": "MY_KEY"}
+            ),
+        ):
+            provider = make_provider(spec)
+            try:
+                await provider.generate(REQUEST)
+            except AuthError as exc:
+                yield exc
+            finally:
+                await provider.aclose()
+
+    async def both(base: str) -> list[AuthError]:
+        return [exc async for exc in call(base)]
+
+    errors, server = with_server(both, api_key="the-right-key")
+    assert len(errors) == 2 and server.requests == 2
+    for exc in errors:
+        assert "Incorrect API key provided" in str(exc) and "[redacted]" in str(exc)
+        assert not any(s in str(exc) for s in (*secrets, "sk-planted-secret-123"))
+        assert "USERSECRET:PASSSECRET" not in str(exc) and "VVNFUlNF" not in str(exc)
+
+
 def test_an_unreachable_endpoint() -> None:
     async def go() -> ProviderError:
         server = FaultServer()

@@ -3,8 +3,10 @@
 Both prompts are written for eigenjury. A served judge (HTTP) is also given the
 verdicts as choices, so its endpoint returns a structured verdict (reasons first) where
 it supports one; its verdict is read first. Otherwise parsing binds to the LAST verdict
-in the reply (a judge may quote the format while reasoning); a reply without one is a
-failure, returned as None, and never scored (in particular never as a tie).
+in the reply (a judge may quote the format while reasoning) that is a vote: the format
+repeated after it ("for example [[7]]", "[[A>>B]] if A is much better, ...") is not
+(models.verdict_format.votes). A reply without one is a failure, returned as None,
+and never scored (in particular never as a tie).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from eigenjury.bounds.neighbours import JudgedItem
 from eigenjury.bounds.scores import SCALES, Scale
 from eigenjury.models.types import ChatRequest, Message
-from eigenjury.models.verdict_format import VerdictFormat, read_structured
+from eigenjury.models.verdict_format import VerdictFormat, last_vote, read_structured
 
 _SINGLE_TASK = (
     "You are an impartial judge of answers. Rate how well the response answers the "
@@ -91,16 +93,13 @@ class JudgeProtocol:
         """The raw score from a structured reply's verdict, else from the last verdict,
         in the item's original order; None if there is none or it is off the scale."""
         text = read_structured(text, self.choices) or text
-        if self.kind == "single":
-            ratings = _RATING.findall(text)
-            if not ratings:
-                return None
-            value = float(ratings[-1])
-            return value if self.scale.low <= value <= self.scale.high else None
-        verdicts = _VERDICT.findall(text)
-        if not verdicts:
+        found = last_vote(_RATING if self.kind == "single" else _VERDICT, text)
+        if found is None:
             return None
-        value = VERDICT_SCORES[verdicts[-1]]
+        if self.kind == "single":
+            value = float(found.group(1))
+            return value if self.scale.low <= value <= self.scale.high else None
+        value = VERDICT_SCORES[found.group(1)]
         return 6.0 - value if item.swapped else value
 
 

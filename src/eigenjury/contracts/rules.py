@@ -7,8 +7,9 @@
   emphasis or code, `GRADE:C`, in any case. The LAST verdict counts, so an example
   echoed earlier in the text cannot decide it; a reply without one is unparseable.
   A letter followed by a lowercase word is prose that mentions a grade, not a verdict
-  ("Grade: I think...", "GRADE: C if it meets..."), and so is the format itself
-  ("GRADE: C|I", "GRADE: C or I").
+  ("Grade: I think...", "GRADE: C meets it"), and the format itself, echoed before or
+  after the verdict ("GRADE: C|I", "GRADE: C or GRADE: I", "GRADE: C if it meets..."),
+  is never a vote: the rule every reader shares (models.verdict_format.votes).
 - A criterion passes iff its C votes are more than half the jury: a tie fails, and an
   unparseable reply or a failed call is a vote that is not C.
 - The task score is the sum of the weights of passed criteria; the task passes iff the
@@ -21,19 +22,15 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from eigenjury.models.verdict_format import read_structured
+from eigenjury.models.verdict_format import last_vote, read_structured, votes
 
 CORRECT, INCORRECT = "C", "I"
 GRADE_CHOICES = ("GRADE: C", "GRADE: I")  # the verdict lines a juror may give
-# The verdict letter, between optional markdown or brackets, ending the sentence: not a
-# word, not the format "C|I" / "C/I" / "C or I", not followed by a lowercase word; and
-# not the second half of the format ("GRADE: C or GRADE: I").
-_ALTERNATIVE = r"(?<!\bor\s)(?<![|/]\s)(?<![|/])"
-_LETTER = r"""[\s*_`'"(\[]*([CI])(?![\w|/'’])(?![*_`'")\]]*[ \t]+(?-i:or\b|[a-z]))"""
-_GRADE = re.compile(_ALTERNATIVE + r"\bGRADE[\s*_`]*:" + _LETTER, re.IGNORECASE)
-_GRADE_FOR = re.compile(
-    _ALTERNATIVE + r"\bGRADE\s*\[\s*([^\]\n]+?)\s*\][\s*_`]*:" + _LETTER, re.IGNORECASE
-)
+# The verdict letter, between optional markdown or brackets: not a word ("I'm"), not
+# followed by a lowercase word (prose). Whether it is a vote or the format: `votes`.
+_LETTER = r"""[\s*_`'"(\[]*([CI])(?![\w'’])(?![*_`'")\]]*[ \t]+(?-i:[a-z]))"""
+_GRADE = re.compile(r"\bGRADE[\s*_`]*:" + _LETTER, re.IGNORECASE)
+_GRADE_FOR = re.compile(r"\bGRADE\s*\[\s*([^\]\n]+?)\s*\][\s*_`]*:" + _LETTER, re.IGNORECASE)
 _SCORE_TOLERANCE = 1e-9  # weights like 33.3 + 33.3 + 33.4 must reach a threshold of 100
 
 
@@ -43,14 +40,14 @@ def parse_grade(text: str) -> str | None:
     structured = read_structured(text, GRADE_CHOICES)
     if structured is not None:
         return structured[-1]
-    verdicts = [found.group(1) for found in _GRADE.finditer(text)]
-    return verdicts[-1].upper() if verdicts else None
+    found = last_vote(_GRADE, text)
+    return None if found is None else found.group(1).upper()
 
 
 def parse_grades(text: str, criterion_ids: Sequence[str]) -> dict[str, str | None]:
-    """Several criteria in one reply: the last `GRADE[id]: C|I` for each id."""
+    """Several criteria in one reply: the last `GRADE[id]: C|I` vote for each id."""
     grades: dict[str, str | None] = dict.fromkeys(criterion_ids)
-    for found in _GRADE_FOR.finditer(text):
+    for found in votes(_GRADE_FOR, text):
         if found.group(1) in grades:
             grades[found.group(1)] = found.group(2).upper()
     return grades

@@ -20,6 +20,7 @@ from eigenjury.engine.store import StoredResult
 from eigenjury.models.errors import (
     CallTimeoutError,
     ConnectionFailedError,
+    MalformedResponseError,
     ProviderError,
     RateLimitError,
     redact,
@@ -28,7 +29,7 @@ from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
 from eigenjury.models.providers.http import HttpProvider, new_session
 from eigenjury.models.spec import ModelSpec
-from eigenjury.models.types import ChatRequest, Completion, Provider
+from eigenjury.models.types import ChatRequest, Completion, Provider, unusable_scores
 
 
 @dataclass
@@ -63,7 +64,7 @@ class Caller:
         self._known_features = known_features
         self._injected = dict(providers or {})
         self._rng = random.Random(seed)
-        self._providers: dict[str, Provider] = {}
+        self._providers: dict[ModelSpec, Provider] = {}
         self._prices: dict[ModelSpec, Price | None] = {}
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self.secrets: tuple[str, ...] = ()
@@ -92,19 +93,17 @@ class Caller:
         return self._injected.get(str(spec))
 
     def provider(self, spec: ModelSpec) -> Provider:
-        name = str(spec)
-        if name in self._injected:
-            return self._injected[name]
-        if name not in self._providers:
+        injected = self.injected(spec)
+        if injected is not None:
+            return injected
+        if spec not in self._providers:  # (by spec: two specs may differ only in secrets)
             base = spec.base_url or ""
             known = self._known_features(spec) if self._known_features else None
-            self._providers[name] = make_provider(
+            self._providers[spec] = make_provider(
                 spec, sessions=lambda: self._session(base), features=known
             )
-            key = spec.api_key()
-            if key:
-                self.secrets = (*self.secrets, key)
-        return self._providers[name]
+            self.secrets = (*self.secrets, *spec.secrets())
+        return self._providers[spec]
 
     def learned_features(self) -> dict[ModelSpec, dict[str, str]]:
         """What each HTTP provider made here knows its endpoint supports, to be stored."""
@@ -135,6 +134,11 @@ class Caller:
             try:
                 async with asyncio.timeout(policy.timeout_s):
                     completion = await provider.generate(item.request)
+                bad = unusable_scores(completion.choice_logprobs)
+                if bad is not None:
+                    raise MalformedResponseError(
+                        f"the reply's label scores are not all finite numbers ({bad})"
+                    )
             except ProviderError as exc:
                 error = exc
             except TimeoutError:

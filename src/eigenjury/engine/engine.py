@@ -51,7 +51,7 @@ from eigenjury.models.errors import (
 )
 from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
-from eigenjury.models.spec import ModelSpec
+from eigenjury.models.spec import ModelSpec, shown_url
 from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
 
 T = TypeVar("T")
@@ -612,7 +612,7 @@ class _Run:
             call = self.in_flight[item.key][0][1]
             self._settled(item.key, _from_stored(call, result, cached=False))
             self.writer.note_once(
-                f"stopped calling {endpoint_of(item.spec)}: {result.error_message}"
+                f"stopped calling {shown_url(endpoint_of(item.spec))}: {result.error_message}"
             )
         else:
             self.writer.add(result)

@@ -5,6 +5,9 @@ engine commits a result before anyone uses it, so a run killed at any moment
 (kill -9 included) loses at most calls that were still in flight, and rerunning
 reuses everything committed. Failed calls are stored as errors (kind and message),
 never as text, and are tried again by the next run; a success is never overwritten.
+(A success stored by an older version with label scores that are not finite numbers,
+NaN from a broken server, is read as the malformed reply it was, so it is asked again
+and its new result replaces it.)
 While another program holds a lock on the file the store waits (and says so) rather
 than drop a result, and a row it cannot hold is left out alone, never with its batch.
 """
@@ -25,7 +28,7 @@ from typing import Any, TypeVar
 from eigenjury.errors import InputError
 from eigenjury.files import atomic_writer
 from eigenjury.models.spec import ModelSpec
-from eigenjury.models.types import ChatRequest, Completion, Usage
+from eigenjury.models.types import ChatRequest, Completion, Usage, unusable_scores
 
 KEY_VERSION = 1
 _CHUNK = 500  # keys per SELECT ... IN (...)
@@ -96,7 +99,7 @@ _UPSERT = (
     f"INSERT INTO results ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
     "ON CONFLICT(key) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
-    + " WHERE results.status != 'ok'"
+    + " WHERE results.status != 'ok' OR stored_scores_unusable(results.choice_logprobs)"
 )
 
 
@@ -170,7 +173,14 @@ class StoredResult:
     def from_row(cls, row: Sequence[Any]) -> StoredResult:
         r = dict(zip(_COLUMNS, row, strict=True))
         completion = None
-        if r["status"] == "ok":
+        bad = _stored_scores_problem(r["choice_logprobs"]) if r["status"] == "ok" else None
+        if bad is not None:
+            r["error_kind"] = "malformed"
+            r["error_message"] = (
+                f"stored as a success with label scores that are not finite numbers ({bad}); "
+                "read as the malformed reply it was, and asked again"
+            )
+        elif r["status"] == "ok":
             completion = Completion(
                 text=r["text"],
                 finish_reason=r["finish_reason"],
@@ -212,6 +222,25 @@ class StoredResult:
             "attempts": self.attempts,
             "created_at": self.created_at,
         }
+
+
+def _stored_scores_problem(text: str | None) -> str | None:
+    """What makes a stored success's label scores unusable (see `unusable_scores`), or
+    None when they are absent or usable."""
+    if text is None:
+        return None
+    try:
+        scores = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return "not JSON"
+    if not isinstance(scores, dict):
+        return "not a mapping"
+    return unusable_scores(scores)
+
+
+def _stored_scores_unusable(text: str | None) -> bool:
+    """For the upsert: a stored success whose scores are unusable may be replaced."""
+    return _stored_scores_problem(text) is not None
 
 
 class StoreError(InputError):
@@ -272,6 +301,9 @@ class Store:
             raise
 
     def _open(self) -> None:
+        self._db.create_function(
+            "stored_scores_unusable", 1, _stored_scores_unusable, deterministic=True
+        )
         self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._check_tables()  # before anything is changed in someone else's database
         if not self.create:

@@ -69,6 +69,7 @@ def export_harbor(
     """Write one Harbor task directory per task; returns the directories. No jury is
     needed when every criterion has a grader without a model."""
     require_jury(source, jury)
+    _refuse_url_secrets(jury)
     check_python_graders(source.contract, source.path)
     names = folder_names(source)
     folders = []
@@ -156,6 +157,19 @@ def _jury_record(jury: Jury | None) -> dict[str, Any]:
         "max_tokens": jury.max_tokens,
         "batch_criteria": jury.batch_criteria,
     }
+
+
+def _refuse_url_secrets(jury: Jury | None) -> None:
+    """A task's files are handed around; an endpoint's user info or query values (maybe
+    secrets, see ModelSpec.secrets) cannot go into them, and without them it would
+    not be reached, so such a juror is refused before anything is written."""
+    for spec in jury.specs if jury is not None else ():
+        if not spec.shown_in_full:
+            raise InputError(
+                f"juror {spec}: a Harbor task cannot carry its endpoint's user info or query "
+                "values (they may be secrets, and the task's files are shared); serve the "
+                "endpoint without them, with its key in an environment variable (api_key_env)"
+            )
 
 
 def _spec_value(spec: ModelSpec) -> str | dict[str, Any]:

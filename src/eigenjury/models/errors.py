@@ -87,8 +87,9 @@ ERROR_KINDS: dict[str, type[ProviderError]] = {
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """The text with every secret replaced: a last guard before anything is stored or shown."""
-    for secret in secrets:
+    """The text with every secret replaced (the longest first, so that none is left half
+    showing): a last guard before anything is stored or shown."""
+    for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             text = text.replace(secret, "[redacted]")
     return text

@@ -6,6 +6,7 @@ their identity (what determines a result) is hashed into the store's keys.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -87,6 +88,22 @@ class Completion:
     latency_s: float = 0.0
     cost_usd: float | None = None
     choice_logprobs: Mapping[str, float] | None = None
+
+
+def unusable_scores(scores: Mapping[str, Any] | None) -> str | None:
+    """What makes label scores unusable, e.g. "A = nan", or None when they are usable.
+
+    A log-probability must be a finite number: NaN or an infinity (as a broken server
+    sends them) can neither be computed with nor written as JSON, so a completion that
+    carries one is a malformed reply, never a success."""
+    for label, value in (scores or {}).items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            return f"{label} = {value!r}"
+    return None
 
 
 class Provider(Protocol):

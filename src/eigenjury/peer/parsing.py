@@ -1,4 +1,5 @@
-"""Verdicts from judge replies: bound to the last answer tag; anything else is a failure.
+"""Verdicts from judge replies: bound to the last answer tag that is a vote (the format
+repeated after it is not: models.verdict_format.votes); anything else is a failure.
 
 A reply that cannot be read is never turned into a tie: it is returned as None and
 counted as a parse failure of its judge.
@@ -10,7 +11,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from eigenjury.models.verdict_format import read_structured
+from eigenjury.models.verdict_format import last_vote, read_structured, votes
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE
 
 LABELS = ("A", "B", "tie")  # shown first, shown second, neither
@@ -37,15 +38,16 @@ def parse_verdict(text: str, *, ties: bool = True) -> int | None:
     bare = text.strip().lower()
     if bare in _CODES:
         return _code(bare, ties)
-    found = _VERDICT.findall(text)
-    return _code(found[-1], ties) if found else None
+    found = last_vote(_VERDICT, text)
+    return None if found is None else _code(found.group(1), ties)
 
 
 def parse_criteria(text: str, n_criteria: int, *, ties: bool = True) -> list[int] | None:
-    """One verdict per criterion (the last tag for each); None unless all are there."""
+    """One verdict per criterion (the last tag that is a vote for each); None unless all
+    are there."""
     last: dict[int, str] = {}
-    for number, label in _CRITERION.findall(text):
-        last[int(number)] = label
+    for found in votes(_CRITERION, text):
+        last[int(found.group(1))] = found.group(2)
     if any(i not in last for i in range(1, n_criteria + 1)):
         return None
     codes = [_code(last[i], ties) for i in range(1, n_criteria + 1)]

@@ -76,12 +76,18 @@ class Judging:
     ends in a line "VERDICT: <label>". The label is drawn from a hash of the request, so
     the same request gets the same label. With `logprobs`, replies to requests that ask
     for them carry tokens whose alternatives at the label are the labels, with their
-    log-probabilities; elsewhere the token is certain.
+    log-probabilities; elsewhere the token is certain. `broken_logprob` (NaN, an
+    infinity) replaces every log-probability at the label, as a broken server sends
+    them. With `echo`, a free-text verdict is followed by the format the judge was
+    shown, repeated as some models do: the last paragraph of the request's system
+    message and of its last user message, where every protocol puts its format.
     """
 
     response_format: Literal["ignore", "enforce", "refuse", "json_object"] = "ignore"
     verdicts: Mapping[str, float] | None = None
     logprobs: bool = False
+    broken_logprob: float | None = None
+    echo: bool = False
 
     def labels(self, enum: list[str] | None = None) -> dict[str, float]:
         """The labels to draw from (a schema's `enum`, else those of `verdicts`) and their
@@ -130,8 +136,9 @@ class FaultServer:
     ) -> None:
         """With `keep_bodies`, `bodies` lists every request body received, for tests
         that check what was asked. With `api_key`, requests must carry it (Bearer or
-        x-api-key); a wrong key gets a 401 whose message quotes the key sent, as some
-        real APIs do, so tests can check that clients never let it through."""
+        x-api-key); a wrong key gets a 401 whose message quotes the credentials sent and
+        the URL asked for (its query too), as some real APIs and proxies do, so tests can
+        check that clients never let them through."""
         if not _is_loopback(host):
             raise ValueError(f"the test server binds to loopback only, not {host}")
         self.latency_s = latency_s
@@ -141,6 +148,7 @@ class FaultServer:
         self._rng = random.Random(seed)
         self.api_key = api_key
         self.requests = 0
+        self.paths: Counter[str] = Counter()  # requests by path and query, as received
         self.faults_served: Counter[str] = Counter()
         self.successes: Counter[str] = Counter()
         self.successes_by_prompt: Counter[str] = Counter()
@@ -187,15 +195,15 @@ class FaultServer:
 
     async def _serve(self, request: web.Request, answer: Any) -> web.StreamResponse:
         self.requests += 1
+        self.paths[request.path_qs] += 1
         raw = await request.read()
         if self.api_key is not None:
             sent = request.headers.get("x-api-key") or request.headers.get(
                 "Authorization", ""
             ).removeprefix("Bearer ")
             if sent != self.api_key:
-                return web.json_response(
-                    {"error": {"message": f"Incorrect API key provided: {sent}"}}, status=401
-                )
+                message = f"Incorrect API key provided: {sent} (for {request.path_qs})"
+                return web.json_response({"error": {"message": message}}, status=401)
         fault = self.faults.draw(self._rng)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
@@ -287,16 +295,19 @@ def _schema_enum(response_format: Any, judging: Judging) -> list[str] | None:
 _TOKEN = re.compile(r"\s*[^\w\s]*\w+|\s*[^\w\s]+|\s+")  # a word with what leads it
 
 
-def _logprobs(text: str, label_at: int, labels: dict[str, float]) -> dict[str, Any]:
+def _logprobs(
+    text: str, label_at: int, labels: dict[str, float], broken: float | None = None
+) -> dict[str, Any]:
     """Tokens of `text`; at the one holding the label (from `label_at`), the labels are
-    the alternatives, each after what the token holds before it."""
+    the alternatives, each after what the token holds before it (each with the
+    log-probability `broken` instead, where given)."""
     content = []
     for match in _TOKEN.finditer(text):
         token = match.group()
         if match.start() <= label_at < match.end():
             lead = text[match.start() : label_at]
             alternatives = [
-                {"token": lead + label, "logprob": math.log(p)}
+                {"token": lead + label, "logprob": math.log(p) if broken is None else broken}
                 for label, p in sorted(labels.items(), key=lambda item: -item[1])
                 if p > 0
             ]
@@ -321,7 +332,20 @@ def _judged_text(body: dict[str, Any], judging: Judging) -> tuple[str, int, dict
         text = json.dumps({"reasoning": reply, "verdict": label})
         return text, text.rindex(json.dumps(label)) + 1, labels
     head = f"{reply}\nVERDICT: "
-    return head + label, len(head), labels
+    return head + label + (_format_echo(body) if judging.echo else ""), len(head), labels
+
+
+def _format_echo(body: dict[str, Any]) -> str:
+    """The format a judge was shown, as it repeats it after its verdict: the last
+    paragraph of the system message and of the last user message."""
+    messages = body.get("messages") or []
+    paragraphs = [
+        str(next((m.get("content", "") for m in reversed(messages) if m.get("role") == role), ""))
+        .rstrip()
+        .rpartition("\n\n")[2]
+        for role in ("system", "user")
+    ]
+    return "".join(f"\n{p}" for p in paragraphs if p)
 
 
 def _chat_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[str, Any]:
@@ -333,7 +357,7 @@ def _chat_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[st
         "finish_reason": "stop",
     }
     if judging.logprobs and body.get("logprobs"):
-        choice["logprobs"] = _logprobs(text, label_at, labels)
+        choice["logprobs"] = _logprobs(text, label_at, labels, judging.broken_logprob)
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",

@@ -2,7 +2,8 @@
 
 One pooled `ClientSession` per endpoint. Timeouts per attempt are the engine's job;
 here every failure becomes a `ProviderError` class that says whether a retry helps,
-and no message ever carries the API key.
+and no message ever carries the API key or the endpoint's own secrets (user info, query
+values): messages name the endpoint by `shown_url` and redact `spec.secrets()`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -28,7 +29,7 @@ from eigenjury.models.errors import (
     ServerError,
     redact,
 )
-from eigenjury.models.spec import ModelSpec, public_url
+from eigenjury.models.spec import ModelSpec, shown_url
 from eigenjury.models.types import Usage
 
 _CONTEXT_WORDS = (
@@ -74,8 +75,12 @@ class HttpProvider:
         # that refuses it is asked once, not by every request in flight.
         self._probing = asyncio.Lock()
         self.base_url = spec.base_url or ""
-        self.public_base = public_url(self.base_url)
+        self.public_base = shown_url(self.base_url)
         self._key = spec.api_key()
+        self._secrets = spec.secrets()
+        # user info in the URL is the endpoint's credentials (aiohttp sends it as HTTP
+        # Basic), in place of an Authorization header
+        self.url_credentials = "@" in urlsplit(self.base_url).netloc
         self._shared = sessions
         self._own: aiohttp.ClientSession | None = None
 
@@ -107,7 +112,13 @@ class HttpProvider:
         writer.close()
 
     def _redact(self, text: str) -> str:
-        return redact(text, (self._key,) if self._key else ())
+        return redact(text, self._secrets)
+
+    def url(self, path: str) -> str:
+        """The endpoint's URL for `path`: the path goes after the base URL's path, before
+        its query (`http://host/v1?auth=x` + `/chat/completions`)."""
+        parts = urlsplit(self.base_url)
+        return urlunsplit(parts._replace(path=parts.path + path))
 
     def usage(self, data: dict[str, Any], input_name: str, output_name: str) -> Usage:
         """Token counts from a reply: whole numbers from 0 up (absent: 0). Anything else
@@ -130,14 +141,13 @@ class HttpProvider:
     async def post_json(
         self, path: str, payload: dict[str, Any], headers: dict[str, str]
     ) -> dict[str, Any]:
-        url = f"{self.base_url}{path}"
         try:
-            async with self.session.post(url, json=payload, headers=headers) as response:
+            async with self.session.post(self.url(path), json=payload, headers=headers) as response:
                 body = await response.read()
                 status, reply_headers = response.status, response.headers
         except aiohttp.ClientPayloadError as exc:
             raise MalformedResponseError(
-                f"truncated response from {self.public_base} ({exc})"
+                f"truncated response from {self.public_base} ({self._redact(str(exc))})"
             ) from None
         except (aiohttp.ClientConnectionError, OSError) as exc:
             raise ConnectionFailedError(

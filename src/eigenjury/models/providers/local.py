@@ -304,9 +304,8 @@ def _choose(model: _Loaded, request: ChatRequest) -> Completion:
     output_tokens = 0
     for text in request.choices:
         tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-        if not tokens:
-            scores[text] = -math.inf
-            continue
+        if not tokens:  # (its score would be -inf: neither usable nor storable)
+            raise BadRequestError("an empty choice has no tokens to score; give it some text")
         if base + len(tokens) > N_CTX:
             raise ContextLengthError(
                 f"prompt and choice of {base + len(tokens)} tokens exceed the {N_CTX}-token context"

@@ -139,7 +139,8 @@ class OpenAICompatibleProvider(HttpProvider):
         form: str | None = None,
     ) -> Completion:
         """Post `body`, read the reply, and learn from it what the endpoint supports."""
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        bearer = self._key and not self.url_credentials
+        headers = {"Authorization": f"Bearer {self._key}"} if bearer else {}
         start = time.perf_counter()
         data = await self.post_json("/chat/completions", body, headers)
         latency = time.perf_counter() - start
