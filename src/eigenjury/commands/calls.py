@@ -65,6 +65,7 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.batch import Written, batch_calls, write_results
     from eigenjury.engine.engine import Engine
     from eigenjury.engine.runner import run_engine
+    from eigenjury.files import OutputFile
     from eigenjury.models import ModelSpec
     from eigenjury.reports.accounting import print_accounting
 
@@ -75,12 +76,17 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
     # store opens; the rest is read as the engine takes calls
     calls = itertools.chain([next(requests)], requests)
 
-    async def work(engine: Engine) -> Written:
-        stream = engine.stream(calls, ordered=args.order == "input")
-        async with contextlib.aclosing(stream) as results:
-            return await write_results(args.out, results)
+    # the output is taken before the store opens: a second batch writing it is refused
+    # before it spends anything
+    with OutputFile(args.out) as out:
 
-    ran = run_engine(engine_settings(args), [spec], work, progress=args.progress)
+        async def work(engine: Engine) -> Written:
+            stream = engine.stream(calls, ordered=args.order == "input")
+            async with contextlib.aclosing(stream) as results:
+                return await write_results(out, results)
+
+        ran = run_engine(engine_settings(args), [spec], work, progress=args.progress)
+        out.commit()
     written = ran.value
     print_accounting(console, ran.accounting)
     console.print(f"wrote {written.results} results to {escape(str(args.out))}")
