@@ -5,7 +5,10 @@ A ranking run's transcripts.jsonl is read once, line by line: a compiled pattern
 who, what and which verdict from the first bytes of each line (its keys come in a fixed
 order), and only the offsets are kept. A page then seeks to its twenty lines. A line
 the pattern does not recognise (another key order) is parsed in full, so nothing is
-missed, only slower.
+missed, only slower. A line that cannot be read (not JSON, not an object, verdicts that
+are not verdicts) is left out and counted, and the first few are named, so one bad line
+never hides the rest of the file. Only regular files are opened (files.open_regular):
+a named pipe in a run folder never blocks the viewer.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eigenjury.errors import InputError
+from eigenjury.files import json_kind, open_regular
 
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 _TRANSCRIPT_HEAD = re.compile(
@@ -36,13 +40,44 @@ _TRACE_HEAD = re.compile(
 VERDICTS = ("first", "second", "tie", "mixed", "unread", "unrecorded")
 _VERDICT_OF = {0: "tie", 1: "first", 2: "second"}
 _NO_LINE = -1
+NAMED_LINES = 5  # unreadable lines named in full; the rest are counted
 
 
-def verdict_category(verdicts: list[int | None] | None, recorded: bool = True) -> str:
-    """One word for a comparison's verdicts: all criteria agree (first, second, tie),
-    they differ (mixed), none was read (unread), or the file predates verdicts."""
+@dataclass
+class Unreadable:
+    """The lines of a file an index could not read: how many, and the first few named
+    ("line 12: not a JSON object but a list")."""
+
+    lines: int = 0
+    named: list[str] = field(default_factory=list)
+
+    def add(self, number: int, problem: Exception) -> None:
+        self.lines += 1
+        if len(self.named) < NAMED_LINES:
+            self.named.append(f"line {number}: {problem}")
+
+    def report(self) -> dict[str, Any]:
+        return {"unreadable_lines": self.lines, "unreadable": list(self.named)}
+
+
+def json_line(line: bytes) -> dict[str, Any]:
+    """One JSON-lines line as an object; anything else is a ValueError saying what."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError(f"not a JSON object but {json_kind(data)}")
+    return data
+
+
+def verdict_category(verdicts: Any, recorded: bool = True) -> str:
+    """One word for a comparison's verdicts (a list of 0, 1, 2 or null, one per
+    criterion): all criteria agree (first, second, tie), they differ (mixed), none was
+    read (unread), or the file predates verdicts. Anything else is a ValueError."""
     if not recorded:
         return "unrecorded"
+    if verdicts is not None and not (
+        isinstance(verdicts, list) and all(v is None or v in _VERDICT_OF for v in verdicts)
+    ):
+        raise ValueError("'verdicts' is not a list of 0, 1, 2 or null")
     read = {v for v in verdicts or () if v is not None}
     if not read:
         return "unread"
@@ -56,7 +91,7 @@ def read_lines(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any] | 
     damaged past what the index read of it (or a file gone since) is an InputError."""
     offset = _NO_LINE
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             for offset in offsets:
                 if offset == _NO_LINE:
                     yield None
@@ -107,6 +142,24 @@ class Filters:
     verdict: str | None = None
 
 
+def _whole_head(head: re.Match[bytes], line: bytes) -> bool:
+    """Whether the first bytes read all that the line's role needs (a comparison its
+    sides and any verdicts, a reflection its evaluee); if not, the line is parsed."""
+    role, evaluee, first, verdicts = head.group(1, 4, 5, 7)
+    if role in (b"comparison", b"repair"):
+        unread_verdicts = verdicts is None and line.startswith(b', "verdicts"', head.end())
+        return first is not None and not unread_verdicts
+    return role != b"reflection" or evaluee is not None
+
+
+def _name(data: dict[str, Any], key: str) -> str:
+    """A transcript line's name at `key` (a member, a scenario)."""
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"'{key}' is {json_kind(value)}, not a name")
+    return value
+
+
 class TranscriptIndex:
     """Where each comparison, reply and reflection of a transcripts.jsonl lies.
 
@@ -117,7 +170,8 @@ class TranscriptIndex:
         self.path = path
         self.size = path.stat().st_size
         self.bytes_read = 0
-        self.error: str | None = None
+        self.error: str | None = None  # why indexing stopped (the file is gone, ...)
+        self.unreadable = Unreadable()
         self._names = _Names()
         self._tokens: dict[bytes, int] = {}  # a name as written in the file -> its code
         self._verdict_tokens: dict[bytes | None, str] = {}
@@ -147,14 +201,19 @@ class TranscriptIndex:
     def _build(self) -> None:
         number = 0
         try:
-            with self.path.open("rb") as f:
+            with open_regular(self.path) as f:
                 offset = 0
-                for number, line in enumerate(f, 1):  # noqa: B007 (read after the loop)
-                    self._add(line, offset)
+                for number, line in enumerate(f, 1):
+                    try:
+                        self._add(line, offset)
+                    except ValueError as exc:  # (UnicodeDecodeError and JSON errors too)
+                        self.unreadable.add(number, exc)
                     offset += len(line)
                     self.bytes_read = offset
-        except (OSError, ValueError) as exc:  # the file changed or is damaged
+        except OSError as exc:  # the file changed, vanished or is not a file
             self.error = f"{self.path}, line {number}: cannot index the transcripts: {exc}"
+        except Exception as exc:  # a fault of the viewer's: named, never a partial index
+            self.error = f"{self.path}, line {number}: the viewer failed indexing: {exc!r}"
         finally:
             self._done.set()
 
@@ -175,11 +234,11 @@ class TranscriptIndex:
 
     def _add(self, line: bytes, offset: int) -> None:
         head = _TRANSCRIPT_HEAD.match(line)
-        if head is None:
+        if head is None or not _whole_head(head, line):
             self._add_parsed(line, offset)
             return
         role, member, scenario, evaluee, first, second, verdicts = head.groups()
-        if role in (b"comparison", b"repair") and first is not None and second is not None:
+        if role in (b"comparison", b"repair"):
             self._add_comparison(
                 offset,
                 role.decode(),
@@ -188,26 +247,30 @@ class TranscriptIndex:
             )
         elif role == b"evaluee":
             self._replies.setdefault((self._code(member), self._code(scenario)), offset)
-        elif role == b"reflection" and evaluee is not None:
+        else:
             key = (self._code(member), self._code(evaluee), self._code(scenario))
             self._reflections.setdefault(key, offset)
 
     def _add_parsed(self, line: bytes, offset: int) -> None:
-        """A line whose keys are not in the usual order, parsed in full."""
+        """A line whose keys are not in the usual order, parsed in full: one that is no
+        transcript line is a ValueError saying why."""
         if not line.strip():
             return
-        data = json.loads(line)
+        data = json_line(line)
         role, code = data.get("role"), self._names.code
-        member, scenario = str(data.get("member")), str(data.get("scenario"))
-        first, second, evaluee = data.get("first"), data.get("second"), data.get("evaluee")
-        if role in ("comparison", "repair") and first is not None and second is not None:
-            codes = (code(member), code(str(first)), code(str(second)), code(scenario))
+        if role not in ("comparison", "repair", "evaluee", "reflection"):
+            return  # a line of another kind: nothing to index
+        member, scenario = _name(data, "member"), _name(data, "scenario")
+        if role in ("comparison", "repair"):
+            codes = (code(member), code(_name(data, "first")), code(_name(data, "second")),
+                     code(scenario))  # fmt: skip
             verdict = verdict_category(data.get("verdicts"), "verdicts" in data)
             self._add_comparison(offset, role, codes, verdict)
         elif role == "evaluee":
             self._replies.setdefault((code(member), code(scenario)), offset)
-        elif role == "reflection" and evaluee is not None:
-            self._reflections.setdefault((code(member), code(str(evaluee)), code(scenario)), offset)
+        else:
+            key = (code(member), code(_name(data, "evaluee")), code(scenario))
+            self._reflections.setdefault(key, offset)
 
     def _add_comparison(
         self, offset: int, role: str, codes: tuple[int, int, int, int], verdict: str
@@ -222,7 +285,13 @@ class TranscriptIndex:
         rows.verdict.append(verdict)
 
     def progress(self) -> dict[str, Any]:
-        return {"ready": self.ready, "bytes_read": self.bytes_read, "bytes": self.size}
+        """How far indexing is, and the lines it could not read so far."""
+        return {
+            "ready": self.ready,
+            "bytes_read": self.bytes_read,
+            "bytes": self.size,
+            **self.unreadable.report(),
+        }
 
     def scenarios(self) -> list[str]:
         """Every scenario with a comparison, sorted (once indexed)."""
@@ -302,48 +371,61 @@ def _reply(line: dict[str, Any] | None) -> str | None:
 
 def _question(evaluee_line: dict[str, Any] | None) -> str | None:
     """The scenario's message, as the evaluee was asked it (its last user message)."""
-    if evaluee_line is None:
+    messages = None if evaluee_line is None else evaluee_line.get("messages")
+    if not isinstance(messages, list):
         return None
-    users = [m[1] for m in evaluee_line.get("messages") or () if m and m[0] == "user"]
+    users = [m[1] for m in messages if isinstance(m, list) and len(m) == 2 and m[0] == "user"]
     return users[-1] if users else None
 
 
 class TraceIndex:
     """Where each task's votes lie in a grading run's trace.jsonl (built on first use;
-    a grading trace is read in full once, then by offset)."""
+    a grading trace is read in full once, then by offset). Lines that cannot be read
+    are left out and counted (`unreadable`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._by_task: dict[tuple[str, str | None], list[int]] | None = None
+        self.unreadable = Unreadable()
 
     def _build(self) -> dict[tuple[str, str | None], list[int]]:
-        """Offsets by (task, candidate); a damaged or vanished trace is an InputError
-        naming the file and line, so the page can say which."""
+        """Offsets by (task, candidate); a vanished trace is an InputError naming the
+        file and line, so the page can say which."""
         by_task: dict[tuple[str, str | None], list[int]] = {}
         number = 0
         try:
-            with self.path.open("rb") as f:
+            with open_regular(self.path) as f:
                 offset = 0
-                for number, line in enumerate(f, 1):  # noqa: B007 (read after the loop)
-                    head = _TRACE_HEAD.match(line)
-                    if head is not None:
-                        task, candidate = (json.loads(g) for g in head.group(1, 2))
-                    elif line.strip():
-                        data = json.loads(line)
-                        if not isinstance(data, dict):
-                            raise ValueError("not a JSON object")
-                        task, candidate = data.get("task_id"), data.get("candidate")
-                    else:
-                        task = None
-                    if task is not None:
-                        by_task.setdefault((str(task), candidate), []).append(offset)
+                for number, line in enumerate(f, 1):
+                    try:
+                        key = self._task(line)
+                    except ValueError as exc:
+                        self.unreadable.add(number, exc)
+                        key = None
+                    if key is not None:
+                        by_task.setdefault(key, []).append(offset)
                     offset += len(line)
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise InputError(
                 f"cannot read the trace: {exc}", path=self.path, line=number or None
             ) from None
         return by_task
+
+    @staticmethod
+    def _task(line: bytes) -> tuple[str, str | None] | None:
+        """The (task, candidate) of a trace line (None for a blank line)."""
+        head = _TRACE_HEAD.match(line)
+        if head is not None:
+            task, candidate = (json.loads(g) for g in head.group(1, 2))
+        elif line.strip():
+            data = json_line(line)
+            task, candidate = data.get("task_id"), data.get("candidate")
+        else:
+            return None
+        if task is None:
+            return None
+        return str(task), None if candidate is None else str(candidate)
 
     def votes(self, task: str, candidate: str | None) -> list[dict[str, Any]]:
         """Every trace line of one task and candidate, in file order."""
