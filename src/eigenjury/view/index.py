@@ -50,14 +50,35 @@ class Unreadable:
 
     lines: int = 0
     named: list[str] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
 
-    def add(self, number: int, problem: Exception) -> None:
+    def add(self, where: str, problem: object) -> None:
+        """A line that cannot be read (each `where` counted once)."""
+        if where in self._seen:
+            return
+        self._seen.add(where)
         self.lines += 1
         if len(self.named) < NAMED_LINES:
-            self.named.append(f"line {number}: {problem}")
+            self.named.append(f"{where}: {problem}")
 
     def report(self) -> dict[str, Any]:
         return {"unreadable_lines": self.lines, "unreadable": list(self.named)}
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A line whose start the index read, but which cannot be read whole now (cut or
+    edited since)."""
+
+    offset: int
+    problem: str
+
+    @property
+    def where(self) -> str:
+        return f"the line at byte {self.offset}"
+
+
+Line = dict[str, Any] | Damaged | None
 
 
 def json_line(line: bytes) -> dict[str, Any]:
@@ -86,10 +107,9 @@ def verdict_category(verdicts: Any, recorded: bool = True) -> str:
     return _VERDICT_OF.get(read.pop(), "unread")
 
 
-def read_lines(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any] | None]:
-    """The JSON objects starting at `offsets` in `path` (None for no line). A line
-    damaged past what the index read of it (or a file gone since) is an InputError."""
-    offset = _NO_LINE
+def read_lines(path: Path, offsets: Iterable[int]) -> Iterator[Line]:
+    """The JSON objects starting at `offsets` in `path`: None for no line, Damaged for a
+    line damaged past what the index read of it. A file gone since is an InputError."""
     try:
         with open_regular(path) as f:
             for offset in offsets:
@@ -97,11 +117,13 @@ def read_lines(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any] | 
                     yield None
                     continue
                 f.seek(offset)
-                value = json.loads(f.readline())
-                yield value if isinstance(value, dict) else None
-    except (OSError, ValueError) as exc:
-        where = f"the line at byte {offset}" if offset != _NO_LINE else "the file"
-        raise InputError(f"cannot read {where}: {exc}", path=path) from None
+                try:
+                    line: Line = json_line(f.readline())
+                except ValueError as exc:
+                    line = Damaged(offset, str(exc))
+                yield line
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc}", path=path) from None
 
 
 class _Names:
@@ -207,7 +229,7 @@ class TranscriptIndex:
                     try:
                         self._add(line, offset)
                     except ValueError as exc:  # (UnicodeDecodeError and JSON errors too)
-                        self.unreadable.add(number, exc)
+                        self.unreadable.add(f"line {number}", exc)
                     offset += len(line)
                     self.bytes_read = offset
         except OSError as exc:  # the file changed, vanished or is not a file
@@ -324,7 +346,8 @@ class TranscriptIndex:
 
     def comparisons(self, rows: list[int]) -> list[dict[str, Any]]:
         """The comparisons at row numbers `rows`, each with the judge's full call, both
-        replies and the judge's reflections on them."""
+        replies and the judge's reflections on them; a line among them that cannot be
+        read whole is named in `unreadable` (and counted), and its parts are missing."""
         r, names = self._rows, self._names.names
         offsets: list[int] = []
         for i in rows:
@@ -339,8 +362,11 @@ class TranscriptIndex:
         lines = list(read_lines(self.path, offsets))
         shown = []
         for n, i in enumerate(rows):
-            call, first_reply, second_reply, first_notes, second_notes = lines[5 * n : 5 * n + 5]
-            assert call is not None
+            read = lines[5 * n : 5 * n + 5]
+            damaged = [line for line in read if isinstance(line, Damaged)]
+            for line in damaged:
+                self.unreadable.add(line.where, line.problem)
+            call, first_reply, second_reply, first_notes, second_notes = map(_object, read)
             shown.append(
                 {
                     "row": i,
@@ -353,28 +379,36 @@ class TranscriptIndex:
                     "verdicts": call.get("verdicts"),
                     "failure": call.get("failure"),
                     "error": call.get("error"),
-                    "messages": call.get("messages"),
+                    "messages": _messages(call.get("messages")),
                     "reply": call.get("reply"),
                     "question": _question(first_reply or second_reply),
-                    "first_reply": _reply(first_reply),
-                    "second_reply": _reply(second_reply),
-                    "first_reflection": _reply(first_notes),
-                    "second_reflection": _reply(second_notes),
+                    "first_reply": first_reply.get("reply"),
+                    "second_reply": second_reply.get("reply"),
+                    "first_reflection": first_notes.get("reply"),
+                    "second_reflection": second_notes.get("reply"),
+                    "unreadable": [f"{line.where}: {line.problem}" for line in damaged] or None,
                 }
             )
         return shown
 
 
-def _reply(line: dict[str, Any] | None) -> str | None:
-    return None if line is None else line.get("reply")
+def _object(line: Line) -> dict[str, Any]:
+    """What was read of a line ({} for none, or a damaged one)."""
+    return line if isinstance(line, dict) else {}
 
 
-def _question(evaluee_line: dict[str, Any] | None) -> str | None:
+def _messages(value: Any) -> list[list[str]] | None:
+    """A call's messages as [role, text] pairs (None where the line holds anything else)."""
+    if isinstance(value, list) and all(
+        isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m) for m in value
+    ):
+        return value
+    return None
+
+
+def _question(evaluee_line: dict[str, Any]) -> str | None:
     """The scenario's message, as the evaluee was asked it (its last user message)."""
-    messages = None if evaluee_line is None else evaluee_line.get("messages")
-    if not isinstance(messages, list):
-        return None
-    users = [m[1] for m in messages if isinstance(m, list) and len(m) == 2 and m[0] == "user"]
+    users = [text for role, text in _messages(evaluee_line.get("messages")) or () if role == "user"]
     return users[-1] if users else None
 
 
@@ -401,7 +435,7 @@ class TraceIndex:
                     try:
                         key = self._task(line)
                     except ValueError as exc:
-                        self.unreadable.add(number, exc)
+                        self.unreadable.add(f"line {number}", exc)
                         key = None
                     if key is not None:
                         by_task.setdefault(key, []).append(offset)
@@ -432,5 +466,10 @@ class TraceIndex:
         with self._lock:
             if self._by_task is None:
                 self._by_task = self._build()
-        offsets = self._by_task.get((task, candidate), [])
-        return [line for line in read_lines(self.path, offsets) if line is not None]
+        votes = []
+        for line in read_lines(self.path, self._by_task.get((task, candidate), [])):
+            if isinstance(line, Damaged):
+                self.unreadable.add(line.where, line.problem)
+            elif line is not None:
+                votes.append(line)
+        return votes

@@ -490,6 +490,7 @@ function comparisonCard(item) {
     pre(item.reply),
     item.failure ? el("p", { class: "warn failure" }, `no verdict counted: ${item.failure}`) : null,
     item.error ? el("p", { class: "warn error" }, `the call failed: ${item.error}`) : null,
+    item.unreadable ? el("p", { class: "warn unreadable" }, `not shown, could not be read: ${item.unreadable.join("; ")}`) : null,
     el("details", {}, el("summary", {}, "the judge's prompt"),
       (item.messages || []).map(([role, content]) => [el("h4", {}, role), pre(content)])),
   );
