@@ -4,6 +4,8 @@ writers removed, a run folder written all or nothing."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -89,3 +91,28 @@ def test_a_run_folder_is_written_all_or_nothing(tmp_path: Path) -> None:
     written = write_outputs(folder, outputs)
     assert [p.name for p in written] == ["note.json", "a.csv", "blocked.csv"]
     assert sorted(p.name for p in folder.iterdir()) == ["a.csv", "blocked.csv", "note.json"]
+
+
+# Looks at /dev/stdout as an output, in a process whose stdout is a pipe, and says why it
+# is refused. Only looked at, never written: as root, a writer that regressed would
+# replace the system's /dev/stdout.
+STDOUT_AS_OUTPUT = """
+from pathlib import Path
+from eigenjury.errors import InputError
+from eigenjury.files import output_target
+try:
+    output_target(Path("/dev/stdout"))
+except InputError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.fuzz
+def test_dev_stdout_is_refused_as_an_output_never_replaced() -> None:
+    """As root, `--out /dev/stdout` used to replace the system's /dev/stdout with a
+    regular file (and print nothing)."""
+    shown = subprocess.run(
+        [sys.executable, "-c", STDOUT_AS_OUTPUT], capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.startswith("/dev/stdout: this is a named pipe, not a regular file")
+    assert os.path.islink("/dev/stdout") or not os.path.isfile("/dev/stdout")
