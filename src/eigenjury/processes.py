@@ -5,7 +5,9 @@ children itself. Forked workers would then live on under PID 1 for good, each ho
 its copy of the parent's memory, because the pipes they wait on are held open by one
 another. So every child asks the kernel to kill it when its parent dies (Linux:
 prctl(PR_SET_PDEATHSIG); elsewhere a thread that watches the parent), and checks it
-was not orphaned before it could ask.
+was not orphaned before it could ask. (The kernel's signal follows the thread that
+started the child; a pool lives within one call of that thread, and a server within
+one `with` block, so that thread outlives them.)
 """
 
 from __future__ import annotations
