@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from eigenjury.engine.engine import Call, CallResult
 from eigenjury.engine.store import SQLITE_INTEGER_MAX
 from eigenjury.errors import InputError
-from eigenjury.files import atomic_writer, read_jsonl
+from eigenjury.files import OutputFile, read_jsonl
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Message
 
@@ -187,11 +187,12 @@ class Written:
     failed: int = 0
 
 
-async def write_results(path: Path, results: AsyncIterator[CallResult]) -> Written:
-    """Write each result as it arrives, to a temporary file that replaces `path` only
-    once every result is in: a failed or interrupted run leaves no half file."""
+async def write_results(out: OutputFile, results: AsyncIterator[CallResult]) -> Written:
+    """Write each result as it arrives, to the temporary file of `out` (entered by the
+    caller, who commits it once every result is in: a failed or interrupted run leaves no
+    half file)."""
     written = Written()
-    with atomic_writer(path) as tmp, tmp.open("w", encoding="utf-8") as f:
+    with out.writing() as f:
         async for result in results:
             f.write(json.dumps(result_record(result), ensure_ascii=False) + "\n")
             written.results += 1

@@ -5,11 +5,16 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import errno
+import fcntl
 import json
 import os
+import re
+import secrets
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TextIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,31 +23,221 @@ from eigenjury.errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
+# What an output path may be instead of a regular file, in a user's words.
+_SPECIAL_FILES = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
+}
+# Filesystems without locks (some network or FUSE mounts) answer flock with these.
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
+
+
+def output_target(path: Path) -> Path:
+    """The file that writing `path` replaces: `path` itself or, through symbolic links,
+    the file they lead to (the links stay). A folder, or anything but a regular file (a
+    named pipe, a device such as /dev/stdout, a socket), is an InputError: an output is
+    written whole beside its target and renamed onto it, which only a file allows."""
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None  # a new file (or a link to one not yet written)
+    except OSError as exc:
+        raise InputError(f"cannot write this file ({exc.strerror or exc})", path=path) from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputError("this is a folder; give the path of a file to write", path=path)
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _SPECIAL_FILES.get(stat.S_IFMT(mode), "not a regular file")
+        raise InputError(
+            f"this is {kind}, not a regular file: eigenjury writes each output whole and "
+            "renames it into place, which only a regular file allows; give the path of a file",
+            path=path,
+        )
+    return Path(os.path.realpath(path))
+
+
+class OutputFile:
+    """One output being written, by one process at a time.
+
+    Entering takes an exclusive lock beside the target (`.NAME.lock`, removed on leaving)
+    or refuses, naming the process that holds it: two runs writing one file would
+    interleave their lines. Under the lock, temporary files that killed writers of this
+    target left behind are removed, and the bytes go to a temporary file of a unique
+    name beside the target (so that writers on a filesystem without locks still never
+    share one); `commit` renames it onto the target, so a reader never sees half a file.
+    Leaving without a commit removes the temporary file and any folder entering made.
+    `path` may be a symbolic link: the file it leads to is written (output_target).
+    `wait`: wait for another writer to finish instead of refusing (for short writes of
+    eigenjury's own files, such as a cache)."""
+
+    def __init__(self, path: Path, *, wait: bool = False) -> None:
+        self.path = path
+        self.target = output_target(path)
+        self.tmp = self.target.with_name(f".{self.target.name}.{secrets.token_hex(4)}.tmp")
+        self._wait = wait
+        self._lock: int | None = None
+        self._made: list[Path] = []  # folders this made, deepest first
+        self._committed = False
+
+    def __enter__(self) -> OutputFile:
+        try:
+            self._made = _make_folder(self.target.parent)
+            self._lock = self._take_lock()
+            if self._lock is not None:  # no other writer: what is there is left over
+                _remove_stale(self.target)
+            os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except BaseException as exc:
+            self._leave()
+            if isinstance(exc, OSError):
+                raise self.problem(exc) from None
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._leave()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[TextIO]:
+        """The temporary file, open for text; a failed write names the output."""
+        try:
+            with self.tmp.open("w", encoding="utf-8") as f:
+                yield f
+        except OSError as exc:
+            raise self.problem(exc) from None
+
+    def write(self, text: str) -> None:
+        with self.writing() as f:
+            f.write(text)
+
+    def commit(self) -> None:
+        """Move the finished temporary file onto the target."""
+        try:
+            os.replace(self.tmp, self.target)
+        except OSError as exc:
+            raise self.problem(exc) from None
+        self._committed = True
+
+    def problem(self, exc: OSError) -> InputError:
+        """`exc` as an InputError naming the output (never the temporary file)."""
+        return InputError(f"cannot write this file ({exc.strerror or exc})", path=self.path)
+
+    def _lock_path(self) -> Path:
+        return self.target.with_name(f".{self.target.name}.lock")
+
+    def _take_lock(self) -> int | None:
+        """The locked lock file's descriptor (None where the filesystem has no locks)."""
+        lock = self._lock_path()
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if self._wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.close(fd)
+                which = f" (pid {holder})" if holder.isdigit() else ""
+                raise InputError(
+                    f"another eigenjury process{which} is writing this file now; wait for it "
+                    "to finish, or give another path",
+                    path=self.path,
+                ) from None
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in _NO_LOCKS:
+                    return None
+                raise
+            # its last holder may have removed it between our open and our lock: then
+            # the lock is on a file nobody else will open, so take the new one
+            try:
+                held = os.stat(lock)
+            except FileNotFoundError:
+                held = None
+            mine = os.fstat(fd)
+            if held is not None and (held.st_dev, held.st_ino) == (mine.st_dev, mine.st_ino):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                return fd
+            os.close(fd)
+
+    def _leave(self) -> None:
+        if not self._committed:
+            _remove(self.tmp)
+        if self._lock is not None:
+            _remove(self._lock_path())  # removed while still held: see _take_lock
+            os.close(self._lock)
+            self._lock = None
+        if not self._committed:
+            for folder in self._made:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break  # something else is in it now
+            self._made = []
+
+
+def _make_folder(folder: Path) -> list[Path]:
+    """Make `folder` and its missing parents; the ones made, deepest first."""
+    missing = []
+    place = folder
+    while not place.exists() and place != place.parent:
+        missing.append(place)
+        place = place.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove the temporary files of `target` that killed writers left (its lock held)."""
+    left = re.compile(rf"\.{re.escape(target.name)}\.[0-9a-f]{{8}}\.tmp")
+    with os.scandir(target.parent) as entries:
+        for entry in entries:
+            if left.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                _remove(Path(entry.path))
+
+
 @contextlib.contextmanager
-def atomic_writer(path: Path) -> Iterator[Path]:
+def atomic_writer(path: Path, *, wait: bool = False) -> Iterator[Path]:
     """A temporary file beside `path` for the block to write; it replaces `path` only
     when the block succeeds and is removed on any failure, so a reader never sees a
-    half-written file and nothing is left behind. A folder at `path`, or a place that
-    cannot be written, is an InputError naming `path` (never the temporary file)."""
-    if path.is_dir():
-        raise InputError("this is a folder; give the path of a file to write", path=path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        yield tmp
-        os.replace(tmp, path)
-    except OSError as exc:
-        _remove(tmp)
-        raise InputError(f"cannot write this file ({exc.strerror or exc})", path=path) from None
-    except BaseException:
-        _remove(tmp)
-        raise
+    half-written file and nothing is left behind (OutputFile: one writer at a time,
+    links written through). A folder at `path`, or a place that cannot be written, is an
+    InputError naming `path` (never the temporary file)."""
+    with OutputFile(path, wait=wait) as out:
+        try:
+            yield out.tmp
+        except OSError as exc:
+            raise out.problem(exc) from None
+        out.commit()
 
 
 def _remove(tmp: Path) -> None:
     """Remove our temporary file if it is there (never a folder that took its name)."""
     with contextlib.suppress(OSError):
         tmp.unlink(missing_ok=True)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """`path` open for reading bytes, if it is a regular file. Anything else (a named
+    pipe, a device) is an OSError found without waiting: opening a pipe for reading
+    would block until someone writes to it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _SPECIAL_FILES.get(stat.S_IFMT(mode), "not a regular file")
+            raise OSError(errno.EINVAL, f"this is {kind}, not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def within(path: Path, folder: Path) -> bool:
+    """Whether `path`, every symbolic link on the way followed, lies in `folder` (a
+    resolved path)."""
+    return Path(os.path.realpath(path)).is_relative_to(folder)
 
 
 def blocking_file(folder: Path) -> Path | None:
@@ -54,14 +249,20 @@ def blocking_file(folder: Path) -> Path | None:
     return None
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write atomically: a reader never sees a half-written file."""
-    with atomic_writer(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+def write_text(path: Path, text: str, *, wait: bool = False) -> None:
+    """Write atomically: a reader never sees a half-written file (OutputFile)."""
+    with OutputFile(path, wait=wait) as out:
+        out.write(text)
+        out.commit()
 
 
-def write_json(path: Path, data: Any) -> None:
-    write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def json_text(data: Any) -> str:
+    """JSON as eigenjury writes its files: indented, UTF-8 as is."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_json(path: Path, data: Any, *, wait: bool = False) -> None:
+    write_text(path, json_text(data), wait=wait)
 
 
 def validation_problem(exc: ValidationError) -> str:

@@ -30,7 +30,16 @@ from pydantic import (
 
 from eigenjury import __version__
 from eigenjury.errors import InputError
-from eigenjury.files import load_json, read_text, validation_problem, write_json
+from eigenjury.files import (
+    OutputFile,
+    json_text,
+    load_json,
+    open_regular,
+    read_text,
+    validation_problem,
+    within,
+    write_text,
+)
 
 if TYPE_CHECKING:  # (the viewer imports records without the model layer)
     from eigenjury.models.verdict_format import VerdictMode
@@ -239,9 +248,14 @@ def read_any_record(path: Path) -> Record:
     return parse_record(load_json(read_text(path), path), path)
 
 
+def record_text(record: Record) -> str:
+    """The record as the JSON text of its file; `kind` and the version come first."""
+    return json_text(record.model_dump(mode="json"))
+
+
 def write_record(path: Path, record: Record) -> None:
-    """The record as JSON, atomically; `kind` and the version come first."""
-    write_json(path, record.model_dump(mode="json"))
+    """The record as JSON, atomically."""
+    write_text(path, record_text(record))
 
 
 def dump_lines(rows: Iterable[BaseModel]) -> str:
@@ -255,36 +269,42 @@ def _line(row: BaseModel) -> str:
 
 class LinesFile:
     """Rows written as JSON lines while a run goes, for parts too long to hold in memory
-    (a run's transcripts). They go to a temporary file beside `path` (its folder is made
-    at the first row), which the run's outputs move into place at the end
-    (reports.output.Outputs); leaving the `with` block any other way removes it."""
+    (a run's transcripts). Entering takes the output (files.OutputFile: one writer at a
+    time, or a clear refusal, before anything is spent); rows go to its temporary file,
+    which the run's outputs move into place at the end (reports.output.write_outputs,
+    through `commit`); leaving the `with` block any other way removes it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.tmp = path.with_name(f".{path.name}.part")
+        self._output = OutputFile(path)
         self._file: TextIO | None = None
 
     def __call__(self, row: BaseModel) -> None:
-        self._opened().write(_line(row))
+        assert self._file is not None, "rows are written inside the with block"
+        self._file.write(_line(row))
 
-    def _opened(self) -> TextIO:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.tmp.open("w", encoding="utf-8")
-        return self._file
+    def commit(self) -> None:
+        """Move the rows written so far into place (an empty file if none came)."""
+        self._close()
+        self._output.commit()
 
-    def finish(self) -> Path:
-        """The finished temporary file (empty if no row came)."""
-        self._opened().close()
-        return self.tmp
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def __enter__(self) -> LinesFile:
+        self._output.__enter__()
+        try:
+            self._file = self._output.tmp.open("w", encoding="utf-8")
+        except OSError as exc:
+            self._output.__exit__(None, None, None)
+            raise self._output.problem(exc) from None
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._file is not None:
-            self._file.close()
-        self.tmp.unlink(missing_ok=True)
+        self._close()
+        self._output.__exit__(*exc)
 
 
 @dataclass(frozen=True)
@@ -299,40 +319,59 @@ class Found:
 def looks_like_record(path: Path) -> bool:
     """Whether a JSON file may be a record, cheaply, so a search parses only those: its
     first bytes name a kind or a version, or it has a record's usual file name (0.1
-    wrote some records with neither near the top)."""
+    wrote some records with neither near the top). Only a regular file may: a named
+    pipe is never waited on."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             head = f.read(_HEAD_BYTES)
     except OSError:
         return False
     if head.lstrip()[:1] != b"{":
         return False
-    usual = path.name in {cls.FILE for cls in kinds().values()}
-    return usual or b'"kind"' in head or b'"eigenjury"' in head
+    return _usual_name(path) or b'"kind"' in head or b'"eigenjury"' in head
+
+
+def _usual_name(path: Path) -> bool:
+    return path.name in {cls.FILE for cls in kinds().values()}
+
+
+# Why a record file under a searched folder is not read.
+OUTSIDE = "a symbolic link to a file outside the folders given; not read"
 
 
 def record_files(root: Path) -> Iterator[Path]:
     """JSON files under `root` (itself, when a file) that start like a record, in a
-    stable order; caches, environments and hidden folders are not entered."""
+    stable order; caches, environments and hidden folders are not entered. A symbolic
+    link is read only if it leads to a file inside `root`; one that leads out is never
+    read, but is listed if it has a record's usual name, for find_records to name."""
     if root.is_file():
         yield root
         return
+    inside = Path(os.path.realpath(root))
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = sorted(
             d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith(".")
         )
         for name in sorted(files):
             path = Path(folder, name)
-            if name.endswith(".json") and looks_like_record(path):
+            if not name.endswith(".json"):
+                continue
+            if looks_like_record(path) if within(path, inside) else _usual_name(path):
                 yield path
 
 
 def find_records(roots: Iterable[Path]) -> list[Found]:
-    """Every record under `roots`, read and validated; damaged ones with their problem.
-    JSON that is no record at all (another tool's results.json) is passed over."""
+    """Every record under `roots`, read and validated; damaged ones with their problem,
+    and links that lead out of the roots with OUTSIDE (never read). JSON that is no
+    record at all (another tool's results.json) is passed over."""
     found = []
     for root in roots:
+        inside = Path(os.path.realpath(root))  # a record file given: its own folder
+        inside = inside if inside.is_dir() else inside.parent
         for path in record_files(root):
+            if not within(path, inside):
+                found.append(Found(path, None, InputError(OUTSIDE, path=path)))
+                continue
             try:
                 data = load_json(read_text(path), path)
                 if record_kind(data) is not None:

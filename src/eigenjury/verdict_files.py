@@ -32,7 +32,6 @@ import csv
 import io
 import json
 import math
-import os
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -44,6 +43,7 @@ from numpy.typing import NDArray
 
 from eigenjury.errors import InputError
 from eigenjury.files import (
+    atomic_writer,
     check_file,
     csv_header,
     json_kind,
@@ -1397,19 +1397,17 @@ def write_verdicts(
     digits), atomically: a reader never sees a half-written file."""
     target = Path(path)
     fmt = file_format(target)
-    path = target.with_name(f".{target.name}.tmp{target.suffix}")
-    if fmt == "csv":
-        path.write_text(verdicts_csv(table, criterion=criterion), encoding="utf-8")
-        os.replace(path, target)
-        return
-    names, columns = _columns(table, criterion)
-    if fmt == "jsonl":
-        with path.open("w", encoding="utf-8") as f:
-            for row in zip(*(columns[c] for c in names), strict=True):
-                f.write(json.dumps(dict(zip(names, row, strict=True))) + "\n")
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    with atomic_writer(target) as tmp:
+        if fmt == "csv":
+            tmp.write_text(verdicts_csv(table, criterion=criterion), encoding="utf-8")
+            return
+        names, columns = _columns(table, criterion)
+        if fmt == "jsonl":
+            with tmp.open("w", encoding="utf-8") as f:
+                for row in zip(*(columns[c] for c in names), strict=True):
+                    f.write(json.dumps(dict(zip(names, row, strict=True))) + "\n")
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        pq.write_table(pa.table({c: list(columns[c]) for c in names}), path)
-    os.replace(path, target)
+            pq.write_table(pa.table({c: list(columns[c]) for c in names}), tmp)

@@ -566,11 +566,11 @@ def test_atomic_writes_name_the_target_and_never_leave_a_temporary_file(tmp_path
         tmp.write_text("half")
         raise RuntimeError("the writer failed half way")
     blocked = tmp_path / "blocked.jsonl"
-    blocked.with_name(f".{blocked.name}.tmp").mkdir()  # the temporary name is taken
+    blocked.with_name(f".{blocked.name}.lock").mkdir()  # the lock's name is taken
     with pytest.raises(InputError) as caught:
         write_text(blocked, "x")
-    assert caught.value.path == str(blocked) and ".tmp" not in caught.value.message
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".blocked.jsonl.tmp", "out.jsonl"]
+    assert caught.value.path == str(blocked) and ".lock" not in caught.value.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".blocked.jsonl.lock", "out.jsonl"]
 
 
 @pytest.mark.parametrize("rate", [["--rpm", "1e-300"], ["--tpm", "1e-300"], ["--rpm", "0.01"]])

@@ -10,8 +10,10 @@ import pytest
 import yaml
 
 import peer_scripts  # noqa: F401  (registers the scripted population)
+from batch_scripts import write_requests
 from eigenjury.cli import build_parser, main
 from eigenjury.commands.options import engine_settings
+from eigenjury.engine import Store
 from eigenjury.engine.backends import backend_names, connect
 from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
 from eigenjury.errors import InputError
@@ -102,6 +104,11 @@ def test_a_run_folder_of_eigenjury_0_1_gives_its_calls_to_the_shared_store(
     path.write_text(yaml.safe_dump({**data, "engine": {"store": "run/store.sqlite"}}))
     assert main(["rank", str(path), "--out", "project/run", "--no-progress"]) == 0
     path.write_text(yaml.safe_dump(data))  # as 0.1 left it: no store named
+    record = Path("project/run/results.json")
+    old = json.loads(record.read_text())
+    for field in ("kind", "eigenjury", "created"):  # and its record as 0.1 wrote it
+        old.pop(field)
+    record.write_text(json.dumps(old))
     capsys.readouterr()
     assert main(["rank", str(path), "--out", "project/run", "--no-progress"]) == 0
     total = json.loads(Path("project/run/results.json").read_text())["run"]["accounting"]
@@ -109,3 +116,32 @@ def test_a_run_folder_of_eigenjury_0_1_gives_its_calls_to_the_shared_store(
     assert "into the shared store" in capsys.readouterr().err
     assert Path("project/run/store.sqlite.moved").is_file() and DEFAULT_STORE.is_file()
     assert not Path("project/run/store.sqlite").exists()
+
+
+def _keys(store: Path) -> list[str]:
+    with Store(store, create=False) as opened:
+        return sorted(result.key for result in opened)
+
+
+@pytest.mark.parametrize("out", [".eigenjury", "proj"])
+def test_a_store_in_the_output_folder_is_adopted_only_from_a_run_of_0_1(
+    out: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder is taken for a 0.1 run's by its record, never by a file called
+    store.sqlite: `--out .eigenjury` used to move the shared store into itself (and pay
+    for every call again), and `--out proj` emptied the store of `batch --store
+    proj/store.sqlite`."""
+    path = _config(Path("project"))
+    assert main(["rank", str(path), "--out", "first", "--no-progress"]) == 0
+    store = Path(out, "store.sqlite")
+    if out == "proj":
+        requests = write_requests(Path("requests.jsonl"), 3)
+        batch = ["batch", str(requests), "--model", "scripted:echo", "--out", "b.jsonl"]
+        assert main([*batch, "--store", str(store), "--no-progress"]) == 0
+    kept = _keys(store)
+    capsys.readouterr()
+    assert main(["rank", str(path), "--out", out, "--no-progress"]) == 0
+    total = json.loads(Path(out, "results.json").read_text())["run"]["accounting"]["total"]
+    assert total["cached"] == total["calls"] > 0  # nothing paid for again
+    assert _keys(store) == kept and not Path(out, "store.sqlite.moved").exists()
+    assert "into the shared store" not in capsys.readouterr().err

@@ -173,14 +173,16 @@ def test_a_lines_file_is_moved_into_place_or_left_nowhere(tmp_path: Path) -> Non
     )  # fmt: skip
     target = tmp_path / "run" / "transcripts.jsonl"
     with LinesFile(target) as lines:
-        assert not target.parent.exists()  # nothing is made before the first row
         lines(line)
         lines(line)
-        done = lines.finish()
-        done.replace(target)
+        assert not target.exists()  # nothing is in place before the commit
+        lines.commit()
     assert TranscriptLine.model_validate_json(target.read_text().splitlines()[1]) == line
     assert sorted(p.name for p in target.parent.iterdir()) == ["transcripts.jsonl"]
     with pytest.raises(RuntimeError), LinesFile(tmp_path / "run" / "other.jsonl") as lines:
         lines(line)
         raise RuntimeError("the run failed")
     assert sorted(p.name for p in target.parent.iterdir()) == ["transcripts.jsonl"]
+    with pytest.raises(RuntimeError), LinesFile(tmp_path / "new" / "deeper" / "t.jsonl"):
+        raise RuntimeError("the run failed before its first row")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the folders it made: gone

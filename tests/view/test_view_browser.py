@@ -82,7 +82,8 @@ def add_odd_runs(runs: Path) -> None:
     of a score file without models (no model-level utility); a ranking whose first
     judgment had no verdict and whose second call failed (`failed`); a ranking fitted
     from a verdict file, so with no calls nor transcripts, and one interval degenerate
-    (`fitted`)."""
+    (`fitted`); a ranking whose transcripts hold a line that is no object and a line cut
+    short after its first bytes (`torn`)."""
     after = runs / "after" / "results.json"
     edited(
         after,
@@ -117,6 +118,12 @@ def add_odd_runs(runs: Path) -> None:
 
     edited(after, runs / "fitted" / "results.json", fitted)
     (runs / "fitted" / "transcripts.jsonl").unlink()
+    edited(runs / "before" / "results.json", runs / "torn" / "results.json", lambda r: None)
+    torn = runs / "torn" / "transcripts.jsonl"
+    kept = torn.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(kept) if line.startswith('{"role": "comparison"'))
+    kept[cut] = kept[cut][:200] + "\n"  # its head still indexes
+    torn.write_text("[1, 2]\n" + "".join(kept))
     transcripts = runs / "failed" / "transcripts.jsonl"
     lines = [json.loads(line) for line in transcripts.read_text().splitlines()]
     first, second = [line for line in lines if line["role"] == "comparison"][:2]
@@ -289,10 +296,7 @@ def test_every_page_renders_without_an_error_or_a_placeholder(
         assert not PLACEHOLDERS.search(text), (page, [m[0] for m in PLACEHOLDERS.finditer(text)])
         assert not driver.find_elements(By.ID, "error"), page
         problems = [entry["message"] for entry in driver.get_log("browser")]
-        if page.endswith(where["cut/results.json"]):  # its damaged trace: a 500, logged
-            assert all("votes?task=france" in problem for problem in problems), problems
-        else:
-            assert problems == [], (page, problems)
+        assert problems == [], (page, problems)
 
 
 def test_a_comparison_shows_the_judges_prompt_and_its_verdict_in_words(
@@ -328,15 +332,31 @@ def test_the_comparison_form_picks_runs_that_share_models_and_says_when_none_do(
     assert "No model is in both runs" in driver.find_element(By.ID, "no-common").text
 
 
+def test_transcript_lines_that_cannot_be_read_are_named_and_the_rest_shown(
+    viewer: str, driver: WebDriver
+) -> None:
+    open_run(driver, viewer, "torn/results.json")
+    visible(driver, "#t-unreadable")
+    note = driver.find_element(By.ID, "t-unreadable").text  # both are on the first page
+    assert note.startswith("2 lines of transcripts.jsonl could not be read and are left out: ")
+    assert "line 1: not a JSON object but a list; the line at byte " in note
+    assert driver.find_element(By.ID, "t-total").text.startswith("96 comparisons")
+    card = driver.find_element(By.CSS_SELECTOR, "details.comparison")
+    driver.execute_script("arguments[0].open = true", card)
+    cut = card.find_element(By.CSS_SELECTOR, ".unreadable").text
+    assert cut.startswith("not shown, could not be read: the line at byte ")
+
+
 def test_a_task_whose_trace_is_damaged_names_it(viewer: str, driver: WebDriver) -> None:
+    """The line cut short is named, and the task's other votes are shown."""
     open_run(driver, viewer, "cut/results.json")
     visible(driver, "#tasks")
     driver.find_element(By.CSS_SELECTOR, "#tasks .open-task").click()  # france, candidate a
-    visible(driver, "#votes-error")
-    assert (
-        "trace.jsonl: cannot read the line at byte"
-        in driver.find_element(By.ID, "votes-error").text
+    visible(driver, "#votes-unreadable")
+    assert driver.find_element(By.ID, "votes-unreadable").text.startswith(
+        "1 line of trace.jsonl could not be read and is left out: the line at byte "
     )
+    assert driver.find_elements(By.CSS_SELECTOR, "#votes td.vote .tag")
     assert driver.find_element(By.ID, "tasks").is_displayed()
 
 

@@ -27,11 +27,13 @@ def register(commands: Any) -> None:
         description="Run chat requests (one JSON object a line: id, messages, optional "
         "temperature, max_tokens, top_p, seed, stop, sample) through any model. Every "
         "result is committed to the store before it is used: rerun the same command after "
-        "a crash or Ctrl-C and only what is missing is sent. The file is read as the calls "
-        "go out and results are written as they finish, so memory does not grow with the "
-        "file; a bad line stops the run there, keeping every result before it. Exit status "
-        "0 when every request succeeded, 1 when some ended in errors (they are in the "
-        "output), 2 for bad input.",
+        "a crash, Ctrl-C or SIGTERM and only what is missing is sent. The file is read as "
+        "the calls go out and results are written as they finish, so memory does not grow "
+        "with the file; a bad line stops the run there, keeping every result before it. "
+        "--out is written whole when the run ends, by one run at a time (another run "
+        "writing it is refused). Exit status 0 when every request succeeded, 1 when some "
+        "ended in errors (they are in the output), 2 for bad input, 130 after Ctrl-C, 143 "
+        "after SIGTERM.",
     )
     batch.add_argument("requests", type=Path, help="JSONL file of requests")
     batch.add_argument("--model", required=True, help="model spec, e.g. openai:gpt-4o-mini")
@@ -65,6 +67,7 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.batch import Written, batch_calls, write_results
     from eigenjury.engine.engine import Engine
     from eigenjury.engine.runner import run_engine
+    from eigenjury.files import OutputFile
     from eigenjury.models import ModelSpec
     from eigenjury.reports.accounting import print_accounting
 
@@ -75,12 +78,17 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
     # store opens; the rest is read as the engine takes calls
     calls = itertools.chain([next(requests)], requests)
 
-    async def work(engine: Engine) -> Written:
-        stream = engine.stream(calls, ordered=args.order == "input")
-        async with contextlib.aclosing(stream) as results:
-            return await write_results(args.out, results)
+    # the output is taken before the store opens: a second batch writing it is refused
+    # before it spends anything
+    with OutputFile(args.out) as out:
 
-    ran = run_engine(engine_settings(args), [spec], work, progress=args.progress)
+        async def work(engine: Engine) -> Written:
+            stream = engine.stream(calls, ordered=args.order == "input")
+            async with contextlib.aclosing(stream) as results:
+                return await write_results(out, results)
+
+        ran = run_engine(engine_settings(args), [spec], work, progress=args.progress)
+        out.commit()
     written = ran.value
     print_accounting(console, ran.accounting)
     console.print(f"wrote {written.results} results to {escape(str(args.out))}")

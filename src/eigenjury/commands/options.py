@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from eigenjury.engine.backends import backend_names
 from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
 from eigenjury.errors import InputError
-from eigenjury.files import blocking_file
+from eigenjury.files import blocking_file, output_target
 
 if TYPE_CHECKING:
     from eigenjury.stats.verdicts import VerdictTable
@@ -200,13 +200,14 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def check_output(out: Path, inputs: dict[str, Path | None]) -> None:
-    """Refuse, before any call is made, an output path that is a folder or that would
-    overwrite one of the command's inputs (named by what they are in `inputs`; an input
-    not given is None)."""
+    """Refuse, before any call is made, an output path that is a folder, a named pipe or
+    a device (files.output_target), or that would overwrite one of the command's inputs
+    (named by what they are in `inputs`; an input not given is None)."""
     if out.is_dir():
         raise InputError(
             "this is a folder where a file is to be written; give --out another path", path=out
         )
+    output_target(out)
     above = blocking_file(out.absolute().parent)
     if above is not None:
         raise InputError(

@@ -525,14 +525,22 @@ def read_truth(path: Path, models: tuple[str, ...]) -> Population:
 
 def _adopt_run_store(inputs: Inputs) -> None:
     """eigenjury 0.1 kept a rank run's calls in a store inside its output folder. Where
-    one is found (and the config names no store), its results move into the shared
-    store once, and the old file is renamed, not deleted: a rerun pays for nothing."""
+    the folder is such a run's (its results.json is a ranking as 0.1 wrote it) and the
+    config names no store, that store's results move into the shared store once, and
+    the old file is renamed, not deleted: a rerun pays for nothing. A folder is known by
+    its record, never by a file called store.sqlite: a store kept there by other means
+    (a `batch --store`, the shared store itself under `--out .eigenjury`) is live, and
+    never touched."""
     from eigenjury.engine.store import Store
 
     old = inputs.out / "store.sqlite"
-    if inputs.config.engine.store is not None or not old.is_file():
+    if inputs.config.engine.store is not None or not _written_by_0_1(inputs.out):
+        return
+    if not old.is_file() or old.is_symlink():
         return
     shared = inputs.config.engine.store_path(inputs.path.parent)
+    if shared.exists() and old.samefile(shared):
+        return
     with Store(shared) as store:
         moved = store.absorb(old)
     kept = old.with_name("store.sqlite.moved")
@@ -543,6 +551,20 @@ def _adopt_run_store(inputs: Inputs) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def _written_by_0_1(folder: Path) -> bool:
+    """Whether `folder` holds a ranking record as eigenjury 0.1 wrote it (no `kind`)."""
+    from eigenjury.files import load_json, read_text
+    from eigenjury.peer.record import RankingRecord
+    from eigenjury.records import record_kind
+
+    path = folder / RankingRecord.FILE
+    try:
+        data = load_json(read_text(path), path)
+    except (InputError, OSError):
+        return False
+    return isinstance(data, dict) and "kind" not in data and record_kind(data) == RankingRecord.KIND
 
 
 def run_rank(
@@ -559,8 +581,10 @@ def run_rank(
 
     inputs = prepare(config_path, out, seed=seed)
     config = inputs.config
-    _adopt_run_store(inputs)
+    # the run's output is taken first: a second run writing the same folder is refused
+    # before either touches a store
     with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:
+        _adopt_run_store(inputs)
         try:
             ran = run_engine(
                 config.engine,
@@ -575,7 +599,7 @@ def run_rank(
                 raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
             raise
         run = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
-        write_outputs(run.out, outputs(run, transcripts.finish()))
+        write_outputs(run.out, outputs(run, transcripts))
     return run
 
 

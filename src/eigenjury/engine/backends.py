@@ -10,14 +10,12 @@ the `ray` extra) is registered that way by eigenjury's own package metadata.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from importlib.metadata import entry_points
-from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eigenjury.errors import InputError
+from eigenjury.processes import worker_pool
 
 if TYPE_CHECKING:  # the engine and the statistics load only where they run
     from eigenjury.engine.engine import Backend
@@ -55,8 +53,7 @@ def task_map(name: str, address: str | None = None) -> TaskMap:
 
 
 def _processes(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    context = get_context("fork" if sys.platform == "linux" else "spawn")
-    with ProcessPoolExecutor(mp_context=context) as pool:
+    with worker_pool(None) as pool:
         return list(pool.map(fn, items))
 
 

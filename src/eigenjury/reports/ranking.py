@@ -11,7 +11,6 @@ shows a few sample judgments; `eigenjury view` browses them all.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -36,14 +35,14 @@ from eigenjury.reports.output import Outputs
 
 if TYPE_CHECKING:
     from eigenjury.peer.run import RankRun
+    from eigenjury.records import LinesFile
 
 SAMPLE_JUDGMENTS = 6  # judgments the static report shows in full
 
 
-def outputs(run: RankRun, transcripts: Path) -> Outputs:
+def outputs(run: RankRun, transcripts: LinesFile) -> Outputs:
     """A rank run's files: results.json, verdicts.csv (an input of `fit`),
-    transcripts.jsonl (written as the run went, moved into place from `transcripts`)
-    and report.html."""
+    transcripts.jsonl (written as the run went, by `transcripts`) and report.html."""
     from eigenjury.verdict_files import verdicts_csv
 
     return Outputs(

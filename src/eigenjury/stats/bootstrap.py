@@ -7,21 +7,20 @@ per-scenario counts, and refits. Round r always uses the r-th child of the seed,
 results do not depend on how many processes ran them.
 
 Workers are forked on Linux: they start in milliseconds and share the counts
-copy-on-write. (Each fit limits itself to one BLAS thread; see `_threads`.)
+copy-on-write; they die with the command and stop at once on Ctrl-C or SIGTERM
+(processes.worker_pool). (Each fit limits itself to one BLAS thread; see `_threads`.)
 """
 
 from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from eigenjury.processes import worker_pool
 from eigenjury.stats.verdicts import FloatArray, ScenarioCounts, VerdictCounts, tally
 
 Statistic = Callable[[VerdictCounts], dict[str, FloatArray]]
@@ -58,12 +57,7 @@ def cluster_bootstrap(
         results = run_rounds(data, statistic, seeds)
     else:
         chunks = [list(c) for c in np.array_split(np.arange(rounds), 4 * jobs) if len(c)]
-        with ProcessPoolExecutor(
-            jobs,
-            mp_context=get_context("fork" if sys.platform == "linux" else "spawn"),
-            initializer=_init_worker,
-            initargs=(data, statistic),
-        ) as pool:
+        with worker_pool(jobs, _init_worker, (data, statistic)) as pool:
             parts = pool.map(_run_chunk, [[seeds[i] for i in c] for c in chunks])
             results = [r for part in parts for r in part]
     return {key: np.stack([r[key] for r in results]) for key in results[0]}

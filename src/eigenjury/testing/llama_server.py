@@ -4,6 +4,8 @@ benchmarks of served judges (needs the `server` extra)."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +15,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from eigenjury.processes import die_with_parent
 
 START_TIMEOUT_S = 120.0
 
@@ -33,7 +37,12 @@ def llama_server(model: Path, *, n_ctx: int = 2048, threads: int = 2) -> Iterato
     command += ["--host", "127.0.0.1", "--port", str(port)]
     base = f"http://127.0.0.1:{port}/v1"
     with tempfile.TemporaryFile() as log:  # (a pipe left unread would fill and stall it)
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),  # never orphaned
+        )
         try:
             _wait_until_up(base, process, log)
             yield base

@@ -5,7 +5,10 @@ A ranking run's transcripts.jsonl is read once, line by line: a compiled pattern
 who, what and which verdict from the first bytes of each line (its keys come in a fixed
 order), and only the offsets are kept. A page then seeks to its twenty lines. A line
 the pattern does not recognise (another key order) is parsed in full, so nothing is
-missed, only slower.
+missed, only slower. A line that cannot be read (not JSON, not an object, verdicts that
+are not verdicts) is left out and counted, and the first few are named, so one bad line
+never hides the rest of the file. Only regular files are opened (files.open_regular):
+a named pipe in a run folder never blocks the viewer.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eigenjury.errors import InputError
+from eigenjury.files import json_kind, open_regular
 
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 _TRANSCRIPT_HEAD = re.compile(
@@ -36,13 +40,65 @@ _TRACE_HEAD = re.compile(
 VERDICTS = ("first", "second", "tie", "mixed", "unread", "unrecorded")
 _VERDICT_OF = {0: "tie", 1: "first", 2: "second"}
 _NO_LINE = -1
+NAMED_LINES = 5  # unreadable lines named in full; the rest are counted
 
 
-def verdict_category(verdicts: list[int | None] | None, recorded: bool = True) -> str:
-    """One word for a comparison's verdicts: all criteria agree (first, second, tie),
-    they differ (mixed), none was read (unread), or the file predates verdicts."""
+@dataclass
+class Unreadable:
+    """The lines of a file an index could not read: how many, and the first few named
+    ("line 12: not a JSON object but a list")."""
+
+    lines: int = 0
+    named: list[str] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
+
+    def add(self, where: str, problem: object) -> None:
+        """A line that cannot be read (each `where` counted once)."""
+        if where in self._seen:
+            return
+        self._seen.add(where)
+        self.lines += 1
+        if len(self.named) < NAMED_LINES:
+            self.named.append(f"{where}: {problem}")
+
+    def report(self) -> dict[str, Any]:
+        return {"unreadable_lines": self.lines, "unreadable": list(self.named)}
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A line whose start the index read, but which cannot be read whole now (cut or
+    edited since)."""
+
+    offset: int
+    problem: str
+
+    @property
+    def where(self) -> str:
+        return f"the line at byte {self.offset}"
+
+
+Line = dict[str, Any] | Damaged | None
+
+
+def json_line(line: bytes) -> dict[str, Any]:
+    """One JSON-lines line as an object; anything else is a ValueError saying what."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError(f"not a JSON object but {json_kind(data)}")
+    return data
+
+
+def verdict_category(verdicts: Any, recorded: bool = True) -> str:
+    """One word for a comparison's verdicts (a list of 0, 1, 2 or null, one per
+    criterion): all criteria agree (first, second, tie), they differ (mixed), none was
+    read (unread), or the file predates verdicts. Anything else is a ValueError."""
     if not recorded:
         return "unrecorded"
+    if verdicts is not None and not (
+        isinstance(verdicts, list) and all(v is None or v in _VERDICT_OF for v in verdicts)
+    ):
+        raise ValueError("'verdicts' is not a list of 0, 1, 2 or null")
     read = {v for v in verdicts or () if v is not None}
     if not read:
         return "unread"
@@ -51,22 +107,23 @@ def verdict_category(verdicts: list[int | None] | None, recorded: bool = True) -
     return _VERDICT_OF.get(read.pop(), "unread")
 
 
-def read_lines(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any] | None]:
-    """The JSON objects starting at `offsets` in `path` (None for no line). A line
-    damaged past what the index read of it (or a file gone since) is an InputError."""
-    offset = _NO_LINE
+def read_lines(path: Path, offsets: Iterable[int]) -> Iterator[Line]:
+    """The JSON objects starting at `offsets` in `path`: None for no line, Damaged for a
+    line damaged past what the index read of it. A file gone since is an InputError."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             for offset in offsets:
                 if offset == _NO_LINE:
                     yield None
                     continue
                 f.seek(offset)
-                value = json.loads(f.readline())
-                yield value if isinstance(value, dict) else None
-    except (OSError, ValueError) as exc:
-        where = f"the line at byte {offset}" if offset != _NO_LINE else "the file"
-        raise InputError(f"cannot read {where}: {exc}", path=path) from None
+                try:
+                    line: Line = json_line(f.readline())
+                except ValueError as exc:
+                    line = Damaged(offset, str(exc))
+                yield line
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc}", path=path) from None
 
 
 class _Names:
@@ -107,6 +164,24 @@ class Filters:
     verdict: str | None = None
 
 
+def _whole_head(head: re.Match[bytes], line: bytes) -> bool:
+    """Whether the first bytes read all that the line's role needs (a comparison its
+    sides and any verdicts, a reflection its evaluee); if not, the line is parsed."""
+    role, evaluee, first, verdicts = head.group(1, 4, 5, 7)
+    if role in (b"comparison", b"repair"):
+        unread_verdicts = verdicts is None and line.startswith(b', "verdicts"', head.end())
+        return first is not None and not unread_verdicts
+    return role != b"reflection" or evaluee is not None
+
+
+def _name(data: dict[str, Any], key: str) -> str:
+    """A transcript line's name at `key` (a member, a scenario)."""
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"'{key}' is {json_kind(value)}, not a name")
+    return value
+
+
 class TranscriptIndex:
     """Where each comparison, reply and reflection of a transcripts.jsonl lies.
 
@@ -117,7 +192,8 @@ class TranscriptIndex:
         self.path = path
         self.size = path.stat().st_size
         self.bytes_read = 0
-        self.error: str | None = None
+        self.error: str | None = None  # why indexing stopped (the file is gone, ...)
+        self.unreadable = Unreadable()
         self._names = _Names()
         self._tokens: dict[bytes, int] = {}  # a name as written in the file -> its code
         self._verdict_tokens: dict[bytes | None, str] = {}
@@ -147,14 +223,19 @@ class TranscriptIndex:
     def _build(self) -> None:
         number = 0
         try:
-            with self.path.open("rb") as f:
+            with open_regular(self.path) as f:
                 offset = 0
-                for number, line in enumerate(f, 1):  # noqa: B007 (read after the loop)
-                    self._add(line, offset)
+                for number, line in enumerate(f, 1):
+                    try:
+                        self._add(line, offset)
+                    except ValueError as exc:  # (UnicodeDecodeError and JSON errors too)
+                        self.unreadable.add(f"line {number}", exc)
                     offset += len(line)
                     self.bytes_read = offset
-        except (OSError, ValueError) as exc:  # the file changed or is damaged
+        except OSError as exc:  # the file changed, vanished or is not a file
             self.error = f"{self.path}, line {number}: cannot index the transcripts: {exc}"
+        except Exception as exc:  # a fault of the viewer's: named, never a partial index
+            self.error = f"{self.path}, line {number}: the viewer failed indexing: {exc!r}"
         finally:
             self._done.set()
 
@@ -175,11 +256,11 @@ class TranscriptIndex:
 
     def _add(self, line: bytes, offset: int) -> None:
         head = _TRANSCRIPT_HEAD.match(line)
-        if head is None:
+        if head is None or not _whole_head(head, line):
             self._add_parsed(line, offset)
             return
         role, member, scenario, evaluee, first, second, verdicts = head.groups()
-        if role in (b"comparison", b"repair") and first is not None and second is not None:
+        if role in (b"comparison", b"repair"):
             self._add_comparison(
                 offset,
                 role.decode(),
@@ -188,26 +269,30 @@ class TranscriptIndex:
             )
         elif role == b"evaluee":
             self._replies.setdefault((self._code(member), self._code(scenario)), offset)
-        elif role == b"reflection" and evaluee is not None:
+        else:
             key = (self._code(member), self._code(evaluee), self._code(scenario))
             self._reflections.setdefault(key, offset)
 
     def _add_parsed(self, line: bytes, offset: int) -> None:
-        """A line whose keys are not in the usual order, parsed in full."""
+        """A line whose keys are not in the usual order, parsed in full: one that is no
+        transcript line is a ValueError saying why."""
         if not line.strip():
             return
-        data = json.loads(line)
+        data = json_line(line)
         role, code = data.get("role"), self._names.code
-        member, scenario = str(data.get("member")), str(data.get("scenario"))
-        first, second, evaluee = data.get("first"), data.get("second"), data.get("evaluee")
-        if role in ("comparison", "repair") and first is not None and second is not None:
-            codes = (code(member), code(str(first)), code(str(second)), code(scenario))
+        if role not in ("comparison", "repair", "evaluee", "reflection"):
+            return  # a line of another kind: nothing to index
+        member, scenario = _name(data, "member"), _name(data, "scenario")
+        if role in ("comparison", "repair"):
+            codes = (code(member), code(_name(data, "first")), code(_name(data, "second")),
+                     code(scenario))  # fmt: skip
             verdict = verdict_category(data.get("verdicts"), "verdicts" in data)
             self._add_comparison(offset, role, codes, verdict)
         elif role == "evaluee":
             self._replies.setdefault((code(member), code(scenario)), offset)
-        elif role == "reflection" and evaluee is not None:
-            self._reflections.setdefault((code(member), code(str(evaluee)), code(scenario)), offset)
+        else:
+            key = (code(member), code(_name(data, "evaluee")), code(scenario))
+            self._reflections.setdefault(key, offset)
 
     def _add_comparison(
         self, offset: int, role: str, codes: tuple[int, int, int, int], verdict: str
@@ -222,7 +307,13 @@ class TranscriptIndex:
         rows.verdict.append(verdict)
 
     def progress(self) -> dict[str, Any]:
-        return {"ready": self.ready, "bytes_read": self.bytes_read, "bytes": self.size}
+        """How far indexing is, and the lines it could not read so far."""
+        return {
+            "ready": self.ready,
+            "bytes_read": self.bytes_read,
+            "bytes": self.size,
+            **self.unreadable.report(),
+        }
 
     def scenarios(self) -> list[str]:
         """Every scenario with a comparison, sorted (once indexed)."""
@@ -255,7 +346,8 @@ class TranscriptIndex:
 
     def comparisons(self, rows: list[int]) -> list[dict[str, Any]]:
         """The comparisons at row numbers `rows`, each with the judge's full call, both
-        replies and the judge's reflections on them."""
+        replies and the judge's reflections on them; a line among them that cannot be
+        read whole is named in `unreadable` (and counted), and its parts are missing."""
         r, names = self._rows, self._names.names
         offsets: list[int] = []
         for i in rows:
@@ -270,8 +362,11 @@ class TranscriptIndex:
         lines = list(read_lines(self.path, offsets))
         shown = []
         for n, i in enumerate(rows):
-            call, first_reply, second_reply, first_notes, second_notes = lines[5 * n : 5 * n + 5]
-            assert call is not None
+            read = lines[5 * n : 5 * n + 5]
+            damaged = [line for line in read if isinstance(line, Damaged)]
+            for line in damaged:
+                self.unreadable.add(line.where, line.problem)
+            call, first_reply, second_reply, first_notes, second_notes = map(_object, read)
             shown.append(
                 {
                     "row": i,
@@ -284,71 +379,97 @@ class TranscriptIndex:
                     "verdicts": call.get("verdicts"),
                     "failure": call.get("failure"),
                     "error": call.get("error"),
-                    "messages": call.get("messages"),
+                    "messages": _messages(call.get("messages")),
                     "reply": call.get("reply"),
                     "question": _question(first_reply or second_reply),
-                    "first_reply": _reply(first_reply),
-                    "second_reply": _reply(second_reply),
-                    "first_reflection": _reply(first_notes),
-                    "second_reflection": _reply(second_notes),
+                    "first_reply": first_reply.get("reply"),
+                    "second_reply": second_reply.get("reply"),
+                    "first_reflection": first_notes.get("reply"),
+                    "second_reflection": second_notes.get("reply"),
+                    "unreadable": [f"{line.where}: {line.problem}" for line in damaged] or None,
                 }
             )
         return shown
 
 
-def _reply(line: dict[str, Any] | None) -> str | None:
-    return None if line is None else line.get("reply")
+def _object(line: Line) -> dict[str, Any]:
+    """What was read of a line ({} for none, or a damaged one)."""
+    return line if isinstance(line, dict) else {}
 
 
-def _question(evaluee_line: dict[str, Any] | None) -> str | None:
+def _messages(value: Any) -> list[list[str]] | None:
+    """A call's messages as [role, text] pairs (None where the line holds anything else)."""
+    if isinstance(value, list) and all(
+        isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m) for m in value
+    ):
+        return value
+    return None
+
+
+def _question(evaluee_line: dict[str, Any]) -> str | None:
     """The scenario's message, as the evaluee was asked it (its last user message)."""
-    if evaluee_line is None:
-        return None
-    users = [m[1] for m in evaluee_line.get("messages") or () if m and m[0] == "user"]
+    users = [text for role, text in _messages(evaluee_line.get("messages")) or () if role == "user"]
     return users[-1] if users else None
 
 
 class TraceIndex:
     """Where each task's votes lie in a grading run's trace.jsonl (built on first use;
-    a grading trace is read in full once, then by offset)."""
+    a grading trace is read in full once, then by offset). Lines that cannot be read
+    are left out and counted (`unreadable`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._by_task: dict[tuple[str, str | None], list[int]] | None = None
+        self.unreadable = Unreadable()
 
     def _build(self) -> dict[tuple[str, str | None], list[int]]:
-        """Offsets by (task, candidate); a damaged or vanished trace is an InputError
-        naming the file and line, so the page can say which."""
+        """Offsets by (task, candidate); a vanished trace is an InputError naming the
+        file and line, so the page can say which."""
         by_task: dict[tuple[str, str | None], list[int]] = {}
         number = 0
         try:
-            with self.path.open("rb") as f:
+            with open_regular(self.path) as f:
                 offset = 0
-                for number, line in enumerate(f, 1):  # noqa: B007 (read after the loop)
-                    head = _TRACE_HEAD.match(line)
-                    if head is not None:
-                        task, candidate = (json.loads(g) for g in head.group(1, 2))
-                    elif line.strip():
-                        data = json.loads(line)
-                        if not isinstance(data, dict):
-                            raise ValueError("not a JSON object")
-                        task, candidate = data.get("task_id"), data.get("candidate")
-                    else:
-                        task = None
-                    if task is not None:
-                        by_task.setdefault((str(task), candidate), []).append(offset)
+                for number, line in enumerate(f, 1):
+                    try:
+                        key = self._task(line)
+                    except ValueError as exc:
+                        self.unreadable.add(f"line {number}", exc)
+                        key = None
+                    if key is not None:
+                        by_task.setdefault(key, []).append(offset)
                     offset += len(line)
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise InputError(
                 f"cannot read the trace: {exc}", path=self.path, line=number or None
             ) from None
         return by_task
+
+    @staticmethod
+    def _task(line: bytes) -> tuple[str, str | None] | None:
+        """The (task, candidate) of a trace line (None for a blank line)."""
+        head = _TRACE_HEAD.match(line)
+        if head is not None:
+            task, candidate = (json.loads(g) for g in head.group(1, 2))
+        elif line.strip():
+            data = json_line(line)
+            task, candidate = data.get("task_id"), data.get("candidate")
+        else:
+            return None
+        if task is None:
+            return None
+        return str(task), None if candidate is None else str(candidate)
 
     def votes(self, task: str, candidate: str | None) -> list[dict[str, Any]]:
         """Every trace line of one task and candidate, in file order."""
         with self._lock:
             if self._by_task is None:
                 self._by_task = self._build()
-        offsets = self._by_task.get((task, candidate), [])
-        return [line for line in read_lines(self.path, offsets) if line is not None]
+        votes = []
+        for line in read_lines(self.path, self._by_task.get((task, candidate), [])):
+            if isinstance(line, Damaged):
+                self.unreadable.add(line.where, line.problem)
+            elif line is not None:
+                votes.append(line)
+        return votes

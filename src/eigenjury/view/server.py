@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from eigenjury.errors import InputError
+from eigenjury.files import within
 from eigenjury.peer.record import RankingRecord
 from eigenjury.records import Found, Record, find_records
 from eigenjury.reports.kit import CSS
@@ -49,11 +50,13 @@ RUN_FOLDERS = (
 
 @dataclass
 class Run:
-    """One record found, with the long files beside it."""
+    """One record found, with the long files beside it (read only if they are regular
+    files inside `area`, the folder given that the record was found in)."""
 
     id: str
     path: Path
     record: Record
+    area: Path
 
     @property
     def kind(self) -> str:
@@ -72,15 +75,20 @@ class Run:
         """The record as JSON, as the page reads it."""
         return self.record.model_dump(mode="json")
 
+    def _beside(self, name: str) -> Path | None:
+        """The file `name` beside the record, if the viewer may read it."""
+        path = self.path.with_name(name)
+        return path if path.is_file() and within(path, self.area) else None
+
     @cached_property
     def transcripts(self) -> TranscriptIndex | None:
-        path = self.path.with_name("transcripts.jsonl")
-        return TranscriptIndex(path) if self.kind == "ranking" and path.is_file() else None
+        path = self._beside("transcripts.jsonl") if self.kind == "ranking" else None
+        return None if path is None else TranscriptIndex(path)
 
     @cached_property
     def trace(self) -> TraceIndex | None:
-        path = self.path.with_name("trace.jsonl")
-        return TraceIndex(path) if self.kind == "grading" and path.is_file() else None
+        path = self._beside("trace.jsonl") if self.kind == "grading" else None
+        return None if path is None else TraceIndex(path)
 
     def summary(self, roots: list[Path]) -> dict[str, Any]:
         overview = self.record.overview()
@@ -125,13 +133,17 @@ def load_catalogue(paths: Iterable[Path], skipped: Callable[[Found], None]) -> C
         if not path.exists():
             raise InputError("no such file or folder", path=path)
         roots.append(path.resolve())
+    # what each root lets the viewer read: a folder, what is in it; a record file, its
+    # folder's files of that run (its transcripts or trace)
+    areas = [root if root.is_dir() else root.parent for root in roots]
     # a folder given twice, or inside another given, is searched twice: each file once
     found = list({item.path: item for item in find_records(roots)}.values())
     runs = {}
     for item in found:
         if item.record is not None:
             ident = hashlib.sha256(str(item.path).encode()).hexdigest()[:12]
-            runs[ident] = Run(ident, item.path, item.record)
+            area = next(a for a in areas if within(item.path, a))
+            runs[ident] = Run(ident, item.path, item.record, area)
     damaged = [item for item in found if item.problem is not None]
     for item in damaged:
         skipped(item)
@@ -289,7 +301,7 @@ async def votes(request: web.Request) -> web.Response:
         found = await asyncio.to_thread(run.trace.votes, task, request.query.get("candidate"))
     except InputError as exc:  # a damaged trace: the page names it, the run still shows
         raise _fail(web.HTTPInternalServerError, str(exc)) from None
-    return web.json_response({"votes": found})
+    return web.json_response({"votes": found, **run.trace.unreadable.report()})
 
 
 def ranking_change(a: Record, b: Record) -> list[dict[str, Any]]:

@@ -156,7 +156,7 @@ def _write_cache(key: str, entry: dict[str, Any]) -> None:
     data[key] = entry
     with contextlib.suppress(OSError):  # a read-only home only costs a probe per process
         _cache_path().parent.mkdir(parents=True, exist_ok=True)
-        write_json(_cache_path(), data)
+        write_json(_cache_path(), data, wait=True)  # another process may be writing it too
 
 
 def _machine_key(model: Path) -> str:

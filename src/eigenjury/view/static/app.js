@@ -430,6 +430,7 @@ async function showTranscripts(params) {
   const turn = (to) => () => setFilter("page", String(to));
   box.replaceChildren(
     el("h2", {}, "Transcripts"),
+    ...unreadable(data, "transcripts.jsonl", "t-unreadable"),
     el(
       "div",
       { class: "filters" },
@@ -447,6 +448,16 @@ async function showTranscripts(params) {
     ),
     ...data.items.map(comparisonCard),
   );
+}
+
+// Lines of a long file the index could not read: how many, and the first few named
+// (a list of nodes to spread: none when every line was read).
+function unreadable(data, file, id) {
+  const n = data.unreadable_lines || 0;
+  if (!n) return [];
+  const more = n > data.unreadable.length ? "; …" : "";
+  const lines = `${n} line${n > 1 ? "s" : ""} of ${file} could not be read and ${n > 1 ? "are" : "is"} left out`;
+  return [el("p", { class: "warn", id }, `${lines}: ${data.unreadable.join("; ")}${more}`)];
 }
 
 function setFilter(name, value) {
@@ -479,6 +490,7 @@ function comparisonCard(item) {
     pre(item.reply),
     item.failure ? el("p", { class: "warn failure" }, `no verdict counted: ${item.failure}`) : null,
     item.error ? el("p", { class: "warn error" }, `the call failed: ${item.error}`) : null,
+    item.unreadable ? el("p", { class: "warn unreadable" }, `not shown, could not be read: ${item.unreadable.join("; ")}`) : null,
     el("details", {}, el("summary", {}, "the judge's prompt"),
       (item.messages || []).map(([role, content]) => [el("h4", {}, role), pre(content)])),
   );
@@ -521,9 +533,10 @@ function gradingRun(record) {
 async function openTask(record, task, box) {
   const query = new URLSearchParams({ task: task.task_id });
   if (task.candidate !== null) query.set("candidate", task.candidate);
-  let votes;
+  let votes, answer;
   try {
-    ({ votes } = await api(`/api/runs/${encodeURIComponent(current.id)}/votes?${query}`));
+    answer = await api(`/api/runs/${encodeURIComponent(current.id)}/votes?${query}`);
+    ({ votes } = answer);
   } catch (error) { // a damaged trace: the task's table stays, the problem is named
     box.replaceChildren(el("p", { class: "warn", id: "votes-error" }, error.message));
     return;
@@ -552,6 +565,7 @@ async function openTask(record, task, box) {
   );
   box.replaceChildren(
     el("h3", {}, `${task.task_id} · ${task.candidate === null ? "" : task.candidate}`),
+    ...unreadable(answer, "trace.jsonl", "votes-unreadable"),
     el("h4", {}, "Submission"), pre(task.submission),
     el("h4", {}, "Criterion × juror (split criteria highlighted)"), grid,
     el("div", { class: "votes" }, el("h4", {}, "Each vote in full"), replies),
