@@ -102,6 +102,7 @@ def _criterion_rows(record: GradingRecord, contract: Contract) -> Iterator[dict[
                 "split": bool(c.split),
                 "escalated": bool(c.escalated),
                 "explanation": _explanation(found[t.task_id, t.candidate, c.id]),
+                "error": c.error or "",
             }
 
 
@@ -140,7 +141,7 @@ def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judge
                         c.id,
                         c.grader,
                         f"{c.weight:g}",
-                        "pass" if c.passed else "fail",
+                        "grader error" if c.error else "pass" if c.passed else "fail",
                         _explanation(found[t.task_id, t.candidate, c.id]),
                     ]
                     for c in others
