@@ -54,6 +54,7 @@ from eigenjury.files import (
     read_json_lines,
     read_text,
 )
+from eigenjury.names import MISSING_WORDS
 from eigenjury.reply_features import DEFAULT_FEATURES, joined_turns, text_features
 from eigenjury.stats.verdicts import (
     FIRST,
@@ -106,7 +107,6 @@ METADATA_FIELDS = {
 # Rows per Parquet batch (pyarrow's default row group): memory while streaming a
 # dataset is a few times this.
 BATCH_ROWS = 1 << 20
-_MISSING = {"", "nan", "null", "none", "na", "n/a"}
 _NEEDS = (
     "a verdict file needs scenario, judge, first, second, verdict (criterion optional; "
     "p_first, p_second, p_tie for soft verdicts, which make verdict optional); "
@@ -667,7 +667,7 @@ def _code(column: Any) -> _Coded | None:
     missing = pc.is_null(values)
     blank = np.zeros(len(values), dtype=bool)
     if texts is not None:  # NaN is written "nan"
-        missing = pc.or_(missing, pc.is_in(pc.utf8_lower(texts), value_set=pa.array(_MISSING)))
+        missing = pc.or_(missing, pc.is_in(pc.utf8_lower(texts), value_set=pa.array(MISSING_WORDS)))
         blank = _flags(pc.equal(texts, ""))
     codes = encoded.indices.to_numpy(zero_copy_only=False)  # int32: no copy
     return _Coded(codes, values, texts, _flags(missing), blank)
@@ -1259,7 +1259,7 @@ def _floats(array: Any) -> tuple[FloatArray, BoolArray, BoolArray]:
     missing = _flags(pc.is_null(array))
     if _is_text(kind):
         trimmed = pc.utf8_trim_whitespace(array)
-        missing |= _flags(pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(_MISSING)))
+        missing |= _flags(pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(MISSING_WORDS)))
         trimmed = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), trimmed)
         try:
             array = pc.cast(trimmed, pa.float64())

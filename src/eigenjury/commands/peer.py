@@ -227,9 +227,11 @@ def register(commands: Any) -> None:
     )
     fit.add_argument(
         "--agreement",
-        metavar="JUDGE[,JUDGE...]",
-        help="also report every judge's agreement with these reference judges' majority "
-        "(as `eigenjury agreement`, with the --bootstrap rounds)",
+        action="append",
+        metavar="JUDGE",
+        help="also report every judge's agreement with the majority of these reference "
+        "judges, one per --agreement (as `eigenjury agreement --reference`, with the "
+        "--bootstrap rounds)",
     )
     fit.add_argument("--out", type=Path, help="write the full result as JSON here")
     add_backend_options(fit.add_argument_group("cluster (bootstrap rounds as Ray tasks)"))
