@@ -542,6 +542,56 @@ def test_names_given_as_numbers_or_mixed_with_text_are_read(tmp_path: Path) -> N
         assert table.verdict.tolist() == [1, 2]
 
 
+@pytest.mark.fuzz
+@pytest.mark.parametrize("name", ["v.jsonl", "v.json"])
+def test_whole_numbers_beyond_64_bits_are_read_or_refused_never_overflow(
+    name: str, tmp_path: Path
+) -> None:
+    """JSON has no size limit on integers: one beyond 64 bits is a name as text, a
+    feature as a float, and a verdict that is not 0, 1 or 2, each located."""
+    big = 2**70
+    rows = [
+        {"scenario": big, "judge": "a", "first": big, "second": "c", "verdict": 1,
+         "first_length": big, "second_length": 3},
+        {"scenario": "s2", "judge": "a", "first": "b", "second": "c", "verdict": 2,
+         "first_length": 1, "second_length": 2},
+    ]  # fmt: skip
+    table = read_verdicts(_write(tmp_path / name, rows))
+    assert str(big) in table.models and str(big) in table.scenarios
+    assert table.features is not None and table.features.first[0, 0] == float(big)
+    rows[1]["verdict"] = big
+    with pytest.raises(InputError) as error:
+        read_verdicts(_write(tmp_path / f"bad-{name}", rows))
+    assert (error.value.column, error.value.line or error.value.row) == ("verdict", 2)
+    assert f"verdict {str(big)!r} is not 0 (tie)" in error.value.message
+    rows[1]["verdict"], rows[1]["first_length"] = 1, 10**400  # beyond any float
+    with pytest.raises(InputError, match=r"first_length is not a finite number") as error:
+        read_verdicts(_write(tmp_path / f"huge-{name}", rows))
+    assert len(error.value.message) < 200  # the value is cut short
+    text = (tmp_path / f"huge-{name}").read_text().replace(str(10**400), "9" * 5000)
+    (tmp_path / f"giant-{name}").write_text(text)  # Python reads no int of 4301+ digits
+    with pytest.raises(InputError, match="a whole number of more than 4300 digits"):
+        read_verdicts(tmp_path / f"giant-{name}")
+
+
+@pytest.mark.fuzz
+def test_fit_and_agreement_on_numbers_beyond_64_bits_exit_2_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"scenario": f"s{i}", "judge": j, "first": f, "second": k, "verdict": v}
+        for i in range(4)
+        for j in ("x", "y")
+        for f, k, v in (("a", "b", 1), ("b", "c", 2), ("c", "a", 0))
+    ]
+    rows[5]["verdict"] = 2**64
+    path = _write(tmp_path / "v.jsonl", rows)
+    for argv in (["fit", str(path)], ["agreement", str(path), "--reference", "x"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "v.jsonl, line 6, column 'verdict'" in err
+
+
 def test_a_byte_order_mark_and_a_padded_header_are_read(tmp_path: Path) -> None:
     path = tmp_path / "v.csv"
     path.write_bytes("\ufeffscenario, judge ,first,second,verdict\r\ns1,a,b,c,2\r\n".encode())

@@ -7,6 +7,7 @@ import contextlib
 import csv
 import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -194,6 +195,10 @@ def csv_header(reader: Any, path: Path, what: str) -> list[str]:
 
 
 TOO_DEEP = "nested too deeply to read (more than a few hundred levels of [ or {)"
+TOO_LONG_NUMBER = (
+    f"holds a whole number of more than {sys.get_int_max_str_digits()} digits, which is "
+    "not read; no value in these files needs one"
+)
 
 
 def load_json(text: str, path: Path, line: int | None = None) -> Any:
@@ -205,6 +210,8 @@ def load_json(text: str, path: Path, line: int | None = None) -> Any:
         raise InputError(f"not valid JSON ({exc.msg} at {at})", path=path, line=line) from None
     except RecursionError:
         raise InputError(TOO_DEEP, path=path, line=line) from None
+    except ValueError:  # a whole number of thousands of digits (Python will not read it)
+        raise InputError(TOO_LONG_NUMBER, path=path, line=line) from None
 
 
 def text_value(value: Any, *, numbers: bool = True) -> str | None:
