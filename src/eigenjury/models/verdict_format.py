@@ -48,7 +48,7 @@ def read_structured(text: str, choices: Sequence[str]) -> str | None:
         body = fenced.group(1)
     try:
         data = json.loads(body, strict=False)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past reading
         return None
     if not isinstance(data, dict):
         return None
@@ -77,7 +77,7 @@ def structured_label_logprobs(
     for start in reversed(starts):  # the last key outside a string is the verdict
         try:
             value, _ = decoder.raw_decode(text, start - 1)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if value in choices:
             return label_logprobs_at(text, start, tokens, choices)
