@@ -106,9 +106,56 @@ def check_file(path: Path) -> None:
         raise InputError("no such file", path=path)
 
 
+# Byte-order marks of the encodings other than UTF-8 that editors save text in.
+_OTHER_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),  # before UTF-16 LE, whose mark begins it
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+_SNIFF_BYTES = 4096
+
+
+def check_text_file(path: Path) -> None:
+    """An InputError naming `path` unless it is a file of UTF-8 text (a UTF-8 byte-order
+    mark allowed). Text in UTF-16 or UTF-32, with a byte-order mark or without one,
+    is named as such: without a mark its ASCII characters would read as UTF-8 with a
+    NUL after each, and messages would print them."""
+    check_file(path)
+    with path.open("rb") as f:
+        start = f.read(_SNIFF_BYTES)
+    encoding = next((name for mark, name in _OTHER_BOMS if start.startswith(mark)), None)
+    if encoding is None and b"\x00" in start:
+        encoding = _unmarked_wide_text(start)
+    if encoding is not None:
+        raise InputError(
+            f"this is {encoding} text; eigenjury reads UTF-8: save it as UTF-8 (in most "
+            "editors: Save As, encoding UTF-8)",
+            path=path,
+        )
+
+
+def _unmarked_wide_text(start: bytes) -> str | None:
+    """ "UTF-16" or "UTF-32" where `start` reads as such text without a byte-order mark
+    (mostly ASCII: a NUL beside nearly every character), else None."""
+    for width, name in ((4, "UTF-32"), (2, "UTF-16")):
+        usable = len(start) - len(start) % width
+        units = [start[i : i + width] for i in range(0, usable, width)]
+        if not units:
+            continue
+        for ascii_at in (0, width - 1):  # little-endian: the character first
+            wide = sum(
+                u[ascii_at] != 0 and not any(u[k] for k in range(width) if k != ascii_at)
+                for u in units
+            )
+            if wide >= 0.9 * len(units):
+                return name
+    return None
+
+
 def read_text(path: Path) -> str:
     """A user's text file, or an InputError naming it (missing, or not UTF-8 text)."""
-    check_file(path)
+    check_text_file(path)
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
@@ -117,7 +164,7 @@ def read_text(path: Path) -> str:
 
 def lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of every non-blank line of a user's text file."""
-    check_file(path)
+    check_text_file(path)
     try:
         with path.open(encoding="utf-8-sig") as f:
             for number, text in enumerate(f, start=1):
@@ -149,7 +196,7 @@ def read_csv(
     """(line number, row) for every non-blank row of a CSV file with a header; missing
     required columns, ragged rows and unreadable CSV are InputErrors naming the line.
     `what` says what such a file needs, for the messages."""
-    check_file(path)
+    check_text_file(path)
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
         header = csv_header(reader, path, what)
@@ -183,15 +230,27 @@ def read_csv(
 def csv_header(reader: Any, path: Path, what: str) -> list[str]:
     """The column names (stripped) on the first line of a CSV file that `reader` reads;
     an empty file or an unreadable first line is an InputError saying what the file
-    needs (`what`)."""
+    needs (`what`), and so is a name given to two columns (which of them is meant is
+    not clear; columns without a name, as spreadsheets leave at the end, may repeat)."""
     try:
-        return [h.strip() for h in next(reader)]
+        header = [h.strip() for h in next(reader)]
     except UnicodeDecodeError:
         raise not_text(path) from None
     except StopIteration:
         raise InputError(f"the file is empty; {what}", path=path) from None
     except csv.Error as exc:
         raise InputError(f"not readable as CSV ({exc})", path=path, line=1) from None
+    for i, name in enumerate(header):
+        if name and name in header[:i]:
+            first = header.index(name) + 1
+            raise InputError(
+                f"two columns are named {name!r} (columns {first} and {i + 1}); which one is "
+                "meant is not clear: rename or remove one",
+                path=path,
+                line=1,
+                column=name,
+            )
+    return header
 
 
 TOO_DEEP = "nested too deeply to read (more than a few hundred levels of [ or {)"
@@ -201,10 +260,36 @@ TOO_LONG_NUMBER = (
 )
 
 
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's keys and values, refusing a key given twice (json keeps the last)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return data
+
+
 def load_json(text: str, path: Path, line: int | None = None) -> Any:
-    """JSON text (a file, or one line of one) as data, or an InputError naming the place."""
+    """JSON text (a file, or one line of one) as data, or an InputError naming the place.
+    An object that gives one key twice is refused: which value is meant is not clear."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_distinct_keys)
+    except _DuplicateKeyError as exc:
+        raise InputError(
+            f"the key {exc.key!r} appears twice in one object; which value is meant is not "
+            "clear: keep one",
+            path=path,
+            line=line,
+        ) from None
     except json.JSONDecodeError as exc:
         at = f"character {exc.colno}" if line is not None else f"line {exc.lineno}"
         raise InputError(f"not valid JSON ({exc.msg} at {at})", path=path, line=line) from None

@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 from eigenjury.errors import InputError
 from eigenjury.files import (
     check_file,
+    check_text_file,
     csv_header,
     json_kind,
     json_object,
@@ -445,7 +446,7 @@ def _open(path: Path, requested: tuple[str, ...] | None) -> _Source:
             ".parquet, or a folder of Parquet files",
             path=path,
         )
-    check_file(path)
+    (check_file if fmt == "parquet" else check_text_file)(path)
     return {"csv": _csv, "jsonl": _jsonl, "json": _json, "parquet": _parquet}[fmt](path, requested)
 
 
