@@ -640,7 +640,7 @@ def test_text_in_utf16_or_utf32_is_named_with_what_to_do(
 ) -> None:
     """Without a byte-order mark, UTF-16 text of ASCII characters reads as UTF-8 with a
     NUL after each character, which messages then printed."""
-    rows = [{"scenario": "s1", "judge": "a", "first": "b", "second": "c", "verdict": 1}]
+    rows = [{"scenario": "s1", "judge": "Zoë", "first": "b", "second": "日本", "verdict": 1}]
     text = _write(tmp_path / f"plain{suffix}", rows).read_text()
     path = tmp_path / f"v{suffix}"
     path.write_bytes(text.encode(encoding))

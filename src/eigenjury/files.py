@@ -106,27 +106,26 @@ def check_file(path: Path) -> None:
         raise InputError("no such file", path=path)
 
 
-# Byte-order marks of the encodings other than UTF-8 that editors save text in.
-_OTHER_BOMS = (
-    (codecs.BOM_UTF32_LE, "UTF-32"),  # before UTF-16 LE, whose mark begins it
-    (codecs.BOM_UTF32_BE, "UTF-32"),
-    (codecs.BOM_UTF16_LE, "UTF-16"),
-    (codecs.BOM_UTF16_BE, "UTF-16"),
+# Encodings other than UTF-8 that editors save text in: name, bytes per unit, byte-order
+# mark, byte order. UTF-32 first: its little-endian mark begins with UTF-16's.
+_WIDE_ENCODINGS = (
+    ("UTF-32", 4, codecs.BOM_UTF32_LE, "little"),
+    ("UTF-32", 4, codecs.BOM_UTF32_BE, "big"),
+    ("UTF-16", 2, codecs.BOM_UTF16_LE, "little"),
+    ("UTF-16", 2, codecs.BOM_UTF16_BE, "big"),
 )
 _SNIFF_BYTES = 4096
 
 
 def check_text_file(path: Path) -> None:
-    """An InputError naming `path` unless it is a file of UTF-8 text (a UTF-8 byte-order
-    mark allowed). Text in UTF-16 or UTF-32, with a byte-order mark or without one,
-    is named as such: without a mark its ASCII characters would read as UTF-8 with a
-    NUL after each, and messages would print them."""
+    """An InputError naming `path` unless it is a file to read as UTF-8 text: text in
+    UTF-16 or UTF-32, with a byte-order mark or without one, is named as such (without
+    a mark its ASCII characters would read as UTF-8 with a NUL after each, and messages
+    would print them)."""
     check_file(path)
     with path.open("rb") as f:
         start = f.read(_SNIFF_BYTES)
-    encoding = next((name for mark, name in _OTHER_BOMS if start.startswith(mark)), None)
-    if encoding is None and b"\x00" in start:
-        encoding = _unmarked_wide_text(start)
+    encoding = _wide_text(start)
     if encoding is not None:
         raise InputError(
             f"this is {encoding} text; eigenjury reads UTF-8: save it as UTF-8 (in most "
@@ -135,21 +134,23 @@ def check_text_file(path: Path) -> None:
         )
 
 
-def _unmarked_wide_text(start: bytes) -> str | None:
-    """ "UTF-16" or "UTF-32" where `start` reads as such text without a byte-order mark
-    (mostly ASCII: a NUL beside nearly every character), else None."""
-    for width, name in ((4, "UTF-32"), (2, "UTF-16")):
-        usable = len(start) - len(start) % width
-        units = [start[i : i + width] for i in range(0, usable, width)]
-        if not units:
+def _wide_text(start: bytes) -> str | None:
+    """ "UTF-16" or "UTF-32" where the file's first bytes `start` read as such text, else
+    None. The files read here are CSV, JSON, YAML and TOML, mostly ASCII punctuation and
+    names: so with a byte-order mark, half the characters must be ASCII; without one,
+    three in four (a NUL beside most characters is no accident then)."""
+    for name, width, mark, order in _WIDE_ENCODINGS:
+        marked = start.startswith(mark)
+        if not marked and b"\x00" not in start:
             continue
-        for ascii_at in (0, width - 1):  # little-endian: the character first
-            wide = sum(
-                u[ascii_at] != 0 and not any(u[k] for k in range(width) if k != ascii_at)
-                for u in units
-            )
-            if wide >= 0.9 * len(units):
-                return name
+        body = start[len(mark) :] if marked else start
+        units = [
+            int.from_bytes(body[i : i + width], order)  # type: ignore[arg-type]
+            for i in range(0, len(body) - len(body) % width, width)
+        ]
+        ascii_units = sum(0 < unit < 128 for unit in units)
+        if units and ascii_units >= (0.5 if marked else 0.75) * len(units):
+            return name
     return None
 
 
