@@ -39,7 +39,8 @@ def register(commands: Any) -> None:
         "candidate models (--candidate) or a JSONL file (--submissions: task_id, submission, "
         "optional candidate). Writes results.json, trace.jsonl, tasks.csv, criteria.csv, "
         "judgements.csv and report.html. Exit status 1 when some results rest on failed calls "
-        "(rerun to resume).",
+        "(rerun to resume) or on python graders that failed to decide (each recorded as its "
+        "criterion's error).",
     )
     grade.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
     _add_jury_options(
@@ -355,7 +356,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     if record.incomplete_submissions:
         console.print(
             f"[yellow]warning:[/] {record.incomplete_submissions} graded submission(s) rest on "
-            "failed calls; rerun to try them again"
+            "failed calls or graders; rerun to try them again"
         )
         return EXIT_SOME_FAILED
     return 0

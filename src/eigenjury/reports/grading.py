@@ -398,7 +398,7 @@ def render_comparison(record: JuryComparisonRecord) -> str:
     if record.incomplete_submissions:
         out.append(
             f'<p class="warn">{record.incomplete_submissions} graded submission(s) rest on '
-            "failed calls; rerun to try them again</p>"
+            "failed calls or graders; rerun to try them again</p>"
         )
     out.append("<h2>Pool A against pool B</h2>")
     out.append(table(["statistic", "value"], _comparison_rows(record)))
