@@ -97,6 +97,16 @@ def quits_hard(submission, task, criterion):
     os._exit(0)
 
 
+def starts_a_process_and_loops(submission, task, criterion):
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(submission, "w") as f:
+        f.write(str(child.pid))
+    while True:
+        pass
+
+
 def says_where_and_loops(submission, task, criterion):
     with open(submission, "w") as f:
         f.write(str(os.getpid()))
@@ -277,6 +287,32 @@ def test_a_module_that_misbehaves_on_import_is_an_input_error(
     assert "task 'greet', criterion 'checked'" in err and expected in err
 
 
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (a zombie waiting to be reaped runs nothing)."""
+    for _ in range(200):  # the kill is at once; allow a loaded machine
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return False
+
+
+@pytest.mark.fuzz
+def test_a_stopped_grader_takes_the_processes_it_started_with_it(
+    graders: Path, tmp_path: Path
+) -> None:
+    task = load_contract(_contract(tmp_path, "starts_a_process_and_loops")).contract.tasks[0]
+    pid_file = tmp_path / "started.pid"
+    with GraderSandbox(timeout_s=float(TIMEOUT)) as sandbox:
+        got = sandbox.grade(task.evaluation.criteria[1], str(pid_file), task)
+    assert got.error is not None and "did not finish grading" in got.error
+    assert _gone(int(pid_file.read_text())), "the grader's own process outlived it"
+
+
 @pytest.mark.fuzz
 def test_the_graders_child_dies_with_its_parent(graders: Path, tmp_path: Path) -> None:
     """A grader stuck in a loop does not outlive the process that ran it, even one
@@ -306,13 +342,4 @@ def test_the_graders_child_dies_with_its_parent(graders: Path, tmp_path: Path) -
     finally:
         parent.kill()
         parent.wait()
-    for _ in range(200):  # the kernel kills the child at once; allow a loaded machine
-        try:
-            state = Path(f"/proc/{child}/stat").read_text().split()[2]
-        except FileNotFoundError:
-            return
-        if state == "Z":  # killed, waiting to be reaped: it runs nothing
-            return
-        time.sleep(0.05)
-    os.kill(child, signal.SIGKILL)
-    pytest.fail("the grader's child outlived its parent")
+    assert _gone(child), "the grader's child outlived its parent"

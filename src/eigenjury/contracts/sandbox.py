@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import math
 import numbers
+import os
 import signal
 import socket
 import subprocess
@@ -166,6 +167,7 @@ class GraderSandbox:
                 [sys.executable, "-c", _BOOTSTRAP, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: stopped with what it started
             )
         conn = Connection(ours.detach())
         self._child, self._imported = (process, conn), set()
@@ -191,9 +193,10 @@ class _StartError(Exception):
 
 
 def _stop_child(process: subprocess.Popen[bytes], conn: Connection) -> None:
+    """Kill the child and every process a grader started in its group, and reap it."""
     conn.close()
-    if process.poll() is None:
-        process.kill()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):  # never reaped: left to init
         process.wait(_STOP_WAIT_S)
 
