@@ -542,6 +542,135 @@ def test_names_given_as_numbers_or_mixed_with_text_are_read(tmp_path: Path) -> N
         assert table.verdict.tolist() == [1, 2]
 
 
+@pytest.mark.fuzz
+@pytest.mark.parametrize("name", ["v.jsonl", "v.json"])
+def test_whole_numbers_beyond_64_bits_are_read_or_refused_never_overflow(
+    name: str, tmp_path: Path
+) -> None:
+    """JSON has no size limit on integers: one beyond 64 bits is a name as text, a
+    feature as a float, and a verdict that is not 0, 1 or 2, each located."""
+    big = 2**70
+    rows = [
+        {"scenario": big, "judge": "a", "first": big, "second": "c", "verdict": 1,
+         "first_length": big, "second_length": 3},
+        {"scenario": "s2", "judge": "a", "first": "b", "second": "c", "verdict": 2,
+         "first_length": 1, "second_length": 2},
+    ]  # fmt: skip
+    table = read_verdicts(_write(tmp_path / name, rows))
+    assert str(big) in table.models and str(big) in table.scenarios
+    assert table.features is not None and table.features.first[0, 0] == float(big)
+    rows[1]["verdict"] = big
+    with pytest.raises(InputError) as error:
+        read_verdicts(_write(tmp_path / f"bad-{name}", rows))
+    assert (error.value.column, error.value.line or error.value.row) == ("verdict", 2)
+    assert f"verdict {str(big)!r} is not 0 (tie)" in error.value.message
+    rows[1]["verdict"], rows[1]["first_length"] = 1, 10**400  # beyond any float
+    with pytest.raises(InputError, match=r"first_length is not a finite number") as error:
+        read_verdicts(_write(tmp_path / f"huge-{name}", rows))
+    assert len(error.value.message) < 200  # the value is cut short
+    text = (tmp_path / f"huge-{name}").read_text().replace(str(10**400), "9" * 5000)
+    (tmp_path / f"giant-{name}").write_text(text)  # Python reads no int of 4301+ digits
+    with pytest.raises(InputError, match="a whole number of more than 4300 digits"):
+        read_verdicts(tmp_path / f"giant-{name}")
+
+
+@pytest.mark.fuzz
+def test_fit_and_agreement_on_numbers_beyond_64_bits_exit_2_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"scenario": f"s{i}", "judge": j, "first": f, "second": k, "verdict": v}
+        for i in range(4)
+        for j in ("x", "y")
+        for f, k, v in (("a", "b", 1), ("b", "c", 2), ("c", "a", 0))
+    ]
+    rows[5]["verdict"] = 2**64
+    path = _write(tmp_path / "v.jsonl", rows)
+    for argv in (["fit", str(path)], ["agreement", str(path), "--reference", "x"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "v.jsonl, line 6, column 'verdict'" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("v.csv", HEADER.replace("verdict", "verdict,verdict") + "s1,a,b,c,1,2\n", "line 1"),
+        ("v.csv", "scenario,judge,first,second,verdict, judge \ns1,a,b,c,1,x\n", "line 1"),
+        (
+            "v.jsonl",
+            '{"scenario": "s1", "judge": "a", "first": "b", "second": "c", "verdict": 1, '
+            '"verdict": 2}\n',
+            "line 1",
+        ),
+        (
+            "v.json",
+            '[{"scenario": "s1", "judge": "a", "first": "b", "second": "c", "verdict": 1}, '
+            '{"scenario": "s1", "judge": "a", "first": "c", "second": "b", "verdict": 1, '
+            '"verdict": 0}]',
+            "v.json",
+        ),
+    ],
+)
+def test_a_column_given_twice_is_refused_naming_it(
+    name: str, text: str, where: str, tmp_path: Path
+) -> None:
+    """Which of two `verdict` columns is meant is not clear: the CSV reader read the
+    first, the JSON readers the last, silently."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        read_verdicts(path)
+    message = str(error.value)
+    assert where in message and name in message
+    assert "twice" in message and ("'verdict'" in message or "'judge'" in message)
+
+
+def test_columns_without_a_name_may_repeat(tmp_path: Path) -> None:
+    path = tmp_path / "v.csv"
+    path.write_text("scenario,judge,first,second,verdict,,\ns1,a,b,c,1,,\n")  # a spreadsheet's
+    assert read_verdicts(path).verdict.tolist() == [1]
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".json"])
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-16", "utf-32-le", "utf-32"])
+def test_text_in_utf16_or_utf32_is_named_with_what_to_do(
+    suffix: str, encoding: str, tmp_path: Path
+) -> None:
+    """Without a byte-order mark, UTF-16 text of ASCII characters reads as UTF-8 with a
+    NUL after each character, which messages then printed."""
+    rows = [{"scenario": "s1", "judge": "Zoë", "first": "b", "second": "日本", "verdict": 1}]
+    text = _write(tmp_path / f"plain{suffix}", rows).read_text()
+    path = tmp_path / f"v{suffix}"
+    path.write_bytes(text.encode(encoding))
+    with pytest.raises(InputError) as error:
+        read_verdicts(path)
+    expected = "UTF-32" if "32" in encoding else "UTF-16"
+    assert str(error.value) == (
+        f"{path}: this is {expected} text; eigenjury reads UTF-8: save it as UTF-8 (in most "
+        "editors: Save As, encoding UTF-8)"
+    )
+
+
+@pytest.mark.fuzz
+def test_every_text_input_names_utf16_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check is in the shared readers: configs, contracts, submissions too."""
+    config = tmp_path / "rank.yaml"
+    config.write_bytes("population: []\n".encode("utf-16-le"))
+    contract = tmp_path / "c.yaml"
+    contract.write_bytes("tasks: []\n".encode("utf-16-be"))
+    for argv, path in (
+        (["rank", str(config)], config),
+        (["contracts", "check", str(contract)], contract),
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: this is UTF-16 text" in err and "\x00" not in err
+
+
 def test_a_byte_order_mark_and_a_padded_header_are_read(tmp_path: Path) -> None:
     path = tmp_path / "v.csv"
     path.write_bytes("\ufeffscenario, judge ,first,second,verdict\r\ns1,a,b,c,2\r\n".encode())

@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import stat
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO, TypeVar
@@ -306,9 +307,57 @@ def check_file(path: Path) -> None:
         raise InputError("no such file", path=path)
 
 
+# Encodings other than UTF-8 that editors save text in: name, bytes per unit, byte-order
+# mark, byte order. UTF-32 first: its little-endian mark begins with UTF-16's.
+_WIDE_ENCODINGS = (
+    ("UTF-32", 4, codecs.BOM_UTF32_LE, "little"),
+    ("UTF-32", 4, codecs.BOM_UTF32_BE, "big"),
+    ("UTF-16", 2, codecs.BOM_UTF16_LE, "little"),
+    ("UTF-16", 2, codecs.BOM_UTF16_BE, "big"),
+)
+_SNIFF_BYTES = 4096
+
+
+def check_text_file(path: Path) -> None:
+    """An InputError naming `path` unless it is a file to read as UTF-8 text: text in
+    UTF-16 or UTF-32, with a byte-order mark or without one, is named as such (without
+    a mark its ASCII characters would read as UTF-8 with a NUL after each, and messages
+    would print them)."""
+    check_file(path)
+    with path.open("rb") as f:
+        start = f.read(_SNIFF_BYTES)
+    encoding = _wide_text(start)
+    if encoding is not None:
+        raise InputError(
+            f"this is {encoding} text; eigenjury reads UTF-8: save it as UTF-8 (in most "
+            "editors: Save As, encoding UTF-8)",
+            path=path,
+        )
+
+
+def _wide_text(start: bytes) -> str | None:
+    """ "UTF-16" or "UTF-32" where the file's first bytes `start` read as such text, else
+    None. The files read here are CSV, JSON, YAML and TOML, mostly ASCII punctuation and
+    names: so with a byte-order mark, half the characters must be ASCII; without one,
+    three in four (a NUL beside most characters is no accident then)."""
+    for name, width, mark, order in _WIDE_ENCODINGS:
+        marked = start.startswith(mark)
+        if not marked and b"\x00" not in start:
+            continue
+        body = start[len(mark) :] if marked else start
+        units = [
+            int.from_bytes(body[i : i + width], order)  # type: ignore[arg-type]
+            for i in range(0, len(body) - len(body) % width, width)
+        ]
+        ascii_units = sum(0 < unit < 128 for unit in units)
+        if units and ascii_units >= (0.5 if marked else 0.75) * len(units):
+            return name
+    return None
+
+
 def read_text(path: Path) -> str:
     """A user's text file, or an InputError naming it (missing, or not UTF-8 text)."""
-    check_file(path)
+    check_text_file(path)
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
@@ -317,7 +366,7 @@ def read_text(path: Path) -> str:
 
 def lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of every non-blank line of a user's text file."""
-    check_file(path)
+    check_text_file(path)
     try:
         with path.open(encoding="utf-8-sig") as f:
             for number, text in enumerate(f, start=1):
@@ -349,7 +398,7 @@ def read_csv(
     """(line number, row) for every non-blank row of a CSV file with a header; missing
     required columns, ragged rows and unreadable CSV are InputErrors naming the line.
     `what` says what such a file needs, for the messages."""
-    check_file(path)
+    check_text_file(path)
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
         header = csv_header(reader, path, what)
@@ -383,29 +432,73 @@ def read_csv(
 def csv_header(reader: Any, path: Path, what: str) -> list[str]:
     """The column names (stripped) on the first line of a CSV file that `reader` reads;
     an empty file or an unreadable first line is an InputError saying what the file
-    needs (`what`)."""
+    needs (`what`), and so is a name given to two columns (which of them is meant is
+    not clear; columns without a name, as spreadsheets leave at the end, may repeat)."""
     try:
-        return [h.strip() for h in next(reader)]
+        header = [h.strip() for h in next(reader)]
     except UnicodeDecodeError:
         raise not_text(path) from None
     except StopIteration:
         raise InputError(f"the file is empty; {what}", path=path) from None
     except csv.Error as exc:
         raise InputError(f"not readable as CSV ({exc})", path=path, line=1) from None
+    for i, name in enumerate(header):
+        if name and name in header[:i]:
+            first = header.index(name) + 1
+            raise InputError(
+                f"two columns are named {name!r} (columns {first} and {i + 1}); which one is "
+                "meant is not clear: rename or remove one",
+                path=path,
+                line=1,
+                column=name,
+            )
+    return header
 
 
 TOO_DEEP = "nested too deeply to read (more than a few hundred levels of [ or {)"
+TOO_LONG_NUMBER = (
+    f"holds a whole number of more than {sys.get_int_max_str_digits()} digits, which is "
+    "not read; no value in these files needs one"
+)
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's keys and values, refusing a key given twice (json keeps the last)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return data
 
 
 def load_json(text: str, path: Path, line: int | None = None) -> Any:
-    """JSON text (a file, or one line of one) as data, or an InputError naming the place."""
+    """JSON text (a file, or one line of one) as data, or an InputError naming the place.
+    An object that gives one key twice is refused: which value is meant is not clear."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_distinct_keys)
+    except _DuplicateKeyError as exc:
+        raise InputError(
+            f"the key {exc.key!r} appears twice in one object; which value is meant is not "
+            "clear: keep one",
+            path=path,
+            line=line,
+        ) from None
     except json.JSONDecodeError as exc:
         at = f"character {exc.colno}" if line is not None else f"line {exc.lineno}"
         raise InputError(f"not valid JSON ({exc.msg} at {at})", path=path, line=line) from None
     except RecursionError:
         raise InputError(TOO_DEEP, path=path, line=line) from None
+    except ValueError:  # a whole number of thousands of digits (Python will not read it)
+        raise InputError(TOO_LONG_NUMBER, path=path, line=line) from None
 
 
 def text_value(value: Any, *, numbers: bool = True) -> str | None:

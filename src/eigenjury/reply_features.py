@@ -88,7 +88,7 @@ def joined_turns(texts: Any) -> Any:
 def _turns(text: str) -> str:
     try:
         turns = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past reading: plain text
         return text
     if isinstance(turns, list) and all(isinstance(t, str) for t in turns):
         return _JOIN.join(turns)

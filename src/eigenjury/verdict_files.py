@@ -45,6 +45,7 @@ from eigenjury.errors import InputError
 from eigenjury.files import (
     atomic_writer,
     check_file,
+    check_text_file,
     csv_header,
     json_kind,
     json_object,
@@ -54,6 +55,7 @@ from eigenjury.files import (
     read_json_lines,
     read_text,
 )
+from eigenjury.names import MISSING_WORDS
 from eigenjury.reply_features import DEFAULT_FEATURES, joined_turns, text_features
 from eigenjury.stats.verdicts import (
     FIRST,
@@ -106,7 +108,7 @@ METADATA_FIELDS = {
 # Rows per Parquet batch (pyarrow's default row group): memory while streaming a
 # dataset is a few times this.
 BATCH_ROWS = 1 << 20
-_MISSING = {"", "nan", "null", "none", "na", "n/a"}
+_SHOWN_CHARS = 60  # of a cell's value in a message
 _NEEDS = (
     "a verdict file needs scenario, judge, first, second, verdict (criterion optional; "
     "p_first, p_second, p_tie for soft verdicts, which make verdict optional); "
@@ -257,7 +259,7 @@ class _Convention:
 def _verdict_value(value: Any) -> int:
     number: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
+        number = value  # compared as it is: float() of a huge int overflows
     elif isinstance(value, str):
         try:
             number = float(value.strip())
@@ -444,7 +446,7 @@ def _open(path: Path, requested: tuple[str, ...] | None) -> _Source:
             ".parquet, or a folder of Parquet files",
             path=path,
         )
-    check_file(path)
+    (check_file if fmt == "parquet" else check_text_file)(path)
     return {"csv": _csv, "jsonl": _jsonl, "json": _json, "parquet": _parquet}[fmt](path, requested)
 
 
@@ -582,12 +584,14 @@ def _python_source(
 
 def _python_column(values: list[Any], column: str, name: bool, locate: Locate) -> Any:
     """A pyarrow array of JSON values; where their types are mixed (as JSON allows),
-    numbers become text and a list, object or true/false is refused in a name column."""
+    or a whole number does not fit in 64 bits, numbers become text (read as numbers
+    where numbers are wanted) and a list, object or true/false is refused in a name
+    column."""
     import pyarrow as pa
 
     try:
         return pa.array(values)
-    except pa.ArrowException:
+    except (pa.ArrowException, OverflowError):
         pass
     texts: list[str | None] = []
     for i, value in enumerate(values):
@@ -667,7 +671,7 @@ def _code(column: Any) -> _Coded | None:
     missing = pc.is_null(values)
     blank = np.zeros(len(values), dtype=bool)
     if texts is not None:  # NaN is written "nan"
-        missing = pc.or_(missing, pc.is_in(pc.utf8_lower(texts), value_set=pa.array(_MISSING)))
+        missing = pc.or_(missing, pc.is_in(pc.utf8_lower(texts), value_set=pa.array(MISSING_WORDS)))
         blank = _flags(pc.equal(texts, ""))
     codes = encoded.indices.to_numpy(zero_copy_only=False)  # int32: no copy
     return _Coded(codes, values, texts, _flags(missing), blank)
@@ -950,7 +954,7 @@ class _Reader:
             probs[:, label], missing[:, label], wrong = _floats(array)
             row = _first_row(wrong & ~blank)
             if row is not None:
-                message = f"{array[row].as_py()!r} in {column} is not a number"
+                message = f"{_shown(array[row].as_py())} in {column} is not a number"
                 problems.append((row, 45, message, column))
         given = ~missing.any(axis=1)
         incomplete = ~blank & ~given
@@ -1010,7 +1014,7 @@ class _Reader:
         row = _first_flagged(col.missing, col.codes, blank)
         if row is None:
             return []
-        return [(row, rank, f"missing value ({col.value(row)!r}); {needs}", column)]
+        return [(row, rank, f"missing value ({_shown(col.value(row))}); {needs}", column)]
 
     def _column(self, batch: Any, column: str) -> Any:
         """A column of the batch; an outcome given in parts, as their values joined by ","."""
@@ -1077,7 +1081,7 @@ class _Reader:
         row = _first_flagged(table < 0, col.codes, blank)
         if row is not None:
             problems.append(
-                (row, 40, f"{c.outcome} {col.value(row)!r} is not {c.outcomes}", c.outcome)
+                (row, 40, f"{c.outcome} {_shown(col.value(row))} is not {c.outcomes}", c.outcome)
             )
         return verdict
 
@@ -1166,15 +1170,15 @@ class _Reader:
         array = _code_free(values)
         floats, missing, wrong = _floats(array)
         checks = {
-            "missing value ({!r}) in {}; every reply needs one, or leave style control out "
+            "missing value ({}) in {}; every reply needs one, or leave style control out "
             "(--style none)": missing if self.features_named else np.zeros_like(missing),
-            "{!r} in {} is not a number": wrong,
-            "{!r} in {} is not a finite number": np.isinf(floats),
+            "{} in {} is not a number": wrong,
+            "{} in {} is not a finite number": np.isinf(floats),
         }
         for rank, (problem, flags) in enumerate(checks.items()):
             row = _first_row(flags & ~blank)
             if row is not None:
-                message = problem.format(array[row].as_py(), label)
+                message = problem.format(_shown(array[row].as_py()), label)
                 problems.append((row, 50 + rank, message, column))
         return floats
 
@@ -1230,6 +1234,13 @@ class _Reader:
         )
 
 
+def _shown(value: Any) -> str:
+    """A cell's value as a message shows it: its repr, cut short (a number of thousands
+    of digits is no help on the terminal)."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[: _SHOWN_CHARS - 5]}...{text[-4:]}"
+
+
 def _first_row(rows: BoolArray) -> int | None:
     hits = np.flatnonzero(rows)
     return int(hits[0]) if len(hits) else None
@@ -1259,7 +1270,7 @@ def _floats(array: Any) -> tuple[FloatArray, BoolArray, BoolArray]:
     missing = _flags(pc.is_null(array))
     if _is_text(kind):
         trimmed = pc.utf8_trim_whitespace(array)
-        missing |= _flags(pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(_MISSING)))
+        missing |= _flags(pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(MISSING_WORDS)))
         trimmed = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), trimmed)
         try:
             array = pc.cast(trimmed, pa.float64())

@@ -252,6 +252,46 @@ def test_measure_then_apply_writes_scores_and_a_consistent_certificate(
     assert (out / "again" / "released.csv").read_text() == (out / "released.csv").read_text()
 
 
+@pytest.mark.fuzz
+def test_model_means_equal_up_to_rounding_are_ties_not_a_ranking(
+    tmp_path: Path, profile_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three models whose mean scores are equal (17/36 of the scale each), which floating
+    point sums to values 1e-16 apart: their order is rounding, so the model-level
+    correlations and the ranking's stability are undefined, and the certificate says why."""
+    items = {"m0": (1, 1, 5, 10), "m1": (1, 2, 6, 8), "m2": (1, 2, 7, 7)}
+    rows = [(f"{m}-{i}", s, m) for m, scores in items.items() for i, s in enumerate(scores)]
+    scores = write_scores(tmp_path / "scores.csv", rows)
+    out = tmp_path / "out"
+    code, text, err = run_cli(
+        ["bound", "apply", str(scores), "--profile", str(profile_path), "--scale", "likert10",
+         "--tau", "0.5", "--delta", "0.05", "--k", "12", "--out", str(out)],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["utility"]["models"] == {"pearson": None, "spearman": None, "kendall": None}
+    assert cert["utility"]["tie_tolerance"] > 0
+    stability = cert["stability"]
+    assert stability["kendall_mean"] is None and stability["kendall_p05"] is None
+    assert stability["same_top_model"] is None
+    assert any("equal to within" in w and "rounding" in w for w in cert["warnings"])
+    assert "equal to within" in " ".join(text.split())
+    # a fourth model well above them: a ranking with a tie, and a top model to keep
+    rows += [(f"m3-{i}", 10, "m3") for i in range(4)]
+    write_scores(tmp_path / "scores.csv", rows)
+    code, _, err = run_cli(
+        ["bound", "apply", str(scores), "--profile", str(profile_path), "--scale", "likert10",
+         "--tau", "0.5", "--delta", "0.05", "--k", "16", "--out", str(out / "four")],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    cert = json.loads((out / "four" / "certificate.json").read_text())
+    assert cert["utility"]["models"]["kendall"] is not None
+    assert cert["stability"]["same_top_model"] is not None
+    assert any(w.startswith("3 of the 4 models have mean scores") for w in cert["warnings"])
+
+
 def write_results(path: Path, tasks: list[tuple[str, str, float, bool]]) -> Path:
     """A contracts results.json as eigenjury 0.1 wrote it (no kind): per task its id,
     candidate, score and whether its one jury criterion passed."""

@@ -114,6 +114,38 @@ def test_a_reference_the_data_cannot_support_exits_2_located(
         assert text in err
 
 
+def test_a_judge_with_commas_in_its_name_is_one_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each --reference is one judge, so "Smith, J." can be given; a value that names
+    no judge is still split at its commas (the older form)."""
+    path = tmp_path / "v.csv"
+    path.write_text(VERDICTS.replace("crowd", '"Smith, J."'))
+    tables = {}
+    for label, references in (
+        ("one", ["Smith, J."]),
+        ("two", ["Smith, J.", "K"]),
+        ("old form", ["K,[red]J[/red]"]),
+    ):
+        out_file = tmp_path / f"{label}.json"
+        argv = [x for r in references for x in ("--reference", r)]
+        code, _, err = _run(
+            capsys, "agreement", str(path), *argv, "--bootstrap", "0", "--out", str(out_file)
+        )
+        assert code == 0, err
+        tables[label] = json.loads(out_file.read_text())["agreement"]
+    assert tables["one"]["references"] == ["Smith, J."]
+    assert tables["two"]["references"] == ["Smith, J.", "K"]
+    assert tables["old form"]["references"] == ["K", "[red]J[/red]"]
+    rows = {r["judge"]: r for r in tables["one"]["judges"]}
+    assert rows["[red]J[/red]"]["agreement"]["value"] == 1.0  # as with the crowd above
+    code, _, err = _run(
+        capsys, "fit", str(path), "--agreement", "Smith, J.", "--agreement", "K",
+        "--bootstrap", "0", "--style", "none",
+    )  # fmt: skip
+    assert code == 0, err
+
+
 def test_a_reference_sharing_no_comparison_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -332,6 +332,11 @@ def test_negative_seeds_are_refused(command: str, capsys: pytest.CaptureFixture[
     [
         ("fit v.csv --cv 1", "use 0 (none) or at least 2"),
         ("fit v.csv --anchor-value inf", "'inf' is not a finite number"),
+        (  # every Elo difference would vanish in floating point: all models tie
+            "fit v.csv --anchor-value 1e21",
+            "1e21 is too large an Elo: floating-point numbers that large are 1.31e+05 apart",
+        ),
+        ("fit v.csv --anchor-value=-1e10", "use a value from -1e+09 to 1e+09"),
         ("fit v.csv --l2 inf", "'inf' is not a finite number"),
         ("simulate --tie inf", "'inf' is not a finite number"),
         ("simulate --position-bias nan", "'nan' is not a number"),

@@ -126,6 +126,21 @@ def test_a_bad_feature_value_is_located(
     assert "line 4" in err and "first_length" in err and problem in err
 
 
+@pytest.mark.fuzz
+def test_feature_values_near_the_float_limit_are_fitted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1e308 against -1e308: finite values whose difference overflows; their normalised
+    difference (1) is fitted, not NaN."""
+    rows = [*ROWS[:2], ("s2", "j", "a", "b", 0, 1e308, -1e308), ("s2", "j", "b", "a", 1, 9, 1e308)]
+    out = tmp_path / "fit.json"
+    code = main(["fit", str(_verdicts(tmp_path, rows)), "--bootstrap", "0", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    record = json.loads(out.read_text())
+    assert record["style"]["features"] == ["length"]
+    assert all(np.isfinite(m["elo"]) for m in record["models"])
+
+
 def test_an_unknown_value_of_a_default_feature_stops_the_fit_that_needs_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -174,15 +174,15 @@ def test_python_grader_calls_the_users_function(
         "    raise RuntimeError('bug')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    from eigenjury.contracts.graders import python as grade_python
+    from eigenjury.contracts.sandbox import GraderOutcome, GraderSandbox
 
     task = load_contract(_yaml(tmp_path, CONTRACT)).contract.tasks[0]
-    assert grade_python(crit(grader="python", prompt="my_checks:short"), "tiny", task) == (
-        True,
-        "4 characters",
-    )
-    ok, why = grade_python(crit(grader="python", prompt="my_checks:broken"), "x", task)
-    assert not ok and "RuntimeError: bug" in why
+    with GraderSandbox() as sandbox:
+        short = crit(grader="python", prompt="my_checks:short")
+        assert sandbox.grade(short, "tiny", task) == GraderOutcome(True, "4 characters")
+        assert sandbox.grade(short, "x" * 20, task) == GraderOutcome(False, "20 characters")
+        got = sandbox.grade(crit(grader="python", prompt="my_checks:broken"), "x", task)
+    assert not got.passed and got.error == "my_checks:broken raised RuntimeError: bug"
 
 
 def _yaml(folder: Path, text: str) -> Path:

@@ -80,6 +80,20 @@ def test_a_model_that_runs_on_neither_path_says_how_to_rebuild(
     assert not cache.exists()  # nothing learnt: a rebuilt library is probed again
 
 
+def test_a_damaged_model_file_is_not_blamed_on_the_cpu(
+    cache: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A file with the GGUF magic that llama.cpp cannot load fails on both paths with an
+    error, not a signal: the message says the file, not the CPU, is at fault."""
+    damaged = tmp_path / "damaged.gguf"
+    damaged.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    with pytest.raises(SpecError) as error:
+        local_cpu.use_extra_buffers(damaged)
+    message = error.value.message
+    assert f"llama.cpp could not load {damaged}" in message and "exit status" in message
+    assert "CPU" not in message and "GGML_NATIVE" not in message
+
+
 def test_the_setting_forces_either_path_without_a_probe(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

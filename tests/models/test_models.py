@@ -251,3 +251,52 @@ def test_a_price_is_finite_and_not_negative() -> None:
         Price(-0.5, 1.0)
     with pytest.raises(ValueError, match="output_per_mtok"):
         Price(1.0, float("nan"))
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"hello, not a model\n", "is not a GGUF model"),
+        (b"", "is not a GGUF model"),
+        (b"PK\x03\x04 a zip", "is not a GGUF model"),
+        (b"GGUF", None),  # the magic alone passes this check; llama.cpp reads the rest
+    ],
+)
+def test_a_local_model_file_that_is_not_gguf_is_refused_up_front(
+    content: bytes, problem: str | None, tmp_path: Any
+) -> None:
+    from eigenjury.models.providers.local import model_path
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(content)
+    if problem is None:
+        assert model_path(str(path)) == path
+        return
+    with pytest.raises(SpecError) as error:
+        model_path(str(path))
+    assert problem in error.value.message and str(path) in error.value.message
+    assert "local:" in error.value.message and "CPU" not in error.value.message
+
+
+@pytest.mark.fuzz
+def test_grade_refuses_a_juror_file_that_is_no_model_before_opening_the_store(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eigenjury.cli import main
+
+    fake = tmp_path / "fake.gguf"
+    fake.write_text("not a model")
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        "tasks:\n  - task_id: t\n    execution: {prompt: hi}\n    evaluation:\n"
+        "      criteria: [{id: c, weight: 100, grader: llm_judge, prompt: says hi}]\n"
+    )
+    subs = tmp_path / "s.jsonl"
+    subs.write_text('{"task_id": "t", "submission": "hi"}\n')
+    store = tmp_path / "store.sqlite"
+    argv = ["grade", str(contract), "--submissions", str(subs), "--jury", f"local:{fake}"]
+    code = main([*argv, "--store", str(store), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "is not a GGUF model" in err and "Traceback" not in err
+    assert not store.exists()  # refused like a missing file: nothing asked, nothing stored

@@ -9,11 +9,13 @@ import pytest
 from scipy import stats as sps
 
 from eigenjury.stats.abb import (
+    Utility,
     certify,
     estimate_sensitivity,
     laurent_massart_radius,
     mean_upper_bound,
     shrink_and_noise,
+    tied_within,
     units_to_decide,
     upper_bound_at,
     utility_retained,
@@ -340,3 +342,21 @@ def test_a_failed_neighbour_judgment_counts_as_the_largest_change() -> None:
     assert sensitivity.failed == 1 and sensitivity.strata[0].failed == 1
     assert sensitivity.strata[0].mean_square == pytest.approx(0.25)  # 1 of 4 changed by 1
     assert sensitivity.estimate == pytest.approx(0.5)
+
+
+def test_differences_within_the_tie_tolerance_are_ties() -> None:
+    """Means equal up to rounding (1e-16 apart) have no order: with the tolerance they
+    are ties, and a vector of them is constant, so its correlations are undefined."""
+    rounded = np.array([0.5, 0.5 + 1e-16, 0.5 - 1e-16])
+    np.testing.assert_array_equal(tied_within(rounded, 1e-12), [0.5 - 1e-16] * 3)
+    chain = np.array([0.0, 0.6e-12, 1.2e-12, 0.3])  # a chain of small steps is one tie
+    np.testing.assert_array_equal(tied_within(chain, 1e-12), [0.0, 0.0, 0.0, 0.3])
+    released = np.array([0.1, 0.2, 0.3])
+    assert utility_retained(rounded, released).kendall is not None  # an order of rounding
+    assert utility_retained(rounded, released, tie_tolerance=1e-12) == Utility(None, None, None)
+    partly = utility_retained(
+        np.array([0.2, 0.5, 0.5 + 1e-16]), np.array([0.1, 0.3, 0.2]), tie_tolerance=1e-12
+    )
+    assert partly.kendall == pytest.approx(
+        float(sps.kendalltau([0.2, 0.5, 0.5], [0.1, 0.3, 0.2]).statistic)
+    )

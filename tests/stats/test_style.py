@@ -31,6 +31,14 @@ def test_normalised_difference_is_scale_free_and_zero_for_two_zeros() -> None:
     a, b = np.array([300.0, 0.0, 5.0, 0.0]), np.array([100.0, 0.0, 0.0, 2.0])
     np.testing.assert_allclose(normalised_difference(a, b), [0.5, 0.0, 1.0, -1.0])
     np.testing.assert_allclose(normalised_difference(4 * a, 4 * b), normalised_difference(a, b))
+    # near the float limit: the same ratios, where a - b or |a| + |b| would overflow
+    huge = np.finfo(float).max / 2
+    np.testing.assert_allclose(
+        normalised_difference(
+            np.array([huge, 2 * huge, 1.5 * huge]), np.array([-huge, huge, huge])
+        ),
+        [1.0, 1 / 3, 0.2],
+    )
 
 
 def test_design_scales_by_the_standard_deviation_and_drops_a_constant_feature() -> None:

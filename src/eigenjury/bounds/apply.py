@@ -44,10 +44,15 @@ from eigenjury.stats.abb import (
     certify,
     estimate_sensitivity,
     shrink_and_noise,
+    tied_within,
     utility_retained,
 )
 from eigenjury.stats.verdicts import FloatArray
 
+# Model means closer than ROUNDING_EPSILONS x (most items of a model) x machine epsilon,
+# and at least ROUNDING_FLOOR, are ties (see model_tie_tolerance).
+ROUNDING_EPSILONS = 8
+ROUNDING_FLOOR = 1e-12
 BOUNDED = (
     "the released per-item score vector, in [0, 1] units (L2 distance): how far a "
     "neighbour can move it, not the judge's bias, which the release keeps relative to "
@@ -206,18 +211,61 @@ def release(scores: ScoreSet, profile: SensitivityProfile, settings: ReleaseSett
     released = shrink_and_noise(original, certificate, sigma, rng)
     models = None
     stability = None
+    tolerance = model_tie_tolerance(scores)
+    ties: list[str] = []
     if len(scores.models) >= 2:
         before = scores.model_scores(original)
-        models = utility_retained(before, scores.model_scores(released))
-        stability = _stability(scores, certificate, sigma, settings, before)
+        models = utility_retained(before, scores.model_scores(released), tie_tolerance=tolerance)
+        stability = _stability(scores, certificate, sigma, settings, before, tolerance)
+        ties = _tie_warnings(before, tolerance)
     utility = UtilityRecord(
         items=_utility(utility_retained(original, released)),
         models=None if models is None else _utility(models),
+        tie_tolerance=tolerance if models is not None else None,
     )
     record = _certificate(
-        certificate, sigma, sensitivities, utility, stability, scores, profile, settings, k_source
+        certificate,
+        sigma,
+        sensitivities,
+        utility,
+        stability,
+        scores,
+        profile,
+        settings,
+        k_source,
+        ties,
     )
     return Release(certificate=record, released=released)
+
+
+def model_tie_tolerance(scores: ScoreSet) -> float:
+    """Model mean scores (in [0, 1] units) closer than this are ties: a sum of n values
+    in [0, 1] carries a rounding error of up to about n machine epsilons, so 8 n epsilon
+    for the most items any model has (at least 1e-12) is rounding, never a difference
+    the scores show."""
+    most = int(np.bincount(scores.owner, minlength=len(scores.models)).max(initial=1))
+    return max(ROUNDING_FLOOR, ROUNDING_EPSILONS * most * float(np.finfo(np.float64).eps))
+
+
+def _tie_warnings(before: FloatArray, tolerance: float) -> list[str]:
+    """What the certificate says where model means tie within the tolerance."""
+    tied = tied_within(before, tolerance)
+    groups = len(np.unique(tied))
+    if groups == len(before):
+        return []
+    if groups == 1:
+        return [
+            f"the models' mean scores are equal to within {tolerance:.1e} (their differences "
+            "are rounding, not signal): the model ranking, its correlations with the released "
+            "scores and its stability are undefined ('-')"
+        ]
+    counts = np.unique(tied, return_counts=True)[1]
+    alike = int(counts[counts > 1].sum())
+    return [
+        f"{alike} of the {len(before)} models have mean scores equal to within "
+        f"{tolerance:.1e} (rounding, not signal): they are ties in the model-level "
+        "correlations and the ranking's stability"
+    ]
 
 
 def _utility(utility: Utility) -> UtilityPart:
@@ -234,8 +282,10 @@ def _certificate(
     profile: SensitivityProfile,
     settings: ReleaseSettings,
     k_source: str,
+    ties: list[str],
 ) -> BoundCertificate:
-    """The certificate record: everything the bound rests on, and what it cost in signal."""
+    """The certificate record: everything the bound rests on, and what it cost in signal
+    (with `ties`, the warnings about model means equal up to rounding)."""
     raw_bound = settings.tau / certificate.alpha * (scores.scale.high - scores.scale.low)
     measurement_free = certificate.bias_bound == "range"
     decide = _units_to_decide(sensitivities, settings) if measurement_free else None
@@ -291,6 +341,7 @@ def _certificate(
             "warnings": [
                 *_warnings(scores, profile, settings),
                 *_size_warnings(sensitivities),
+                *ties,
                 *certificate.weaknesses(),
                 *([_measurement_free(sensitivities, settings, decide)] if measurement_free else []),
             ],
@@ -407,23 +458,28 @@ def _stability(
     sigma: float,
     settings: ReleaseSettings,
     before: FloatArray,
+    tolerance: float,
 ) -> Stability:
-    """How the model ranking fares over fresh noise draws (it is not what is bounded)."""
+    """How the model ranking fares over fresh noise draws (it is not what is bounded).
+    Means within `tolerance` are ties: the top model is any of those tied for the top,
+    and with every model tied there is no ranking to keep."""
     rng = np.random.default_rng([settings.seed, 1])
     normalised = scores.normalised
+    tied = tied_within(before, tolerance)
+    top = tied == tied.max()
     kendall = []
     same_top = 0
     for _ in range(settings.stability_draws):
         after = scores.model_scores(shrink_and_noise(normalised, certificate, sigma, rng))
-        kendall.append(utility_retained(before, after).kendall)
-        same_top += int(np.argmax(after) == np.argmax(before))
+        kendall.append(utility_retained(before, after, tie_tolerance=tolerance).kendall)
+        same_top += int(top[np.argmax(after)])
     values = np.array([np.nan if k is None else k for k in kendall])
     undefined = bool(np.all(np.isnan(values)))
     return Stability(
         draws=settings.stability_draws,
         kendall_mean=None if undefined else float(np.nanmean(values)),
         kendall_p05=None if undefined else float(np.nanquantile(values, 0.05)),
-        same_top_model=same_top / settings.stability_draws,
+        same_top_model=None if top.all() else same_top / settings.stability_draws,
     )
 
 

@@ -255,8 +255,12 @@ class UtilityPart(Part):
 
 
 class UtilityRecord(Part):
+    """`tie_tolerance`: model mean scores closer than this were ties (rounding, not
+    signal) in the model-level figures and the stability; None in older certificates."""
+
     items: UtilityPart
     models: UtilityPart | None
+    tie_tolerance: float | None = None
 
 
 class Stability(Part):
@@ -265,7 +269,7 @@ class Stability(Part):
     draws: int
     kendall_mean: float | None
     kendall_p05: float | None
-    same_top_model: float
+    same_top_model: float | None  # None: every model's mean ties for the top
 
 
 class BoundCertificate(Record, Sparse):

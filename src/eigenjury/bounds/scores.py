@@ -39,6 +39,7 @@ from numpy.typing import ArrayLike
 from eigenjury.contracts.record import GradingRecord
 from eigenjury.errors import InputError
 from eigenjury.files import (
+    check_text_file,
     lines,
     load_json,
     not_text,
@@ -208,6 +209,7 @@ def _columns(path: Path, suffix: str) -> set[str]:
             record = load_json(text, path, number)
             return set(record) if isinstance(record, dict) else set()
         return set()
+    check_text_file(path)
     try:
         with path.open(encoding="utf-8-sig", newline="") as f:
             return {h.strip() for h in next(csv.reader(f), [])}

@@ -4,6 +4,7 @@ judge (humans, a trusted panel), with its biases, each with a bootstrap interval
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,9 +44,12 @@ def register(commands: Any) -> None:
     agreement.add_argument("verdicts", type=Path, help="verdict file")
     agreement.add_argument(
         "--reference",
+        action="append",
         required=True,
-        help="the reference judge, or several separated by commas (their majority is the "
-        "reference)",
+        metavar="JUDGE",
+        help="a reference judge; repeat for several (their majority is the reference). A "
+        "name with commas is one judge where the verdicts have a judge of that name; "
+        "otherwise it is split at its commas (the older form: --reference a,b)",
     )
     agreement.add_argument(
         "--bootstrap",
@@ -63,7 +67,7 @@ def register(commands: Any) -> None:
 
 def agreement_table(
     table: VerdictTable,
-    references: str,
+    references: Sequence[str],
     *,
     bootstrap: int,
     ci: float,
@@ -71,20 +75,33 @@ def agreement_table(
     path: Path,
     option: str = "--reference",
 ) -> AgreementTable:
-    """The agreement table of the verdicts read from `path` against the comma-separated
-    `references` given by `option` (rounds already checked against `ci`); a reference
-    the data cannot support is an InputError."""
+    """The agreement table of the verdicts read from `path` against the `references`
+    given by `option`, once per judge (see `named_judges`; rounds already checked
+    against `ci`); a reference the data cannot support is an InputError."""
     from eigenjury.peer.record import AgreementTable
     from eigenjury.stats.judge_agreement import judge_agreement
     from eigenjury.stats.verdicts import DataError
 
+    names = named_judges(references, table.models)
     try:
-        result = judge_agreement(
-            table, references.split(","), bootstrap=bootstrap, ci=ci, seed=seed
-        )
+        result = judge_agreement(table, names, bootstrap=bootstrap, ci=ci, seed=seed)
     except DataError as exc:
         raise InputError(str(exc), path=path, field=option) from None
     return AgreementTable.model_validate(result.record())
+
+
+def named_judges(values: Sequence[str], names: Sequence[str]) -> list[str]:
+    """The judges an option repeated once per judge names. A value that is one of the
+    verdicts' `names` is that judge, commas and all ("Smith, J."); any other value is
+    split at its commas, the older form of naming several at once ("a,b")."""
+    known = set(names)
+    judges: list[str] = []
+    for value in values:
+        if value in known or "," not in value:
+            judges.append(value)
+        else:
+            judges.extend(part.strip() for part in value.split(","))
+    return judges
 
 
 def agreement_command(args: argparse.Namespace, console: Console) -> int:

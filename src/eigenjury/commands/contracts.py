@@ -39,7 +39,8 @@ def register(commands: Any) -> None:
         "candidate models (--candidate) or a JSONL file (--submissions: task_id, submission, "
         "optional candidate). Writes results.json, trace.jsonl, tasks.csv, criteria.csv, "
         "judgements.csv and report.html. Exit status 1 when some results rest on failed calls "
-        "(rerun to resume).",
+        "(rerun to resume) or on python graders that failed to decide (each recorded as its "
+        "criterion's error).",
     )
     grade.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
     _add_jury_options(
@@ -96,8 +97,15 @@ def register(commands: Any) -> None:
     contract_commands = contracts.add_subparsers(
         dest="contracts_command", required=True, metavar="COMMAND"
     )
-    check = contract_commands.add_parser("check", help="validate a contract and list its warnings")
+    check = contract_commands.add_parser(
+        "check",
+        help="validate a contract and list its warnings",
+        description="Validate a contract, list its warnings, and run each python grader once "
+        "on an empty submission: a grader that cannot be imported, raises, exits, hangs or "
+        "returns something other than a bool or a number is an error (exit status 2).",
+    )
     check.add_argument("contract")
+    _add_grader_timeout(check)
     check.set_defaults(handler=check_command)
     convert = contract_commands.add_parser(
         "convert", help="rewrite a contract as a bundle folder or a single YAML file"
@@ -142,9 +150,23 @@ def _add_jury_options(
     source.add_argument("--submissions", type=Path, help="JSONL: task_id, submission, candidate")
     parser.add_argument("--candidate-temperature", type=bounded(float, 0.0, 2.0), default=0.0)
     parser.add_argument("--candidate-max-tokens", type=bounded(int, 1), default=1024)
+    _add_grader_timeout(parser)
     _add_juror_settings(parser)
     add_verdict_format_option(parser)
     add_engine_options(parser)
+
+
+def _add_grader_timeout(parser: argparse.ArgumentParser) -> None:
+    from eigenjury.contracts.sandbox import MAX_GRADER_TIMEOUT_S, PYTHON_GRADER_TIMEOUT_S
+
+    parser.add_argument(
+        "--grader-timeout",
+        type=bounded(float, 0.0, MAX_GRADER_TIMEOUT_S, open_low=True),
+        default=PYTHON_GRADER_TIMEOUT_S,
+        metavar="SECONDS",
+        help="time a python grader has for each submission (and to be imported) before it is "
+        f"stopped and its criterion recorded as an error (default {PYTHON_GRADER_TIMEOUT_S:g})",
+    )
 
 
 def _add_juror_settings(parser: argparse.ArgumentParser) -> None:
@@ -159,14 +181,16 @@ def _add_juror_settings(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> ContractSource:
-    """The contract, with its python graders imported (a wrong import path is reported
-    before any model call is paid for)."""
+def _load(args: argparse.Namespace, grader_timeout_s: float) -> ContractSource:
+    """The contract, with its python graders imported in a child process (a wrong
+    import path is reported before any model call is paid for)."""
     from eigenjury.contracts.bundle import load_contract
     from eigenjury.contracts.graders import check_python_graders
+    from eigenjury.contracts.sandbox import GraderSandbox
 
     source = load_contract(args.contract)
-    check_python_graders(source.contract, source.path)
+    with GraderSandbox(grader_timeout_s) as sandbox:
+        check_python_graders(source.contract, source.path, sandbox)
     return source
 
 
@@ -233,7 +257,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.reports.grading import outputs, print_summary
     from eigenjury.reports.output import write_outputs
 
-    source = _load(args)
+    source = _load(args, args.grader_timeout)
     _warn(console, source.contract.warnings())
     jury = _jury_if_needed(args, source, args.verdict_format)
     escalate_to = _jury(args, args.escalate_to, args.verdict_format) if args.escalate_to else None
@@ -247,6 +271,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         jury,
         escalate_to=escalate_to,
         escalate_margin=args.escalate_margin,
+        grader_timeout_s=args.grader_timeout,
     )
     ran = run_engine(
         engine_settings(args),
@@ -263,10 +288,18 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         f"wrote {escape(str(out / 'results.json'))}, the trace (trace.jsonl, tasks.csv, "
         f"criteria.csv, judgements.csv) and {escape(str(out / 'report.html'))}"
     )
+    if record.grader_errors:
+        console.print(
+            f"[yellow]warning:[/] {record.grader_errors} criterion grading(s) by python graders "
+            "failed to decide and count as not passed (see 'error' in criteria.csv and "
+            "trace.jsonl); mend the grader and rerun",
+            highlight=False,
+        )
     if record.incomplete:
         console.print(
-            f"[yellow]warning:[/] {record.incomplete} submission(s) rest on failed calls (see "
-            "'complete' and the trace); rerun the same command to try them again"
+            f"[yellow]warning:[/] {record.incomplete} submission(s) rest on failed calls or "
+            "graders (see 'complete' and the trace); rerun the same command to try them again",
+            highlight=False,
         )
         return EXIT_SOME_FAILED
     return 0
@@ -285,7 +318,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     )
     from eigenjury.reports.output import write_outputs
 
-    source = _load(args)
+    source = _load(args, args.grader_timeout)
     _warn(console, source.contract.warnings())
     if args.out:
         _check_out(args, args.out / "comparison.json")
@@ -299,6 +332,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         rounds=args.rounds,
         ci=args.ci,
         seed=args.seed,
+        grader_timeout_s=args.grader_timeout,
     )
     ran = run_engine(
         engine_settings(args),
@@ -322,15 +356,28 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     if record.incomplete_submissions:
         console.print(
             f"[yellow]warning:[/] {record.incomplete_submissions} graded submission(s) rest on "
-            "failed calls; rerun to try them again"
+            "failed calls or graders; rerun to try them again"
         )
         return EXIT_SOME_FAILED
     return 0
 
 
 def check_command(args: argparse.Namespace, console: Console) -> int:
-    source = _load(args)
+    from eigenjury.contracts.bundle import load_contract
+    from eigenjury.contracts.graders import check_python_graders, try_python_graders
+    from eigenjury.contracts.sandbox import GraderSandbox
+
+    source = load_contract(args.contract)
     contract = source.contract
+    with GraderSandbox(args.grader_timeout) as sandbox:
+        check_python_graders(contract, source.path, sandbox)
+        problems = try_python_graders(contract, sandbox)
+    if problems:
+        raise InputError(
+            "python grader(s) failed on an empty submission, so grading would record these "
+            "criteria as errors: " + "; ".join(problems),
+            path=source.path,
+        )
     graders: dict[str, int] = {}
     for task in contract.tasks:
         for c in task.evaluation.criteria:
@@ -359,9 +406,10 @@ def convert_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def export_harbor_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.contracts.bundle import load_contract
     from eigenjury.integrations.harbor import export_harbor
 
-    source = _load(args)
+    source = load_contract(args.contract)  # export_harbor imports its python graders
     folders = export_harbor(
         source, args.out, _jury_if_needed(args, source), timeout_s=args.verifier_timeout
     )

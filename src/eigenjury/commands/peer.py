@@ -36,6 +36,9 @@ SETTING_OPTIONS = {
     "anchor": "--anchor",
 }
 VERDICT_FORMATS = ("csv", "jsonl", "parquet")  # = verdict_files.FORMATS (importing it loads scipy)
+# Elo values near 1e9 are 1.2e-7 points apart in floating point: a hundred thousand times
+# finer than the 0.01 points within which models tie. (Near 1e21 they are 131,072 apart.)
+MAX_ANCHOR_VALUE = 1e9
 
 
 SEED_HELP = (
@@ -205,7 +208,13 @@ def register(commands: Any) -> None:
         default="uniform",
         help="'uniform' (uniform trust = 1500), 'mean', or a model name",
     )
-    fit.add_argument("--anchor-value", type=bounded(float), default=1500.0)
+    fit.add_argument(
+        "--anchor-value",
+        type=anchor_value,
+        default=1500.0,
+        help=f"the Elo the anchor is given (default 1500; at most {MAX_ANCHOR_VALUE:g} either "
+        "way, so that Elo values keep differences far finer than the 0.01 points that tie)",
+    )
     add_judgment_options(fit)
     fit.add_argument(
         "--jobs",
@@ -227,9 +236,11 @@ def register(commands: Any) -> None:
     )
     fit.add_argument(
         "--agreement",
-        metavar="JUDGE[,JUDGE...]",
-        help="also report every judge's agreement with these reference judges' majority "
-        "(as `eigenjury agreement`, with the --bootstrap rounds)",
+        action="append",
+        metavar="JUDGE",
+        help="also report every judge's agreement with the majority of these reference "
+        "judges, one per --agreement (as `eigenjury agreement --reference`, with the "
+        "--bootstrap rounds)",
     )
     fit.add_argument("--out", type=Path, help="write the full result as JSON here")
     add_backend_options(fit.add_argument_group("cluster (bootstrap rounds as Ray tasks)"))
@@ -478,6 +489,25 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         write_record(args.out, record)
         console.print(f"wrote {escape(str(args.out))}", highlight=False)
     return 0
+
+
+def anchor_value(text: str) -> float:
+    """An Elo for the anchor: finite, and small enough that Elo values near it are
+    resolved far more finely than ELO_TOLERANCE (floating-point numbers near 1e21 are
+    131,072 apart: every difference between models would vanish and all would tie)."""
+    import numpy as np
+
+    from eigenjury.stats.elo import ELO_TOLERANCE
+
+    value: float = bounded(float)(text)
+    if abs(value) > MAX_ANCHOR_VALUE:
+        spacing = float(np.spacing(abs(value)))
+        raise argparse.ArgumentTypeError(
+            f"{text} is too large an Elo: floating-point numbers that large are {spacing:.3g} "
+            f"apart, so Elo differences below that vanish (models within {ELO_TOLERANCE:g} "
+            f"points tie); use a value from {-MAX_ANCHOR_VALUE:g} to {MAX_ANCHOR_VALUE:g}"
+        )
+    return value
 
 
 def parse_external_weights(texts: list[str]) -> dict[str, float] | None:

@@ -1,4 +1,5 @@
-"""Graders that need no model: exact match, regular expression, number, Python function.
+"""Graders that need no model: exact match, regular expression, number, Python function
+(run in a child process: contracts.sandbox).
 
 Each returns whether the criterion passed and a one-line explanation for the trace.
 Exact match and numeric graders read the submission's final answer: the last line
@@ -7,20 +8,20 @@ starting with "Answer:" (or "Final answer:"), else its last non-empty line.
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 import unicodedata
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import regex as regex_engine
 
+from eigenjury.contracts.sandbox import GraderOutcome
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from eigenjury.contracts.sandbox import GraderSandbox
     from eigenjury.contracts.schema import Contract, Criterion, Task
 
 _ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -90,57 +91,46 @@ def numeric(criterion: Criterion, submission: str) -> tuple[bool, str]:
     return passed, f"expected {expected:g} ± {allowed:g}; got {got:g}"
 
 
-def load_function(criterion: Criterion) -> Callable[..., Any]:
-    """The user's grading function; a bad import path is an input error."""
-    module_name, _, name = criterion.prompt.strip().partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise InputError(
-            f"criterion '{criterion.id}': cannot import {module_name!r} ({exc}); "
-            "is it installed or on PYTHONPATH?"
-        ) from None
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise InputError(
-            f"criterion '{criterion.id}': module {module_name!r} has no function {name!r}"
-        )
-    return function  # type: ignore[no-any-return]
-
-
-def check_python_graders(contract: Contract, path: Path) -> None:
-    """Import every `python` grader of `contract` now, so that a wrong import path is
-    reported by `contracts check`, and stops grading before any model call is paid for."""
+def check_python_graders(contract: Contract, path: Path, sandbox: GraderSandbox) -> None:
+    """Import every `python` grader of `contract` now (in the sandbox's child), so that
+    a wrong import path is reported by `contracts check`, and stops grading before any
+    model call is paid for."""
     for task in contract.tasks:
         for criterion in task.evaluation.criteria:
             if criterion.grader == "python":
-                try:
-                    load_function(criterion)
-                except InputError as exc:
-                    raise InputError(f"task '{task.task_id}', {exc.message}", path=path) from None
+                problem = sandbox.load_problem(criterion)
+                if problem is not None:
+                    raise InputError(
+                        f"task '{task.task_id}', criterion '{criterion.id}': {problem}", path=path
+                    )
 
 
-def python(criterion: Criterion, submission: str, task: Task) -> tuple[bool, str]:
-    """`function(submission, task, criterion)` returns a truth value, or (value, reason).
-    An exception in the user's function fails the criterion and is recorded."""
-    function = load_function(criterion)
-    try:
-        outcome = function(submission, task, criterion)
-    except Exception as exc:
-        return False, f"{criterion.prompt} raised {type(exc).__name__}: {exc}"
-    if isinstance(outcome, tuple) and len(outcome) == 2:
-        return bool(outcome[0]), str(outcome[1])
-    return bool(outcome), f"{criterion.prompt} returned {outcome!r}"
+def try_python_graders(contract: Contract, sandbox: GraderSandbox) -> list[str]:
+    """Each `python` grader once on an empty submission of its task: what went wrong,
+    per criterion (a grader that raises, exits, hangs or returns no verdict would be
+    recorded as that criterion's error on every submission like it)."""
+    problems = []
+    for task in contract.tasks:
+        for criterion in task.evaluation.criteria:
+            if criterion.grader == "python":
+                error = sandbox.grade(criterion, "", task).error
+                if error is not None:
+                    problems.append(f"task '{task.task_id}', criterion '{criterion.id}': {error}")
+    return problems
 
 
-def grade_without_model(criterion: Criterion, submission: str, task: Task) -> tuple[bool, str]:
-    """Every grader except `llm_judge`."""
-    if criterion.grader == "exact_match":
-        return exact_match(criterion, submission)
-    if criterion.grader == "regex":
-        return regex(criterion, submission)
-    if criterion.grader == "numeric":
-        return numeric(criterion, submission)
+def grade_without_model(
+    criterion: Criterion, submission: str, task: Task, sandbox: GraderSandbox | None
+) -> GraderOutcome:
+    """Every grader except `llm_judge`; `python` graders run in `sandbox`."""
     if criterion.grader == "python":
-        return python(criterion, submission, task)
+        if sandbox is None:
+            raise ValueError("a python grader runs in a GraderSandbox; none was given")
+        return sandbox.grade(criterion, submission, task)
+    if criterion.grader == "exact_match":
+        return GraderOutcome(*exact_match(criterion, submission))
+    if criterion.grader == "regex":
+        return GraderOutcome(*regex(criterion, submission))
+    if criterion.grader == "numeric":
+        return GraderOutcome(*numeric(criterion, submission))
     raise ValueError(f"{criterion.grader} needs a jury")

@@ -17,6 +17,7 @@ from eigenjury.contracts.graders import check_python_graders, grade_without_mode
 from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, majority, vote
 from eigenjury.contracts.prompts import candidate_request
 from eigenjury.contracts.rules import flip_distance, is_split, task_passes, task_score
+from eigenjury.contracts.sandbox import PYTHON_GRADER_TIMEOUT_S, GraderSandbox
 from eigenjury.contracts.schema import Criterion, Task
 from eigenjury.engine import Call, Engine
 from eigenjury.errors import InputError
@@ -42,6 +43,7 @@ class CriterionResult:
     votes: tuple[Vote, ...] = ()  # the deciding jury's, in juror order; none without a jury
     explanation: str = ""  # graders without a model say what they compared
     escalated_from: tuple[Vote, ...] = ()  # cascade: the first jury's votes, when escalated
+    grader_error: str | None = None  # a grader without a model failed to decide (not passed)
 
     @property
     def by_jury(self) -> bool:
@@ -98,8 +100,11 @@ class TaskResult:
 
     @property
     def complete(self) -> bool:
-        """Every call this result rests on succeeded (else a rerun may change it)."""
-        return self.submission.text is not None and not any(c.errors for c in self.criteria)
+        """Every call and grader this result rests on succeeded (else a rerun, or a
+        mended grader, may change it)."""
+        return self.submission.text is not None and not any(
+            c.errors or c.grader_error for c in self.criteria
+        )
 
 
 async def generate_submissions(
@@ -180,11 +185,28 @@ async def grade(
     *,
     escalate_to: Jury | None = None,
     escalate_margin: int = 1,
+    grader_timeout_s: float = PYTHON_GRADER_TIMEOUT_S,
 ) -> list[TaskResult]:
     """Grade every submission; the result order follows `submissions`. No jury is needed
-    for a contract whose criteria all have graders without a model."""
+    for a contract whose criteria all have graders without a model. Python graders run
+    in a child process, each call within `grader_timeout_s`."""
     require_jury(source, jury)
-    check_python_graders(source.contract, source.path)
+    with GraderSandbox(grader_timeout_s) as sandbox:
+        check_python_graders(source.contract, source.path, sandbox)
+        return await _grade(
+            engine, source, submissions, jury, escalate_to, escalate_margin, sandbox
+        )
+
+
+async def _grade(
+    engine: Engine,
+    source: ContractSource,
+    submissions: Sequence[Submission],
+    jury: Jury | None,
+    escalate_to: Jury | None,
+    escalate_margin: int,
+    sandbox: GraderSandbox,
+) -> list[TaskResult]:
     contract = source.contract
     ballots: list[Ballot] = []
     ballot_of: dict[int, int] = {}
@@ -220,6 +242,7 @@ async def grade(
             s,
             first[ballot_of[i]] if i in ballot_of else {},
             second[ballot_of[i]] if i in ballot_of else {},
+            sandbox,
         )
         for i, s in enumerate(submissions)
     ]
@@ -230,17 +253,21 @@ def assemble(
     submission: Submission,
     votes: Mapping[str, Sequence[Vote]],
     escalated: Mapping[str, Sequence[Vote]] | None = None,
+    sandbox: GraderSandbox | None = None,
 ) -> TaskResult:
     """The grading rules on one submission: each criterion graded without a model
-    directly, each llm_judge one by the majority of its jury's `votes`, or of the
-    `escalated` jury's where a cascade regraded it; nothing passes without a submission."""
+    directly (python graders in `sandbox`), each llm_judge one by the majority of its
+    jury's `votes`, or of the `escalated` jury's where a cascade regraded it; nothing
+    passes without a submission."""
     criteria = []
     for c in task.evaluation.criteria:
         if submission.text is None:
             criteria.append(CriterionResult(c, False, explanation="no submission"))
         elif c.grader != "llm_judge":
-            ok, why = grade_without_model(c, submission.text, task)
-            criteria.append(CriterionResult(c, ok, explanation=why))
+            got = grade_without_model(c, submission.text, task, sandbox)
+            criteria.append(
+                CriterionResult(c, got.passed, explanation=got.explanation, grader_error=got.error)
+            )
         elif escalated and c.id in escalated:
             late = tuple(escalated[c.id])
             criteria.append(

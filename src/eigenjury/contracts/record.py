@@ -63,9 +63,10 @@ class VoteCounts(Part):
 
 
 class CriterionOutcome(Sparse):
-    """A criterion's outcome; `votes` and `split` only where a jury grades it."""
+    """A criterion's outcome; `votes` and `split` only where a jury grades it, `error`
+    only where its grader (without a model) failed to decide."""
 
-    OMITTED = frozenset({"votes", "split", "escalated"})
+    OMITTED = frozenset({"votes", "split", "escalated", "error"})
 
     id: str = Field(min_length=1)
     grader: str
@@ -75,6 +76,7 @@ class CriterionOutcome(Sparse):
     votes: VoteCounts | None = None
     split: bool | None = None
     escalated: bool | None = None  # true where the cascade's second jury decided
+    error: str | None = None  # the grader raised, exited, timed out or returned no verdict
 
     @property
     def by_jury(self) -> bool:
@@ -92,7 +94,7 @@ class TaskOutcome(Sparse):
     passed: bool
     reward: float
     threshold: float
-    complete: bool  # every call it rests on succeeded (else a rerun may change it)
+    complete: bool  # every call and grader it rests on succeeded (else a rerun may change it)
     criteria: list[CriterionOutcome]
     error: str | None = None  # the candidate's call failed
     jury_cost_usd: float | None
@@ -106,7 +108,8 @@ class TaskOutcome(Sparse):
 
 class Judgement(Part):
     """One line of trace.jsonl: a juror's vote, or the decision of a grader without a
-    model (`juror` None; it has no call, so the call's fields are left out)."""
+    model (`juror` None; it has no call, so the call's fields are left out, but for the
+    `error` of a grader that failed to decide, whose `grade` is then None)."""
 
     CALL_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {
@@ -145,7 +148,11 @@ class Judgement(Part):
     def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if self.juror is None:
-            return {k: v for k, v in data.items() if k not in self.CALL_FIELDS}
+            return {
+                k: v
+                for k, v in data.items()
+                if k not in self.CALL_FIELDS or (k == "error" and v is not None)
+            }
         return data
 
 
@@ -175,8 +182,13 @@ class GradingRecord(Sparse, Record):
 
     @property
     def incomplete(self) -> int:
-        """Submissions resting on a failed call."""
+        """Submissions resting on a failed call or grader."""
         return sum(not t.complete for t in self.tasks)
+
+    @property
+    def grader_errors(self) -> int:
+        """Criteria whose grader (without a model) failed to decide."""
+        return sum(c.error is not None for t in self.tasks for c in t.criteria)
 
     def overview(self) -> Overview:
         cost = self.accounting.total.cost_usd if self.accounting else None

@@ -12,6 +12,7 @@ from eigenjury.contracts.compare import compare_pools
 from eigenjury.contracts.grading import Submission, generate_submissions, grade
 from eigenjury.contracts.jury import Jury
 from eigenjury.contracts.record import GradingRecord, JuryComparisonRecord
+from eigenjury.contracts.sandbox import PYTHON_GRADER_TIMEOUT_S
 from eigenjury.contracts.trace import grading_record
 from eigenjury.engine import Engine
 from eigenjury.models.spec import ModelSpec
@@ -47,6 +48,7 @@ class GradingInputs:
     jury: Jury | None
     escalate_to: Jury | None = None
     escalate_margin: int = 1
+    grader_timeout_s: float = PYTHON_GRADER_TIMEOUT_S  # per call of a python grader
 
     @property
     def specs(self) -> list[ModelSpec]:
@@ -64,6 +66,7 @@ async def run(engine: Engine, inputs: GradingInputs) -> GradingRecord:
         inputs.jury,
         escalate_to=inputs.escalate_to,
         escalate_margin=inputs.escalate_margin,
+        grader_timeout_s=inputs.grader_timeout_s,
     )
     return grading_record(
         results,
@@ -86,6 +89,7 @@ class ComparisonInputs:
     rounds: int = 1000
     ci: float = 0.95
     seed: int = 0
+    grader_timeout_s: float = PYTHON_GRADER_TIMEOUT_S
 
     @property
     def specs(self) -> list[ModelSpec]:
@@ -105,8 +109,13 @@ async def compare(engine: Engine, inputs: ComparisonInputs) -> Compared:
     """Both pools grade the same submissions (one after the other: one engine run at a
     time); their agreement, cost and the cascade, with bootstrap intervals."""
     submissions = await inputs.answers.submissions(engine, inputs.source)
-    results_a = await grade(engine, inputs.source, submissions, inputs.pool_a)
-    results_b = await grade(engine, inputs.source, submissions, inputs.pool_b)
+    timeout = inputs.grader_timeout_s
+    results_a = await grade(
+        engine, inputs.source, submissions, inputs.pool_a, grader_timeout_s=timeout
+    )
+    results_b = await grade(
+        engine, inputs.source, submissions, inputs.pool_b, grader_timeout_s=timeout
+    )
     statistics = compare_pools(
         results_a,
         results_b,

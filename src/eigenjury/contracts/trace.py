@@ -60,6 +60,7 @@ def criterion_outcome(c: CriterionResult) -> CriterionOutcome:
         votes=vote_counts(c) if c.by_jury else None,
         split=c.split if c.by_jury else None,
         escalated=True if c.escalated_from else None,
+        error=c.grader_error,
     )
 
 
@@ -198,9 +199,10 @@ def judgements(results: Sequence[TaskResult]) -> Iterator[Judgement]:
                     criterion_id=c.criterion.id,
                     stage=c.criterion.grader,
                     juror=None,
-                    grade="C" if c.passed else "I",
+                    grade=None if c.grader_error else "C" if c.passed else "I",
                     weight=c.criterion.weight,
                     awarded=c.awarded,
+                    error=c.grader_error,
                     text=c.explanation,
                 )
                 continue

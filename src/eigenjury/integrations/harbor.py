@@ -35,6 +35,7 @@ from eigenjury.contracts.bundle import ContractSource, copy_references, load_con
 from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, grade, require_jury
 from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.sandbox import GraderSandbox
 from eigenjury.contracts.schema import Contract, Task
 from eigenjury.contracts.trace import judgements, task_outcome
 from eigenjury.errors import InputError
@@ -70,7 +71,8 @@ def export_harbor(
     needed when every criterion has a grader without a model."""
     require_jury(source, jury)
     _refuse_url_secrets(jury)
-    check_python_graders(source.contract, source.path)
+    with GraderSandbox() as sandbox:
+        check_python_graders(source.contract, source.path, sandbox)
     names = folder_names(source)
     folders = []
     requirements = _runtime_requirements()

@@ -42,6 +42,7 @@ from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, assemble
 from eigenjury.contracts.jury import Vote, juror_names, votes_from_replies
 from eigenjury.contracts.prompts import juror_request, repair_request, task_text
+from eigenjury.contracts.sandbox import GraderSandbox
 from eigenjury.contracts.schema import Criterion
 from eigenjury.contracts.submissions import read_submissions
 from eigenjury.contracts.trace import judgements, task_outcome
@@ -136,7 +137,8 @@ def contract_scorer(
     """Grade the completion against the sample's task; no jury given: the model under
     evaluation is the only juror."""
     source = load_contract(bundle)
-    check_python_graders(source.contract, source.path)  # before any sample is answered
+    sandbox = GraderSandbox()  # python graders' child, stopped with the scorer (or at exit)
+    check_python_graders(source.contract, source.path, sandbox)  # before any sample is answered
     settings = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens}
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -158,7 +160,8 @@ def contract_scorer(
         for found in await asyncio.gather(*asked):
             for criterion_id, v in found.items():
                 votes[criterion_id].append(v)
-        result = assemble(contract_task, Submission(task_id, str(state.model), text), votes)
+        submission = Submission(task_id, str(state.model), text)
+        result = assemble(contract_task, submission, votes, sandbox=sandbox)
         lines = [
             f"{c.criterion.id}: {'pass' if c.passed else 'fail'}"
             + (f" ({c.c_votes}/{len(c.votes)} C)" if c.by_jury else f" ({c.explanation})")

@@ -78,7 +78,7 @@ def _structured(text: str, choices: Sequence[str]) -> tuple[str, int] | None:
         start = fenced.end()
     try:
         data, end = json.JSONDecoder(strict=False).raw_decode(text, start)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past reading
         return None
     verdict = data.get("verdict") if isinstance(data, dict) else None
     return (verdict, end) if isinstance(verdict, str) and verdict in choices else None
@@ -127,7 +127,7 @@ def structured_label_logprobs(
     for start in reversed(starts):  # the last key outside a string is the verdict
         try:
             value, _ = decoder.raw_decode(text, start - 1)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if value in choices:
             return label_logprobs_at(text, start, tokens, choices)

@@ -17,6 +17,7 @@ from eigenjury.config import located
 from eigenjury.engine.settings import EngineSettings
 from eigenjury.models.spec import ModelSpec, SpecError
 from eigenjury.models.verdict_format import VerdictFormat
+from eigenjury.names import name_problem
 from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats.bootstrap import rounds_problem
 
@@ -59,6 +60,15 @@ class Member(_Strict):
     evaluee_only: bool | Annotated[str, Field(min_length=1)] = Field(
         False, description="true, or why: the member is judged but never judges"
     )
+
+    @field_validator("name")
+    @classmethod
+    def _name_reads_back(cls, value: str) -> str:
+        """The name is written to verdicts.csv; it must be read back as itself."""
+        problem = name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("model")
     @classmethod

@@ -19,6 +19,7 @@ import yaml
 from eigenjury.config import FieldPath, load_yaml
 from eigenjury.errors import InputError
 from eigenjury.files import json_kind, read_csv, read_json_lines, text_value
+from eigenjury.names import name_problem
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,13 @@ def _text(value: Any, where: str, line: int, field: str, *, number: bool = False
     return text
 
 
+def _check_id(ident: str, where: str, line: int) -> None:
+    """A scenario's (or question's) id names it in verdicts.csv: it must read back as itself."""
+    problem = name_problem(ident)
+    if problem is not None:
+        raise InputError(problem, path=where, line=line, field="id")
+
+
 def load_scenarios(
     source: str, base: Path, *, limit: int | None = None, seed: int = 0
 ) -> list[Scenario]:
@@ -170,6 +178,7 @@ def load_scenarios(
         theme = _text(row.get("theme"), where, number, "theme")
         if not ident or not text:
             raise InputError("a scenario needs an id and a text", path=where, line=number)
+        _check_id(ident, where, number)
         if ident in seen:
             raise InputError(f"scenario id '{ident}' appears twice", path=where, line=number)
         seen.add(ident)
@@ -198,6 +207,7 @@ def load_questions(
                 path=where,
                 line=number,
             )
+        _check_id(ident, where, number)
         if ident in seen:
             raise InputError(f"question id '{ident}' appears twice", path=where, line=number)
         seen.add(ident)

@@ -311,7 +311,13 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
             "is bounded).</p>",
             table(
                 ["Kendall mean", "Kendall 5th percentile", "same top model"],
-                [[_number(s.kendall_mean), _number(s.kendall_p05), f"{s.same_top_model:.0%}"]],
+                [
+                    [
+                        _number(s.kendall_mean),
+                        _number(s.kendall_p05),
+                        "-" if s.same_top_model is None else f"{s.same_top_model:.0%}",
+                    ]
+                ],
                 left=0,
             ),
         ]

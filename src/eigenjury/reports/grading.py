@@ -102,6 +102,7 @@ def _criterion_rows(record: GradingRecord, contract: Contract) -> Iterator[dict[
                 "split": bool(c.split),
                 "escalated": bool(c.escalated),
                 "explanation": _explanation(found[t.task_id, t.candidate, c.id]),
+                "error": c.error or "",
             }
 
 
@@ -140,7 +141,7 @@ def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judge
                         c.id,
                         c.grader,
                         f"{c.weight:g}",
-                        "pass" if c.passed else "fail",
+                        "grader error" if c.error else "pass" if c.passed else "fail",
                         _explanation(found[t.task_id, t.candidate, c.id]),
                     ]
                     for c in others
@@ -397,7 +398,7 @@ def render_comparison(record: JuryComparisonRecord) -> str:
     if record.incomplete_submissions:
         out.append(
             f'<p class="warn">{record.incomplete_submissions} graded submission(s) rest on '
-            "failed calls; rerun to try them again</p>"
+            "failed calls or graders; rerun to try them again</p>"
         )
     out.append("<h2>Pool A against pool B</h2>")
     out.append(table(["statistic", "value"], _comparison_rows(record)))

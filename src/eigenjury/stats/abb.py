@@ -701,12 +701,31 @@ class Utility:
     kendall: float | None
 
 
-def utility_retained(original: ArrayLike, released: ArrayLike) -> Utility:
-    """Pearson, Spearman and Kendall; None where undefined (fewer than 2, or constant)."""
+def tied_within(values: ArrayLike, tolerance: float) -> FloatArray:
+    """`values` with differences of at most `tolerance` made ties: in sorted order, a value
+    that close to the one before it takes that one's value, so a run of near-equal values
+    becomes one value. Differences at the level of rounding then order nothing."""
+    array = np.asarray(values, dtype=np.float64)
+    if tolerance <= 0 or len(array) < 2:
+        return array
+    order = np.argsort(array, kind="stable")
+    ordered = array[order]
+    starts = np.concatenate([[True], np.diff(ordered) > tolerance])
+    tied = np.empty_like(array)
+    tied[order] = ordered[starts][np.cumsum(starts) - 1]
+    return tied
+
+
+def utility_retained(
+    original: ArrayLike, released: ArrayLike, *, tie_tolerance: float = 0.0
+) -> Utility:
+    """Pearson, Spearman and Kendall; None where undefined (fewer than 2, or constant).
+    Values of either vector within `tie_tolerance` of each other are ties (see
+    `tied_within`), so a vector constant up to rounding has no correlations."""
     from scipy import stats as sps  # loaded only here: it is slow to import
 
-    a = np.asarray(original, dtype=np.float64)
-    b = np.asarray(released, dtype=np.float64)
+    a = tied_within(original, tie_tolerance)
+    b = tied_within(released, tie_tolerance)
     if a.shape != b.shape:
         raise ValueError(f"shapes differ: {a.shape} and {b.shape}")
     if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:

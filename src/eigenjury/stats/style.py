@@ -45,10 +45,14 @@ class StyleDesign:
 
 
 def normalised_difference(first: FloatArray, second: FloatArray) -> FloatArray:
-    """(a - b) / (|a| + |b|), 0 where both are 0."""
-    total = np.abs(first) + np.abs(second)
+    """(a - b) / (|a| + |b|), 0 where both are 0. Both are first divided by the larger of
+    |a| and |b| (which leaves the ratio unchanged), so that finite values near the float
+    limit (1e308 and -1e308) give their difference, not an overflow to NaN."""
+    largest = np.maximum(np.abs(first), np.abs(second))
+    some = largest > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, (first - second) / np.where(total > 0, total, 1.0), 0.0)
+        a, b = first / np.where(some, largest, 1.0), second / np.where(some, largest, 1.0)
+        return np.where(some, (a - b) / (np.abs(a) + np.abs(b)), 0.0)
 
 
 def style_design(

@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+from eigenjury.files import json_kind
 from eigenjury.models.errors import MalformedResponseError
 from eigenjury.models.providers.http import HttpProvider, valid_text
 from eigenjury.models.types import ChatRequest, Completion
@@ -63,11 +64,16 @@ class AnthropicProvider(HttpProvider):
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise MalformedResponseError(f"{self.public_base} answered without content")
-        text = "".join(
-            str(b.get("text", ""))
-            for b in blocks
-            if isinstance(b, dict) and b.get("type") == "text"
-        )
+        texts = [
+            b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+        ]
+        odd = next((t for t in texts if not isinstance(t, str)), None)
+        if odd is not None:
+            raise MalformedResponseError(
+                f"{self.public_base} answered with a text block whose text is "
+                f"{json_kind(odd)}, not text"
+            )
+        text = "".join(texts)
         if _uses_tool(request):
             text = next(
                 (

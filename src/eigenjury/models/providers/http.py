@@ -162,6 +162,11 @@ class HttpProvider:
                 f"{self.public_base} answered 200 with a body that is not JSON "
                 f"({len(body)} bytes: {body[:80]!r})"
             ) from None
+        except RecursionError:
+            raise MalformedResponseError(
+                f"{self.public_base} answered 200 with JSON nested too deeply to read "
+                f"({len(body)} bytes)"
+            ) from None
         if not isinstance(data, dict):
             raise MalformedResponseError(
                 f"{self.public_base} answered 200 with JSON that is not an object"
@@ -201,7 +206,7 @@ def _error_detail(body: bytes, limit: int = 300) -> str:
         data = json.loads(body)
         error = data.get("error", data) if isinstance(data, dict) else data
         text = error.get("message") if isinstance(error, dict) else str(error)
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, RecursionError):
         text = body.decode("utf-8", "replace")
     text = " ".join(str(text or "").split())
     return text[:limit] + ("..." if len(text) > limit else "")

