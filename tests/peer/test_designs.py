@@ -52,15 +52,21 @@ def test_logit_jacobians_and_information_factors_are_exact() -> None:
     rng = np.random.default_rng(0)
     m, d = 5, 2
     params = BTDParams(
-        rng.normal(size=(m, d)), rng.normal(size=(m, d)), rng.normal(size=m), rng.normal(size=m)
+        rng.normal(size=(m, d)),
+        rng.normal(size=(m, d)),
+        rng.normal(size=m),
+        rng.normal(size=m),
+        rng.normal(size=m),
     )
-    judge, first, second = np.array([0, 3, 4]), np.array([1, 2, 0]), np.array([2, 4, 3])
+    # judges 3 and 4 judge themselves, first and second: the self-preference columns
+    judge, first, second = np.array([0, 3, 4]), np.array([1, 3, 0]), np.array([2, 4, 4])
 
     def logits(x: np.ndarray) -> np.ndarray:
         q = BTDParams.unpack(x, m, d)
         s = q.lenses @ q.dispositions.T
         s1, s2 = s[judge, first], s[judge, second]
-        half = 0.5 * q.position_bias[judge]
+        own = (judge == first).astype(float) - (judge == second)
+        half = 0.5 * (q.position_bias[judge] + q.self_bias[judge] * own)
         return np.stack([q.log_tie[judge] + 0.5 * (s1 + s2), s1 + half, s2 - half], axis=1)
 
     x = params.pack()

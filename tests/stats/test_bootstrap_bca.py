@@ -43,11 +43,13 @@ def test_bca_covers_where_the_draws_repeat_the_estimators_bias() -> None:
 
 
 @pytest.mark.slow
-def test_bca_fixes_the_thin_peer_ranking_the_percentile_interval_misses() -> None:
-    """8 models, 300 scenarios (BENCHMARKS section 5): the fit is biased by up to half a
-    standard deviation and its draws repeat it, so the percentile intervals cover 0.928
-    over these 40 datasets; BCa from the same draws covers 0.953. The truth is the
-    population's Elo (at noise 0 what the fit converges to, within 1.1 Elo)."""
+def test_bca_covers_a_thin_peer_ranking() -> None:
+    """8 models, 300 scenarios, 40 datasets. Before eigenjury 0.3 (maximum likelihood,
+    ties as half wins) the fit was biased by up to half a standard deviation and its
+    draws repeated it: percentile intervals covered 0.928, BCa from the same draws 0.953
+    (BENCHMARKS section 5), which is why BCa is the default. With the prior and the
+    win-share trust rule the bias is smaller: percentile 0.941, BCa 0.966 here. The
+    truth is the population's Elo (at noise 0 what the fit converges to)."""
     population = make_population(8, 2, seed=11)
     truth = population.elo()
     jackknives: list[dict[str, FloatArray]] = []
@@ -71,8 +73,8 @@ def test_bca_fixes_the_thin_peer_ranking_the_percentile_interval_misses() -> Non
         ):
             inside.append(float(np.mean((low <= truth) & (truth <= high))))
     print(f"coverage of 95%: percentile {np.mean(percentile_in):.3f}, BCa {np.mean(bca_in):.3f}")
-    assert np.mean(percentile_in) < 0.935
-    assert 0.94 <= np.mean(bca_in) <= 0.975
+    assert np.mean(percentile_in) >= 0.9
+    assert 0.94 <= np.mean(bca_in) <= 0.98
 
 
 def test_bca_acceleration_moves_the_interval_towards_the_growing_spread() -> None:

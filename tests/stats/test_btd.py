@@ -12,6 +12,7 @@ from eigenjury.stats import (
     DataError,
     LowRankBTD,
     Population,
+    ScorePrior,
     VerdictCounts,
     VerdictTable,
     btd_objective,
@@ -24,25 +25,29 @@ from eigenjury.stats import (
 
 
 def _fitted_trust(model: LowRankBTD) -> np.ndarray:
-    matrix = trust_matrix(model.scores(), model.tie_propensity_, judge_mask=model.judge_mask_)
+    matrix = trust_matrix(model.scores(), judge_mask=model.judge_mask_)
     return eigentrust(matrix)
 
 
 @pytest.mark.parametrize("position_bias", [True, False])
 @pytest.mark.parametrize("l2", [0.0, 0.3])
+@pytest.mark.parametrize("prior", [None, ScorePrior(1.5, 0.7, 2.0)])
 def test_gradient_matches_finite_differences(
-    table: VerdictTable, position_bias: bool, l2: float
+    table: VerdictTable, position_bias: bool, l2: float, prior: ScorePrior | None
 ) -> None:
     counts = VerdictCounts.from_table(table)
+    assert (counts.self_side != 0).any()  # the self-preference term is exercised
     m, d = counts.n_models, 2
     rng = np.random.default_rng(0)
-    x = rng.normal(0, 0.7, 2 * m * d + 2 * m)
+    x = rng.normal(0, 0.7, 2 * m * d + 3 * m)
+    bias = slice(2 * m * d + m, 2 * m * d + 2 * m)
     if not position_bias:
-        x[-m:] = 0.0
-    _, grad = btd_objective(x, counts, d, l2, position_bias)
-    numeric = approx_fprime(x, lambda z: btd_objective(z, counts, d, l2, position_bias)[0], 1e-7)
+        x[bias] = 0.0
+    args = (counts, d, l2, position_bias, False, prior)
+    _, grad = btd_objective(x, *args)
+    numeric = approx_fprime(x, lambda z: btd_objective(z, *args)[0], 1e-7)
     if not position_bias:
-        numeric[-m:] = 0.0
+        numeric[bias] = 0.0
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=2e-7)
     assert np.abs(grad).max() > 1e-3  # the check is not vacuous
 
@@ -79,7 +84,11 @@ def test_recovery_at_moderate_data_over_several_populations() -> None:
     assert min(taus) >= 0.9, taus
 
 
-def test_duplicating_every_verdict_leaves_the_fit_unchanged(table: VerdictTable) -> None:
+def test_without_a_prior_duplicating_every_verdict_leaves_the_fit_unchanged(
+    table: VerdictTable,
+) -> None:
+    """Maximum likelihood depends on verdict proportions only (the prior does not: it
+    is worth a fixed number of verdicts, see the prior tests)."""
     doubled = VerdictTable(
         *(
             np.concatenate([c, c])
@@ -89,8 +98,8 @@ def test_duplicating_every_verdict_leaves_the_fit_unchanged(table: VerdictTable)
         table.scenarios,
         np.concatenate([table.weight, table.weight]),
     )
-    once = LowRankBTD(2, seed=1).fit(VerdictCounts.from_table(table))
-    twice = LowRankBTD(2, seed=1).fit(VerdictCounts.from_table(doubled))
+    once = LowRankBTD(2, seed=1, prior=None).fit(VerdictCounts.from_table(table))
+    twice = LowRankBTD(2, seed=1, prior=None).fit(VerdictCounts.from_table(doubled))
     assert twice.n_verdicts_ == 2 * once.n_verdicts_
     np.testing.assert_allclose(twice.loglik_, 2 * once.loglik_, rtol=1e-9)
 
@@ -165,12 +174,16 @@ def test_canonical_gauge_keeps_the_likelihood_and_minimises_the_penalty(
     rng = np.random.default_rng(7)
     m, d = counts.n_models, 2
     raw = BTDParams(
-        rng.normal(size=(m, d)), rng.normal(size=(m, d)), rng.normal(size=m), rng.normal(size=m)
+        rng.normal(size=(m, d)),
+        rng.normal(size=(m, d)),
+        rng.normal(size=m),
+        rng.normal(size=m),
+        rng.normal(size=m),
     )
     canon = canonical_gauge(raw)
 
-    def loss(p: BTDParams) -> float:
-        return btd_objective(p.pack(), counts, d, 0.0, True)[0]
+    def loss(p: BTDParams) -> float:  # the prior is on centred scores: gauge-free too
+        return btd_objective(p.pack(), counts, d, 0.0, True, False, ScorePrior())[0]
 
     def penalty(p: BTDParams) -> float:
         return float(np.sum(p.lenses**2) + np.sum(p.dispositions**2))
@@ -184,6 +197,7 @@ def test_canonical_gauge_keeps_the_likelihood_and_minimises_the_penalty(
             (canon.dispositions + shift) @ np.linalg.inv(a).T,
             canon.log_tie,
             canon.position_bias,
+            canon.self_bias,
         )
         assert loss(moved) == pytest.approx(loss(canon), rel=1e-10)
         assert penalty(moved) >= penalty(canon) - 1e-9

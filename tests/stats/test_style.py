@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
 
-from eigenjury.stats.btd import BTDParams, LowRankBTD, btd_objective, style_shape
+from eigenjury.stats.btd import BTDParams, LowRankBTD, ScorePrior, btd_objective, style_shape
 from eigenjury.stats.consensus import PeerRanking, SettingError
 from eigenjury.stats.simulate import Population, make_population, simulate_verdicts
 from eigenjury.stats.style import CONSTANT, PER_PAIR, normalised_difference, style_design
@@ -106,9 +106,10 @@ def test_objective_gradient_with_style(per_judge: bool, position_bias: bool) -> 
         rng.standard_normal((m, d)),
         rng.normal(-1, 0.3, m),
         rng.normal(0, 0.3, m) if position_bias else np.zeros(m),
+        rng.normal(0, 0.3, m),
         rng.standard_normal(shape),
     ).pack()
-    args = (counts, d, 1e-3, position_bias, per_judge)
+    args = (counts, d, 1e-3, position_bias, per_judge, ScorePrior())
     _, grad = btd_objective(x, *args)
     numeric = approx_fprime(x, lambda z: btd_objective(z, *args)[0], 1e-7)
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-6)

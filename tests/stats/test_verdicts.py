@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from eigenjury.stats import ScenarioCounts, VerdictCounts, VerdictTable, check_design
+from eigenjury.stats import (
+    PeerRanking,
+    ScenarioCounts,
+    VerdictCounts,
+    VerdictTable,
+    check_design,
+)
 
 
 def _small() -> VerdictTable:
@@ -132,5 +138,6 @@ def test_a_perfect_record_is_flagged() -> None:
         for i, (_, _, first, second) in enumerate(rows)
     ]
     table = VerdictTable.from_columns(*zip(*rows, strict=True), verdict=verdicts)
-    report = check_design(VerdictCounts.from_table(table), min_verdicts=1)
-    assert any(w.startswith("'d' won (or lost) every comparison") for w in report.warnings)
+    ranking = PeerRanking(bootstrap=0, min_verdicts=1).fit(table)
+    assert any(w.startswith("'d' won all 40 of the verdicts against") for w in ranking.warnings_)
+    assert ranking.separation_.unbounded_above.tolist() == [False, False, False, True]

@@ -110,6 +110,22 @@ def style_features(text: str) -> tuple[str, ...]:
     return names
 
 
+def prior_scales(text: str) -> tuple[float, float, float] | None:
+    """`fit --prior`: three positive standard deviations in logits (consensus, judge,
+    self-preference), comma-separated; "none" (no prior) is None."""
+    if text.strip().lower() == "none":
+        return None
+    parts = text.split(",")
+    value = bounded(float, 0.0, open_low=True)
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not CONSENSUS,JUDGE,SELF (three standard deviations in logits, "
+            "e.g. 4,2,20) or none"
+        )
+    consensus, judge, own = (value(part.strip()) for part in parts)
+    return consensus, judge, own
+
+
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
     """The engine's knobs, shared by every command that calls models."""
     default = EngineSettings()

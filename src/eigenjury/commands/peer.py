@@ -17,6 +17,7 @@ from eigenjury.commands.options import (
     bounded,
     check_output,
     folds,
+    prior_scales,
     read_judgments,
     seed,
     style_features,
@@ -159,7 +160,24 @@ def register(commands: Any) -> None:
     fit.add_argument(
         "--exclude-self",
         action="store_true",
-        help="drop verdicts where the judge is an evaluee; no self-trust",
+        help="drop verdicts where the judge is an evaluee (even without it, a judge's "
+        "verdicts on itself buy it no trust: they go to its self-preference)",
+    )
+    fit.add_argument(
+        "--no-self-preference",
+        dest="self_preference",
+        action="store_false",
+        help="do not fit each judge's preference for its own replies (the EigenBench "
+        "model, where a judge's verdicts on itself move its own trust)",
+    )
+    fit.add_argument(
+        "--prior",
+        type=prior_scales,
+        default=(),
+        metavar="CONSENSUS,JUDGE,SELF|none",
+        help="the prior on the judges' scores, as standard deviations in logits: of the "
+        "consensus, of each judge around it, and of a judge's self-preference (default "
+        "4,2,20); none: maximum likelihood, where a perfect record's score is set by --l2",
     )
     fit.add_argument(
         "--no-position-bias",
@@ -183,7 +201,8 @@ def register(commands: Any) -> None:
     fit.add_argument(
         "--l2",
         type=bounded(float, 0.0),
-        help="L2 penalty on lenses and dispositions, per verdict (default: the estimator's, 1e-6)",
+        help="L2 penalty on lenses and dispositions, per verdict: picks one factorisation "
+        "of the same scores (default: the estimator's, 1e-6)",
     )
     fit.add_argument(
         "--restarts", type=bounded(int, 1), help="seeded starts of the non-convex fit (default: 4)"
@@ -395,6 +414,7 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.records import write_record
     from eigenjury.reports.ranking import print_summary
     from eigenjury.stats.bootstrap import rounds_problem
+    from eigenjury.stats.btd import ScorePrior
     from eigenjury.stats.consensus import PeerRanking, SettingError
     from eigenjury.stats.elo import to_elo
     from eigenjury.stats.simulate import recovery
@@ -431,12 +451,17 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         )
     )
     truth = read_truth(args.truth, table.models) if args.truth else None
-    tuning = {k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None}
+    tuning: dict[str, Any] = {
+        k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None
+    }
+    if args.prior != ():  # () when not given: the estimator's default
+        tuning["prior"] = None if args.prior is None else ScorePrior(*args.prior)
     _, map_rounds = connect(args.backend, args.ray_address)
     ranking = PeerRanking(
         args.dim,
         **tuning,
         position_bias=args.position_bias,
+        self_preference=args.self_preference,
         style=style,
         style_per_judge=args.style_per_judge,
         exclude_self=args.exclude_self,
@@ -470,7 +495,6 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
             )
         order = [truth.evaluees.index(m) for m in ranking.models_]
         true_trust = truth.trust(
-            exclude_self=args.exclude_self,
             damping=ranking.damping_,
             external_weights=ranking.external_weights_,
         )[order]

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from eigenjury.peer.designs import Comparison, draw
-from eigenjury.stats.btd import BTDParams
+from eigenjury.stats.btd import BTDParams, ScorePrior
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.verdicts import FloatArray
 
@@ -39,7 +39,7 @@ def logit_jacobians(
     parameters packed as in `BTDParams.pack`."""
     m, d = params.lenses.shape
     n = len(judge)
-    p = 2 * m * d + 2 * m
+    p = 2 * m * d + 3 * m
     out = np.zeros((n, 3, p))
     rows = np.arange(n)
     u, vj, vk = params.lenses[judge], params.dispositions[first], params.dispositions[second]
@@ -57,7 +57,33 @@ def logit_jacobians(
     out[rows, 0, 2 * m * d + judge] = 1.0
     out[rows, 1, 2 * m * d + m + judge] = 0.5
     out[rows, 2, 2 * m * d + m + judge] = -0.5
+    own = (judge == first).astype(np.float64) - (judge == second)  # self-preference
+    out[rows, 1, 2 * m * d + 2 * m + judge] = 0.5 * own
+    out[rows, 2, 2 * m * d + 2 * m + judge] = -0.5 * own
     return out
+
+
+def prior_information(
+    params: BTDParams, prior: ScorePrior, judges: np.ndarray, evaluees: np.ndarray
+) -> FloatArray:
+    """The prior's curvature in the packed parameters (Gauss-Newton: the prior is
+    quadratic in the scores, J^T H J with J = d scores / d parameters), and its
+    self-preference term's."""
+    m, d = params.lenses.shape
+    entries = [(int(i), int(j)) for i in judges for j in evaluees]
+    jacobian = np.zeros((len(entries), 2 * m * d + 3 * m))
+    hessian = np.zeros((len(entries), len(entries)))
+    rows, cols = (np.array(side) for side in zip(*entries, strict=True))
+    for k, (i, j) in enumerate(entries):
+        jacobian[k, i * d : (i + 1) * d] = params.dispositions[j]
+        jacobian[k, m * d + j * d : m * d + (j + 1) * d] = params.lenses[i]
+        basis = np.zeros((m, m))
+        basis[i, j] = 1.0
+        hessian[:, k] = prior.penalty(basis, judges, evaluees)[1][rows, cols]  # quadratic
+    out = jacobian.T @ hessian @ jacobian
+    own = np.arange(2 * m * d + 2 * m, 2 * m * d + 3 * m)
+    out[own, own] += 1.0 / prior.self_sd**2
+    return np.asarray(out)
 
 
 def information_factors(jacobians: FloatArray, probabilities: FloatArray) -> FloatArray:
@@ -105,7 +131,9 @@ def choose(
     evaluees = np.flatnonzero(~ranking.external_)
     m, d = params.lenses.shape
     counts = ranking.counts_
-    # Fisher information of what is collected, plus the penalty's curvature on U and V
+    # Fisher information of what is collected, plus the prior's and the penalty's
+    # curvature: where the verdicts alone leave a direction open (a perfect record in
+    # an early round), the prior is what bounds its uncertainty
     seen = information_factors(
         logit_jacobians(params, counts.judge, counts.first, counts.second),
         btd.predict_proba(counts.judge, counts.first, counts.second),
@@ -113,6 +141,8 @@ def choose(
     weight = counts.n.sum(axis=1)
     fisher = np.einsum("nap,n,naq->pq", seen, weight, seen)
     fisher[np.arange(2 * m * d), np.arange(2 * m * d)] += ranking.l2 * counts.total
+    if ranking.prior is not None:
+        fisher += prior_information(params, ranking.prior, counts.judges_present, counts.shown)
     fisher += np.eye(len(fisher)) * 1e-6 * np.trace(fisher) / len(fisher)
     sigma = np.linalg.inv(fisher)
     # what we want to learn: the Elo order, pairs in doubt first

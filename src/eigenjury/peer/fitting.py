@@ -8,6 +8,7 @@ their record here, so the two write the same fields.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +20,10 @@ from eigenjury.peer.record import (
     HeldOut,
     JudgeRow,
     ModelRow,
+    PriorSettings,
     RankingRecord,
+    SeparationGroup,
+    SeparationPart,
     Settings,
     Shift,
     StyleCoefficient,
@@ -30,12 +34,14 @@ from eigenjury.records import now
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.elo import ELO_TOLERANCE
+from eigenjury.stats.separation import Separation
 from eigenjury.stats.verdicts import VerdictTable
 
 if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's config
     from eigenjury.peer.config import RankConfig
 
 METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
+TRUST_RULE = "win share: T_ij = exp(s_ij) / sum_j' exp(s_ij'), ties left out"
 PAIRWISE_INTERVALS = "max-t"  # stats.elo.elo_difference_intervals
 NORMALISATION = (
     "(a - b) / (|a| + |b|) for the first reply's a and the second's b, divided by its "
@@ -72,6 +78,28 @@ def _interval(ci: np.ndarray | None, i: int, digits: int) -> list[float] | None:
     return None if ci is None else [round(float(ci[i, 0]), digits), round(float(ci[i, 1]), digits)]
 
 
+def _open_interval(ci: np.ndarray | None, i: int, digits: int) -> list[float | None] | None:
+    """An interval whose infinite ends (no limit, stats.separation) are None."""
+    if ci is None:
+        return None
+    return [round(float(x), digits) if np.isfinite(x) else None for x in ci[i]]
+
+
+def _unbounded(ranking: PeerRanking, k: int) -> str | None:
+    above = bool(ranking.separation_.unbounded_above[k])
+    below = bool(ranking.separation_.unbounded_below[k])
+    return "both" if above and below else "above" if above else "below" if below else None
+
+
+def _groups(separations: list[Separation]) -> list[SeparationGroup]:
+    return [
+        SeparationGroup(
+            judge=s.judge, above=list(s.above), below=list(s.below), verdicts=round(s.verdicts, 3)
+        )
+        for s in separations
+    ]
+
+
 def ranking_record(
     ranking: PeerRanking, *, source: str | None = None, style_named: bool = False
 ) -> RankingRecord:
@@ -96,7 +124,7 @@ def ranking_record(
         ModelRow(
             name=ranking.models_[k],
             elo=round(float(ranking.elo_[k]), 2),
-            elo_ci=_interval(elo_ci, k, 2),
+            elo_ci=_open_interval(elo_ci, k, 2),
             trust=round(float(ranking.trust_[k]), 6),
             trust_ci=_interval(trust_ci, k, 6),
             rank=int(ranking.rank_[k]),
@@ -105,9 +133,15 @@ def ranking_record(
             elo_uncontrolled=round(float(ranking.elo_uncontrolled_[k]), 2) if styled else None,
             rank_change=int(ranking.rank_change_[k]) if styled else None,
             above=None if above is None else [ranking.models_[j] for j in order if above[k, j]],
+            unbounded=_unbounded(ranking, k),
         )
         for k in order
     ]
+    own = ranking.counts_.self_side != 0
+    self_n = np.bincount(
+        ranking.counts_.judge[own], ranking.counts_.n[own].sum(axis=1), len(ranking.judges_)
+    )
+    measured = ranking.self_preference
     judges = [
         JudgeRow(
             name=names[i],
@@ -120,6 +154,11 @@ def ranking_record(
             lens=[round(float(x), 5) for x in btd.lenses_[i]],
             verdicts=round(float(judge_n[i]), 3),
             external=bool(ranking.external_[i]),
+            self_preference=round(float(btd.self_bias_[i]), 4) if measured else None,
+            self_preference_ci=_interval(ranking.self_bias_ci_ if boot else None, i, 4)
+            if measured
+            else None,
+            self_verdicts=round(float(self_n[i]), 3) if measured and self_n[i] > 0 else None,
         )
         for i in range(len(names))
         if btd.judge_mask_[i]
@@ -162,6 +201,9 @@ def ranking_record(
             seed=ranking.seed,
             pairwise_intervals=PAIRWISE_INTERVALS if boot else None,
             interval=ranking.interval_method_ if boot else None,
+            prior=None if ranking.prior is None else PriorSettings(**asdict(ranking.prior)),
+            self_preference=ranking.self_preference,
+            trust=TRUST_RULE,
         ),
         models=models,
         judges=judges,
@@ -192,9 +234,16 @@ def ranking_record(
             bootstrap_seconds=round(ranking.bootstrap_seconds_, 3),
             heldout_loglik_per_verdict=heldout,
             bootstrap_vanished=(ranking.bootstrap_vanished_ or None) if boot else None,
+            bootstrap_degenerate=(ranking.bootstrap_degenerate_ or None) if boot else None,
         ),
         warnings=warnings,
         style=_style_part(ranking) if ranking.style else None,
+        separation=SeparationPart(
+            pooled=_groups(list(ranking.separation_.groups)),
+            judges=_groups(ranking.judge_separations_),
+        )
+        if ranking.separation_.groups or ranking.judge_separations_
+        else None,
     )
 
 

@@ -18,6 +18,15 @@ from eigenjury.contracts.record import Estimate
 from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, VerdictModes
 
 Interval = list[float]  # [low, high]
+OpenInterval = list[float | None]  # [low, high]; None: no limit on that side
+
+
+class PriorSettings(Part):
+    """The prior on the judges' scores (stats.btd.ScorePrior), in logits."""
+
+    consensus_sd: float
+    judge_sd: float
+    self_sd: float
 
 
 class Settings(Sparse):
@@ -28,10 +37,22 @@ class Settings(Sparse):
     intervals on Elo differences behind each model's `above`, "max-t" (family-wise
     coverage `ci`; left out without bootstrap); `interval` the method of the other
     intervals, "bca" or "percentile" (left out without bootstrap, and by records made
-    before it was chosen: percentile)."""
+    before it was chosen: percentile). `prior` (None: maximum likelihood),
+    `self_preference` (whether each judge's preference for its own replies was fitted)
+    and `trust` (the trust rule) are left out by records made before issue 26, whose
+    Elo came from EigenBench's rule, ties counted as half a win, and no prior."""
 
     OMITTED = frozenset(
-        {"external_weights", "style", "style_per_judge", "pairwise_intervals", "interval"}
+        {
+            "external_weights",
+            "style",
+            "style_per_judge",
+            "pairwise_intervals",
+            "interval",
+            "prior",
+            "self_preference",
+            "trust",
+        }
     )
 
     dim: int
@@ -51,6 +72,9 @@ class Settings(Sparse):
     seed: int
     pairwise_intervals: str | None = None
     interval: str | None = None
+    prior: PriorSettings | None = None
+    self_preference: bool | None = None
+    trust: str | None = None
 
 
 class ModelRow(Sparse):
@@ -61,13 +85,16 @@ class ModelRow(Sparse):
     left out without bootstrap). With style control these are with style held equal, and
     `elo_uncontrolled` and `rank_change` (rank without control minus rank with it:
     positive for a model that rises once style is held equal) stand beside them (left
-    out without)."""
+    out without). `unbounded`: "above", "below" or "both" for a model whose verdicts
+    cannot measure its gap to the others on that side (a perfect record: Ford's
+    condition fails, stats.separation); its `elo_ci` is None on that side (left out
+    otherwise)."""
 
-    OMITTED = frozenset({"elo_uncontrolled", "rank_change", "above"})
+    OMITTED = frozenset({"elo_uncontrolled", "rank_change", "above", "unbounded"})
 
     name: str
     elo: float
-    elo_ci: Interval | None
+    elo_ci: OpenInterval | None
     trust: float
     trust_ci: Interval | None
     rank: int
@@ -76,11 +103,16 @@ class ModelRow(Sparse):
     elo_uncontrolled: float | None = None
     rank_change: int | None = None
     above: list[str] | None = None
+    unbounded: str | None = None
 
 
 class JudgeRow(Part):
     """A judge's tie propensity, first-slot bias (None when not fitted) and lens;
-    `external` for a judge that is never judged (left out when false, as 0.1 wrote)."""
+    `external` for a judge that is never judged (left out when false, as 0.1 wrote).
+    `self_preference`: the log-odds it adds to its own reply when it judges itself,
+    against what its lens and the others' verdicts give that reply, with its interval,
+    and `self_verdicts`, the weight of its verdicts with its own reply in them (left out
+    by judges that never judged themselves, and by records made before issue 26)."""
 
     name: str
     tie_propensity: float
@@ -90,12 +122,18 @@ class JudgeRow(Part):
     lens: list[float]
     verdicts: float
     external: bool = False
+    self_preference: float | None = None
+    self_preference_ci: Interval | None = None
+    self_verdicts: float | None = None
 
     @model_serializer(mode="wrap")
     def _omit_peer(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if not self.external:
             del data["external"]
+        if self.self_verdicts is None:
+            for key in ("self_preference", "self_preference_ci", "self_verdicts"):
+                del data[key]
         return data
 
 
@@ -145,10 +183,11 @@ class HeldOut(Part):
 
 class FitSummary(Sparse):
     """How the fit went: likelihood, convergence, size, time; `bootstrap_vanished`: the
-    bootstrap rounds in which a judge or an evaluee drew none of its verdicts (left out
-    when none or without bootstrap)."""
+    bootstrap rounds in which a judge or an evaluee drew none of its verdicts;
+    `bootstrap_degenerate`: the rounds whose refit broke down (no convergence, or a
+    model given almost no trust; both left out when none or without bootstrap)."""
 
-    OMITTED = frozenset({"bootstrap_vanished"})
+    OMITTED = frozenset({"bootstrap_vanished", "bootstrap_degenerate"})
 
     loglik: float
     loglik_per_verdict: float
@@ -167,6 +206,25 @@ class FitSummary(Sparse):
     bootstrap_seconds: float
     heldout_loglik_per_verdict: HeldOut | None
     bootstrap_vanished: int | None = None
+    bootstrap_degenerate: int | None = None
+
+
+class SeparationGroup(Part):
+    """`above` won every one of the `verdicts` it had against `below` (stats.separation),
+    by `judge` (None: all judges pooled)."""
+
+    judge: str | None
+    above: list[str]
+    below: list[str]
+    verdicts: float
+
+
+class SeparationPart(Part):
+    """Where Ford's condition fails: the groups the pooled verdicts cannot place against
+    each other (`pooled`), and those each judge's own verdicts cannot (`judges`)."""
+
+    pooled: list[SeparationGroup]
+    judges: list[SeparationGroup]
 
 
 class ConstitutionPart(Part):
@@ -283,7 +341,9 @@ class RankingRecord(Record, Sparse):
 
     KIND = "ranking"
     FILE = "results.json"
-    OMITTED = frozenset({"run", "objective", "greenbeard", "truth_recovery", "agreement", "style"})
+    OMITTED = frozenset(
+        {"run", "objective", "greenbeard", "truth_recovery", "agreement", "style", "separation"}
+    )
 
     kind: str = KIND
     method: str
@@ -296,6 +356,7 @@ class RankingRecord(Record, Sparse):
     fit: FitSummary
     warnings: list[str]
     style: StylePart | None = None
+    separation: SeparationPart | None = None
     run: RunSummary | None = None
     objective: ObjectiveCheck | None = None
     greenbeard: GreenbeardShift | None = None

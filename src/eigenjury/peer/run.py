@@ -139,11 +139,6 @@ def _covers(names: Sequence[str], comparisons: Sequence[Comparison]) -> bool:
     return judged >= set(names) and evaluated >= set(names) and len({root(n) for n in names}) == 1
 
 
-# Early rounds see few verdicts, where perfect records are common; a firmer penalty keeps
-# those refits quick and their uncertainty finite (the final fit uses the config's own).
-ADAPTIVE_L2 = 1e-3
-
-
 async def _adaptive(
     config: RankConfig, collector: Collector, scenario_ids: list[str], path: Path
 ) -> tuple[Outcomes, list[Comparison]]:
@@ -179,7 +174,7 @@ async def _adaptive(
         try:
             table, _ = outcomes.table(per_criterion)
             ranking = PeerRanking(  # every member is an evaluee: none is an external judge
-                config.fit.dim, l2=ADAPTIVE_L2, bootstrap=0, seed=s.seed + r, external_judges=False
+                config.fit.dim, bootstrap=0, seed=s.seed + r, external_judges=False
             ).fit(table)
         except DataError as exc:
             raise unfittable(exc, outcomes, path) from None

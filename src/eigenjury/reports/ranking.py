@@ -56,7 +56,24 @@ def outputs(run: RankRun, transcripts: LinesFile) -> Outputs:
 
 
 def _elo_ci(m: ModelRow) -> str:
-    return "-" if not m.elo_ci else f"[{m.elo_ci[0]:.0f}, {m.elo_ci[1]:.0f}]"
+    """ "[low, high]"; an end with no limit (a perfect record) is open: "[1268, ∞)"."""
+    if not m.elo_ci:
+        return "-"
+    low, high = m.elo_ci
+    return ("(-∞" if low is None else f"[{low:.0f}") + (
+        ", ∞)" if high is None else f", {high:.0f}]"
+    )
+
+
+SELF_PREFERENCE = "self-preference (own reply, log-odds)"
+
+
+def _self_preference(j: JudgeRow) -> str:
+    """What a judge adds to its own reply, with its interval and on how many verdicts;
+    "-" for a judge that never judged itself."""
+    if j.self_preference is None or j.self_verdicts is None:
+        return "-"
+    return f"{with_ci(j.self_preference, j.self_preference_ci, '+.2f')} of {j.self_verdicts:g}"
 
 
 def _rank_ci(m: ModelRow) -> str:
@@ -412,12 +429,14 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     judges.add_column("judge")
     judges.add_column("tie propensity", justify="right")
     judges.add_column("position bias (first slot, log-odds)", justify="right")
+    judges.add_column(SELF_PREFERENCE, justify="right")
     judges.add_column("verdicts", justify="right")
     for j in record.judges:
         judges.add_row(
             escape(_judge_name(j.name, j.external)),
             with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
             with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
+            _self_preference(j),
             f"{j.verdicts:g}",
         )
     console.print(judges)
@@ -550,8 +569,8 @@ def leaderboard_svg(models: list[ModelRow]) -> str:
     rows = len(models)
     if not rows:
         return ""
-    lows = [m.elo_ci[0] if m.elo_ci else m.elo for m in models]
-    highs = [m.elo_ci[1] if m.elo_ci else m.elo for m in models]
+    lows = [_end(m, 0, -math.inf) for m in models]
+    highs = [_end(m, 1, math.inf) for m in models]
     # every interval, but no wider than twice the spread of the points either side of them
     # (at least 100): one degenerate interval (a trust of zero in some bootstrap draw
     # puts Elo near minus infinity) must not squash the others; it ends in an arrowhead
@@ -584,7 +603,7 @@ def leaderboard_svg(models: list[ModelRow]) -> str:
                 )
         parts.append(
             f'<circle cx="{x(m.elo):.1f}" cy="{y}" r="5" fill="#2f5aa8">'
-            f"<title>{e(m.name)}: {m.elo:.0f} [{a:.0f}, {b:.0f}]</title></circle>"
+            f"<title>{e(m.name)}: {m.elo:.0f} {e(_elo_ci(m))}</title></circle>"
         )
     base = rows * row_h + 12
     for tick in _ticks(lo, hi):
@@ -596,6 +615,15 @@ def leaderboard_svg(models: list[ModelRow]) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _end(m: ModelRow, side: int, unlimited: float) -> float:
+    """One end of a model's Elo interval for a chart: the point without an interval,
+    `unlimited` where the interval has no limit on that side."""
+    if not m.elo_ci:
+        return m.elo
+    end = m.elo_ci[side]
+    return unlimited if end is None else end
 
 
 def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
@@ -756,6 +784,7 @@ def render(
                 _judge_name(j.name, j.external),
                 with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
                 with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
+                _self_preference(j),
                 order.pairs if order else 0,
                 fmt(order.consistent if order else None, ".0%"),
                 fmt(order.same_slot if order else None, ".0%"),
@@ -769,6 +798,7 @@ def render(
                 "judge",
                 "tie propensity",
                 "position bias",
+                SELF_PREFERENCE,
                 "pairs in both orders",
                 "consistent",
                 "same slot won both",

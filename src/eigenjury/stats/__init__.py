@@ -35,6 +35,7 @@ _EXPORTS = {
     "percentile_interval": "eigenjury.stats.bootstrap",
     "BTDParams": "eigenjury.stats.btd",
     "LowRankBTD": "eigenjury.stats.btd",
+    "ScorePrior": "eigenjury.stats.btd",
     "btd_objective": "eigenjury.stats.btd",
     "canonical_gauge": "eigenjury.stats.btd",
     "davidson_nll": "eigenjury.stats.btd",
@@ -68,6 +69,7 @@ __all__ = [
     "PeerRanking",
     "Population",
     "ScenarioCounts",
+    "ScorePrior",
     "Sensitivity",
     "Stratum",
     "Utility",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     from eigenjury.stats.btd import (
         BTDParams,
         LowRankBTD,
+        ScorePrior,
         btd_objective,
         canonical_gauge,
         davidson_nll,

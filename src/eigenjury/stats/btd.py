@@ -13,6 +13,14 @@ cancels in the tie logit and is kept out of the trust matrix, so a judge that
 favours the first slot does not move anyone's trust. With gamma = 0 this is exactly
 P(1) = pi_ij / D, P(2) = pi_ik / D, P(0) = lambda_i sqrt(pi_ij pi_ik) / D.
 
+Self-preference enters the same offset: when judge i is one of the two evaluees,
+delta_i is added to its own reply's side (+ when shown first, - second). A judge
+that favours itself thus explains its verdicts on itself by delta_i, not by its lens
+or its disposition, so they buy it no trust; the score it would give itself, u_i . v_i,
+comes from how it judges the others and how the others judge it. (Adding delta to
+s_ii would move the tie logit by delta / 2 as well, which shifting all three logits
+undoes: the two are the same model.)
+
 Style control adds covariates to the same offset: with z the normalised, standardised
 difference in style features between the first and the second reply (stats.style),
 gamma_i becomes gamma_i + beta . z, one beta shared by all judges or one per judge.
@@ -20,15 +28,18 @@ Like the position bias it moves the win logits in opposite directions and cancel
 the tie logit, so ties stay symmetric, and it stays out of the scores s_ij: trust and
 Elo come from the model with style held equal (z = 0).
 
-Only U V^T up to a per-judge constant, lambda and gamma are identified; the small
-L2 penalty picks one representative of the rest. The objective is the mean
-negative log-likelihood per verdict plus the penalty, so it depends on the data
-only through verdict proportions: duplicating every verdict changes nothing.
+Only U V^T up to a per-judge constant, lambda, gamma and delta are identified. The fit
+is a posterior mode: a Gaussian prior on the judges' centred scores (ScorePrior: a
+consensus and each judge's deviation from it) keeps every score finite, a perfect
+record included, and draws a thinly seen judge toward the others; a small L2 penalty
+per verdict on U and V picks one factorisation of the same scores. The prior does not
+shrink with the data: its pull is that of a few verdicts, what it should be.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +52,7 @@ from eigenjury.stats.verdicts import (
     TIE,
     DataError,
     FloatArray,
+    IntArray,
     VerdictCounts,
     tally,
 )
@@ -49,17 +61,18 @@ from eigenjury.stats.verdicts import (
 # that never ties (or always picks one slot) from driving a parameter to infinity.
 _LOG_BOUND = 15.0
 
-# Per verdict; small enough that its pull on Elo stays far below sampling error even
-# at 1e6 verdicts (0.02 Elo there, against 2 Elo at 1e-4), large enough to keep a
-# model that wins every comparison finite.
+# Per verdict, on lenses and dispositions: it only picks the balanced one of the
+# factorisations U V^T of the same scores (the prior, ScorePrior, is what keeps the
+# scores themselves finite); small enough that its pull on Elo stays far below
+# sampling error even at 1e6 verdicts.
 DEFAULT_L2 = 1e-6
 DEFAULT_RESTARTS = 4
 # Starts are explored to this gradient tolerance, then only the best one is polished
 # to `tol`: local optima are told apart long before the last digits are settled.
 _EXPLORE_TOL = 1e-5
-# Explored starts whose log-likelihoods per verdict differ by less than this reached
-# the same optimum. (Their penalised objectives differ more: at the explore tolerance
-# the penalty's nearly flat rotation directions are still unsettled.)
+# Explored starts whose log-posteriors per verdict differ by less than this reached
+# the same optimum. (The L2 gauge penalty is left out: at the explore tolerance its
+# nearly flat rotation directions are still unsettled.)
 _SAME_OPTIMUM = 1e-6
 
 
@@ -110,12 +123,14 @@ def davidson_nll(
 @dataclass(frozen=True)
 class BTDParams:
     """A point in parameter space: lenses U, dispositions V, log tie, position bias,
-    and the style coefficients (features,) shared or (models, features) per judge."""
+    self-preference, and the style coefficients (features,) shared or (models,
+    features) per judge."""
 
     lenses: FloatArray  # (models, dim)
     dispositions: FloatArray  # (models, dim)
     log_tie: FloatArray  # (models,)
     position_bias: FloatArray  # (models,)
+    self_bias: FloatArray  # (models,): log-odds a judge adds to its own reply
     style: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def pack(self) -> FloatArray:
@@ -125,6 +140,7 @@ class BTDParams:
                 self.dispositions.ravel(),
                 self.log_tie,
                 self.position_bias,
+                self.self_bias,
                 self.style.ravel(),
             ]
         )
@@ -134,18 +150,18 @@ class BTDParams:
         cls, x: FloatArray, n_models: int, dim: int, style: tuple[int, ...] = (0,)
     ) -> BTDParams:
         """The parameters packed in `x`; `style` is the shape of the style coefficients."""
-        md = n_models * dim
-        end = 2 * md + 2 * n_models
+        md, m = n_models * dim, n_models
         return cls(
-            x[:md].reshape(n_models, dim),
-            x[md : 2 * md].reshape(n_models, dim),
-            x[2 * md : 2 * md + n_models],
-            x[2 * md + n_models : end],
-            x[end:].reshape(style),
+            x[:md].reshape(m, dim),
+            x[md : 2 * md].reshape(m, dim),
+            x[2 * md : 2 * md + m],
+            x[2 * md + m : 2 * md + 2 * m],
+            x[2 * md + 2 * m : 2 * md + 3 * m],
+            x[2 * md + 3 * m :].reshape(style),
         )
 
     def with_style(self, style: FloatArray) -> BTDParams:
-        return BTDParams(self.lenses, self.dispositions, self.log_tie, self.position_bias, style)
+        return replace(self, style=style)
 
 
 def style_shape(counts: VerdictCounts, per_judge: bool) -> tuple[int, ...]:
@@ -156,15 +172,72 @@ def style_shape(counts: VerdictCounts, per_judge: bool) -> tuple[int, ...]:
 def first_offset(
     params: BTDParams, counts: VerdictCounts, position_bias: bool = True
 ) -> FloatArray:
-    """Per cell, the first slot's advantage: position bias plus the style terms."""
+    """Per cell, the first slot's advantage: position bias, the judge's preference for
+    its own reply (+ when it is shown first, - second) and the style terms."""
     gamma = params.position_bias[counts.judge] if position_bias else np.zeros(counts.n_cells)
+    gamma = gamma + params.self_bias[counts.judge] * counts.self_side
     if counts.style is None:
-        return gamma
+        return np.asarray(gamma, dtype=np.float64)
     if params.style.ndim == 2:  # per judge
         terms = np.sum(counts.style * params.style[counts.judge], axis=1)
     else:
         terms = counts.style @ params.style
     return np.asarray(gamma + terms, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ScorePrior:
+    """A Gaussian prior on the judges' scores, in logits: what keeps a perfect record
+    finite and a thinly seen judge near the others.
+
+    Scores s_ij are identified up to a constant per judge, so the prior is on each
+    judge's scores centred over the evaluees, c_i. Each c_i is the population's
+    consensus c plus a judge's own deviation: c ~ N(0, consensus_sd^2) per evaluee,
+    c_i - c ~ N(0, judge_sd^2). With the consensus integrated out, over J judges,
+
+        -log p = sum_i |c_i - mean_i c_i|^2 / (2 judge_sd^2)
+                 + J |mean_i c_i|^2 / (2 (judge_sd^2 + J consensus_sd^2)).
+
+    It is on the scores themselves, so any factorisation U V^T of them pays the same,
+    and it does not shrink with the data: a model that wins every comparison gets a
+    large, finite score set by how many comparisons it won (the likelihood's pull grows
+    with them, the prior's does not), and a judge whose every comparison one model
+    won is drawn toward the others instead of stretching its lens without bound.
+    `self_sd` is the prior of each judge's preference for its own replies.
+    """
+
+    consensus_sd: float = 4.0
+    judge_sd: float = 2.0
+    self_sd: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in ("consensus_sd", "judge_sd", "self_sd"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value}")
+
+    def penalty(
+        self, scores: FloatArray, judges: IntArray, evaluees: IntArray
+    ) -> tuple[float, FloatArray]:
+        """-log p of the scores (judges x models; only `judges` rows and `evaluees`
+        columns enter) and its gradient with respect to them."""
+        grad = np.zeros_like(scores)
+        if len(judges) == 0 or len(evaluees) < 2:
+            return 0.0, grad
+        centred = scores[np.ix_(judges, evaluees)]
+        centred = centred - centred.mean(axis=1, keepdims=True)
+        consensus = centred.mean(axis=0)
+        deviation = centred - consensus
+        judge_var = self.judge_sd**2
+        consensus_var = judge_var + len(judges) * self.consensus_sd**2
+        value = 0.5 * float(np.sum(deviation**2)) / judge_var
+        value += 0.5 * len(judges) * float(consensus @ consensus) / consensus_var
+        # rows of both terms sum to 0 over the evaluees: already centred
+        grad[np.ix_(judges, evaluees)] = deviation / judge_var + consensus / consensus_var
+        return value, grad
+
+
+DEFAULT_PRIOR = ScorePrior()
 
 
 def btd_objective(
@@ -174,8 +247,11 @@ def btd_objective(
     l2: float,
     position_bias: bool,
     per_judge_style: bool = False,
+    prior: ScorePrior | None = None,
 ) -> tuple[float, FloatArray]:
-    """Mean NLL per verdict + (l2/2)(|U|^2 + |V|^2 + |beta|^2), and its exact gradient."""
+    """(NLL + the prior's -log p) per verdict + (l2/2)(|U|^2 + |V|^2 + |beta|^2), and
+    its exact gradient. The prior is on the judges present in the cells' layout and the
+    models shown in it, so that resampled counts keep one prior."""
     m = counts.n_models
     p = BTDParams.unpack(x, m, dim, style_shape(counts, per_judge_style))
     scores = p.lenses @ p.dispositions.T  # (judge, evaluee)
@@ -189,18 +265,27 @@ def btd_objective(
     w = 1.0 / counts.total
     g_scores = tally(counts.judge_first, g, m * m)
     g_scores -= tally(counts.judge_second, g, m * m)
-    g_scores = g_scores.reshape(m, m) * w
+    g_scores = g_scores.reshape(m, m)
+    g_self = tally(counts.judge, g * counts.self_side, m)
+    log_prior = 0.0
+    if prior is not None:
+        log_prior, g_prior = prior.penalty(scores, counts.judges_present, counts.shown)
+        g_scores += g_prior
+        log_prior += 0.5 * float(p.self_bias @ p.self_bias) / prior.self_sd**2
+        g_self += p.self_bias / prior.self_sd**2
+    g_scores *= w
     grad = np.concatenate(
         [
             (g_scores @ p.dispositions + l2 * p.lenses).ravel(),
             (g_scores.T @ p.lenses + l2 * p.dispositions).ravel(),
             tally(counts.judge, g_tie, m) * w,
             tally(counts.judge, g, m) * w if position_bias else np.zeros(m),
+            g_self * w,
             (_style_gradient(counts, g, per_judge_style) * w + l2 * p.style).ravel(),
         ]
     )
     penalty = 0.5 * l2 * (np.sum(p.lenses**2) + np.sum(p.dispositions**2) + np.sum(p.style**2))
-    return nll * w + penalty, grad
+    return (nll + log_prior) * w + penalty, grad
 
 
 def _style_gradient(counts: VerdictCounts, g_offset: FloatArray, per_judge: bool) -> FloatArray:
@@ -220,7 +305,7 @@ def _style_gradient(counts: VerdictCounts, g_offset: FloatArray, per_judge: bool
 class _Solution:
     params: BTDParams
     objective: float
-    loss: float  # mean negative log-likelihood per verdict, unpenalised
+    loss: float  # negative log-posterior per verdict, without the L2 gauge penalty
     n_iter: int
     converged: bool
     message: str
@@ -228,14 +313,22 @@ class _Solution:
 
 
 class LowRankBTD:
-    """Maximum-likelihood low-rank Bradley-Terry-Davidson fit (L-BFGS, analytic gradient).
+    """Maximum a posteriori low-rank Bradley-Terry-Davidson fit (L-BFGS, analytic
+    gradient).
 
     Parameters
     ----------
     dim : latent dimension d of lenses and dispositions, at most the number of models
         (a DataError otherwise: scores of m models have rank at most m).
-    l2 : L2 penalty on lenses and dispositions, per verdict (see module docstring).
+    l2 : L2 penalty on lenses and dispositions, per verdict: it only picks one of the
+        factorisations U V^T of the same scores (see module docstring).
+    prior : the prior on the judges' scores and self-preference (:class:`ScorePrior`);
+        None: none (maximum likelihood, which a perfect record drives to infinity).
     position_bias : fit a per-judge first-slot advantage gamma_i.
+    self_preference : fit a per-judge preference delta_i for its own replies: the
+        log-odds it adds to its reply when it judges itself, so that its verdicts on
+        itself move neither its lens nor its disposition (and so not its trust); its
+        verdicts there still inform its lens through the other reply.
     style_per_judge : with style features in the counts, one coefficient per judge and
         feature instead of one per feature shared by all judges.
     restarts : seeded starts; the problem is non-convex, the best objective wins.
@@ -244,11 +337,12 @@ class LowRankBTD:
     seed : seed for the random starts.
 
     Fitted attributes: ``lenses_``, ``dispositions_``, ``tie_propensity_``,
-    ``position_bias_``, ``judge_mask_`` (models with judge data), ``loglik_`` (total,
-    unpenalised), ``objective_``, ``n_iter_``, ``converged_``, ``grad_norm_``,
-    ``restart_losses_`` (mean negative log-likelihood per verdict reached by each
-    start, explored to a loose tolerance before the best is polished; with style
-    features, explored on the model without them, whose cells are far fewer),
+    ``position_bias_``, ``self_bias_``, ``judge_mask_`` (models with judge data),
+    ``loglik_`` (total, unpenalised), ``objective_``, ``n_iter_``, ``converged_``,
+    ``grad_norm_``, ``restart_losses_`` (negative log-posterior per verdict, without
+    the L2 gauge penalty, reached by each start, explored to a loose tolerance before
+    the best is polished; with style features, explored on the model without them,
+    whose cells are far fewer),
     ``n_agreeing_starts_`` (starts that reached the best optimum),
     ``n_verdicts_``, ``n_cells_``, ``params_``, ``style_coef_`` (per feature, or judges x
     features; empty without style features). Lenses and dispositions are reported in
@@ -260,7 +354,9 @@ class LowRankBTD:
         dim: int = 2,
         *,
         l2: float = DEFAULT_L2,
+        prior: ScorePrior | None = DEFAULT_PRIOR,
         position_bias: bool = True,
+        self_preference: bool = True,
         style_per_judge: bool = False,
         restarts: int = DEFAULT_RESTARTS,
         tol: float = 1e-9,
@@ -269,7 +365,9 @@ class LowRankBTD:
     ) -> None:
         self.dim = dim
         self.l2 = l2
+        self.prior = prior
         self.position_bias = position_bias
+        self.self_preference = self_preference
         self.style_per_judge = style_per_judge
         self.restarts = restarts
         self.tol = tol
@@ -325,6 +423,7 @@ class LowRankBTD:
         self.dispositions_ = params.dispositions
         self.tie_propensity_ = np.exp(params.log_tie)
         self.position_bias_ = params.position_bias
+        self.self_bias_ = params.self_bias
         self.style_coef_ = params.style
         self.n_verdicts_ = counts.total
         self.n_cells_ = counts.n_cells
@@ -335,13 +434,15 @@ class LowRankBTD:
         m, d = counts.n_models, self.dim
         shape = style_shape(counts, self.style_per_judge)
         bias = slice(2 * m * d + m, 2 * m * d + 2 * m)
+        own = slice(2 * m * d + 2 * m, 2 * m * d + 3 * m)
         bounds = [(None, None)] * (2 * m * d) + [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
-        bounds += [(None, None)] * int(np.prod(shape))
+        bounds += [(None, None)] * (m + int(np.prod(shape)))  # the prior holds self_bias
         x0 = start.pack().copy()
-        if not self.position_bias:
-            bounds[bias] = [(0.0, 0.0)] * m
-            x0[bias] = 0.0
-        args = (counts, d, self.l2, self.position_bias, self.style_per_judge)
+        for fitted, part in ((self.position_bias, bias), (self.self_preference, own)):
+            if not fitted:
+                bounds[part] = [(0.0, 0.0)] * m
+                x0[part] = 0.0
+        args = (counts, d, self.l2, self.position_bias, self.style_per_judge, self.prior)
         res = minimize(
             btd_objective,
             x0,
@@ -396,7 +497,8 @@ class LowRankBTD:
         """P(tie, first, second) for each (judge, first, second) triple, with the style
         differences `style` (triples x features; default: style held equal)."""
         s = self.scores()
-        offset = self.position_bias_[judge]
+        own = (judge == first).astype(np.float64) - (judge == second)
+        offset = self.position_bias_[judge] + self.self_bias_[judge] * own
         if style is not None and self.style_coef_.size:
             coef = self.style_coef_[judge] if self.style_coef_.ndim == 2 else self.style_coef_
             offset = offset + np.sum(style * coef, axis=-1)
@@ -429,9 +531,7 @@ def canonical_gauge(params: BTDParams) -> BTDParams:
     lenses[:, :k] = left[:, :k] * root
     dispositions[:, :k] = right_t[:k].T * root
     sign = np.where(lenses.sum(axis=0) < 0, -1.0, 1.0)
-    return BTDParams(
-        lenses * sign, dispositions * sign, params.log_tie, params.position_bias, params.style
-    )
+    return replace(params, lenses=lenses * sign, dispositions=dispositions * sign)
 
 
 def _informed_start(counts: VerdictCounts, dim: int, rng: np.random.Generator) -> BTDParams:
@@ -447,7 +547,7 @@ def _informed_start(counts: VerdictCounts, dim: int, rng: np.random.Generator) -
     per_judge = np.stack([tally(counts.judge, counts.n[:, r], m) for r in range(3)])
     tie_share = (per_judge[TIE] + 0.5) / (per_judge.sum(axis=0) + 1.5)
     log_tie = np.log(2 * tie_share / (1 - tie_share))
-    return BTDParams(lenses, dispositions, log_tie, np.zeros(m))
+    return BTDParams(lenses, dispositions, log_tie, np.zeros(m), np.zeros(m))
 
 
 def _random_start(m: int, dim: int, rng: np.random.Generator) -> BTDParams:
@@ -455,5 +555,6 @@ def _random_start(m: int, dim: int, rng: np.random.Generator) -> BTDParams:
         rng.standard_normal((m, dim)),
         rng.standard_normal((m, dim)),
         rng.normal(-1.0, 0.5, m),
+        np.zeros(m),
         np.zeros(m),
     )

@@ -22,9 +22,22 @@ from eigenjury.stats.bootstrap import (
     percentile_interval,
     rounds_problem,
 )
-from eigenjury.stats.btd import DEFAULT_L2, DEFAULT_RESTARTS, BTDParams, LowRankBTD
+from eigenjury.stats.btd import (
+    DEFAULT_L2,
+    DEFAULT_PRIOR,
+    DEFAULT_RESTARTS,
+    BTDParams,
+    LowRankBTD,
+    ScorePrior,
+)
 from eigenjury.stats.eigentrust import damping_for, panel_trust, trust_matrix
 from eigenjury.stats.elo import elo_difference_intervals, rank_intervals, ranks, to_elo
+from eigenjury.stats.separation import (
+    judge_separations,
+    pooled_separation,
+    record_bound,
+    win_graph,
+)
 from eigenjury.stats.style import StyleDesign, style_design
 from eigenjury.stats.validation import heldout_loglik
 from eigenjury.stats.verdicts import (
@@ -47,11 +60,12 @@ class _ConsensusStatistic:
 
     dim: int
     l2: float
+    prior: ScorePrior | None
     position_bias: bool
+    self_preference: bool
     style_per_judge: bool
     restarts: int
     seed: int | None
-    exclude_self: bool
     damping: float
     pretrust: FloatArray | None
     anchor: str | int
@@ -65,7 +79,9 @@ class _ConsensusStatistic:
         return LowRankBTD(
             self.dim,
             l2=self.l2,
+            prior=self.prior,
             position_bias=self.position_bias,
+            self_preference=self.self_preference,
             style_per_judge=self.style_per_judge,
             restarts=self.restarts,
             seed=self.seed,
@@ -75,16 +91,10 @@ class _ConsensusStatistic:
         return self.model().fit(counts, init=self.init)
 
     def trust(
-        self, scores: FloatArray, tie_propensity: FloatArray, judge_mask: NDArray[np.bool_]
+        self, scores: FloatArray, judge_mask: NDArray[np.bool_]
     ) -> tuple[FloatArray, FloatArray]:
         """The trust matrix (judges x evaluees) and the evaluees' trust vector."""
-        matrix = trust_matrix(
-            scores,
-            tie_propensity,
-            judge_mask=judge_mask,
-            exclude_self=self.exclude_self,
-            evaluees=self.evaluees,
-        )
+        matrix = trust_matrix(scores, judge_mask=judge_mask, evaluees=self.evaluees)
         trust = panel_trust(
             matrix,
             self.evaluees,
@@ -96,14 +106,21 @@ class _ConsensusStatistic:
         return matrix, trust
 
     def summarise(self, model: LowRankBTD) -> dict[str, FloatArray]:
-        matrix, trust = self.trust(model.scores(), model.tie_propensity_, model.judge_mask_)
+        scores = model.scores()
+        matrix, trust = self.trust(scores, model.judge_mask_)
+        judged = scores[np.ix_(model.judge_mask_, self.evaluees)]
+        spread = float(np.ptp(judged, axis=1).max()) if judged.size else 0.0
         return {
             "trust": trust,
             "elo": to_elo(trust, anchor=self.anchor, value=self.anchor_value),
             "tie_propensity": model.tie_propensity_,
             "position_bias": model.position_bias_,
+            "self_bias": model.self_bias_,
             "style": model.style_coef_,
             "converged": np.array(model.converged_),
+            "degenerate": np.array(
+                not model.converged_ or trust.min() < DEGENERATE_TRUST or spread > SCORE_LIMIT
+            ),
             "matrix": matrix,
         }
 
@@ -115,6 +132,12 @@ class _ConsensusStatistic:
         out["evaluee_verdicts"] = counts.evaluee_totals()
         return out
 
+
+# A fit that breaks down shows it by a trust this small (an absorbing model took the
+# rest) or a judge that puts two models this many logits apart (odds of 1e13: a lens
+# stretched without bound). The prior keeps fits far from both.
+DEGENERATE_TRUST = 1e-12
+SCORE_LIMIT = 30.0
 
 # BCa intervals need this many bootstrap rounds and scenarios (else percentile)
 BCA_ROUNDS = 100
@@ -136,7 +159,10 @@ class PeerRanking:
 
     Parameters
     ----------
-    dim, l2, position_bias, restarts : passed to :class:`LowRankBTD`.
+    dim, l2, prior, position_bias, self_preference, restarts : passed to
+        :class:`LowRankBTD` (prior: the Gaussian prior on the judges' scores,
+        :class:`~eigenjury.stats.btd.ScorePrior`; self_preference: fit each judge's
+        preference for its own replies, so that its verdicts on itself buy it no trust).
     style : names of reply features (the table's ``features``) to control for
         (stats.style): their differences enter the win logits, and trust and Elo come
         from the model with style held equal; the fit without them is kept beside
@@ -146,8 +172,8 @@ class PeerRanking:
         its effect apart.
     style_per_judge : one style coefficient per judge and feature instead of one per
         feature shared by all judges.
-    exclude_self : drop verdicts in which the judge is one of the two evaluees and
-        zero the self entries of the trust matrix, so self-preference cannot reach scores.
+    exclude_self : drop verdicts in which the judge is one of the two evaluees (with
+        self_preference on, they already buy no trust; this removes them altogether).
     damping : a in EigenTrust's damped form t = (1 - a) t T + a p. None (default): 0
         without external judges, 0.5 with external and peer judges (the external panel
         and the peer population have an equal say), 1 when no evaluee ever judges
@@ -183,15 +209,21 @@ class PeerRanking:
     (anchor "uniform"): 1500 is the Elo of an evaluee given the average trust, 400
     points a tenfold ratio of trust. Trust is the stationary share of a walk that, at
     each step, follows the current evaluee's opinion with probability 1 - a and asks
-    the external panel with probability a. With one external judge x and no ties
-    (lambda -> 0), T_xj = pi_xj / sum_k pi_xk, t = T_x, and Elo differences are
-    400 / ln 10 times differences of the judge's scores s_xj: the Bradley-Terry Elo of
-    arena leaderboards. With ties, a tie counts as half of "at least as good" for both
-    sides, which compresses the spread of Elo (the order stays for a tie propensity
-    below 4: S_j = (1 - lambda/2) pi_j + (lambda/2) sqrt(pi_j) sum_k sqrt(pi_k) grows
-    with pi_j there). With several external judges, the Elo is that of their weighted
-    average opinion, not of their pooled votes: a judge with ten times the verdicts has
-    the same say unless weighted so.
+    the external panel with probability a. A judge's trust is its win shares, T_ij =
+    pi_ij / sum_k pi_ik (stats.eigentrust: ties are the judge's habit, not anyone's
+    merit), so with one external judge x, t = T_x and Elo differences are 400 / ln 10
+    times differences of the judge's scores s_xj at any number of models, ties or not:
+    the Bradley-Terry Elo of arena leaderboards. With several external judges, the Elo
+    is that of their weighted average opinion, not of their pooled votes: a judge with
+    ten times the verdicts has the same say unless weighted so.
+
+    What the data cannot support is said. Where a group of models won every comparison
+    it had with the rest (Ford's condition fails, stats.separation), the prior sets the
+    gap, a warning names the group, and its Elo interval is open on that side
+    (``separation_``; ``judge_separations_`` for each judge's own verdicts). Bootstrap
+    rounds whose refit broke down are counted (``bootstrap_degenerate_``) and warned of
+    when more than an interval's tail holds them; the simultaneous intervals studentise
+    with a robust spread, so that a few of them cannot blow up every interval.
 
     Fitted attributes: ``models_`` (the ranked evaluees, aligned with ``trust_``,
     ``elo_``, ``rank_`` and their intervals), ``judges_`` (every name in the BTD's index
@@ -207,8 +239,9 @@ class PeerRanking:
     ``elo_difference_ci_`` (``models_`` x ``models_`` x 2: simultaneous intervals on
     Elo_i - Elo_j, family-wise coverage `ci` by max-t,
     :func:`~eigenjury.stats.elo.elo_difference_intervals`), ``tie_propensity_ci_`` and
-    ``position_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the raw draws, with each
-    round's ``judge_verdicts`` and ``evaluee_verdicts`` over ``judges_``),
+    ``position_bias_ci_`` and ``self_bias_ci_`` (over ``judges_``), ``bootstrap_`` (the
+    raw draws, with each round's ``judge_verdicts`` and ``evaluee_verdicts`` over
+    ``judges_`` and whether it is ``degenerate``), ``bootstrap_degenerate_``,
     ``bootstrap_converged_`` (share of rounds whose refit converged),
     ``bootstrap_vanished_`` (rounds in which a judge or evaluee of the data drew none of
     its verdicts; warned of when any); ``counts_``,
@@ -230,7 +263,9 @@ class PeerRanking:
         dim: int = 2,
         *,
         l2: float = DEFAULT_L2,
+        prior: ScorePrior | None = DEFAULT_PRIOR,
         position_bias: bool = True,
+        self_preference: bool = True,
         style: Sequence[str] | None = None,
         style_per_judge: bool = False,
         restarts: int = DEFAULT_RESTARTS,
@@ -251,7 +286,9 @@ class PeerRanking:
     ) -> None:
         self.dim = dim
         self.l2 = l2
+        self.prior = prior
         self.position_bias = position_bias
+        self.self_preference = self_preference
         self.style = style
         self.style_per_judge = style_per_judge
         self.restarts = restarts
@@ -315,11 +352,12 @@ class PeerRanking:
         statistic = _ConsensusStatistic(
             self.dim,
             self.l2,
+            self.prior,
             self.position_bias,
+            self.self_preference,
             self.style_per_judge,
             self.restarts,
             self.seed,
-            self.exclude_self,
             self.damping_,
             self.pretrust,
             self.anchor_index_,
@@ -340,6 +378,7 @@ class PeerRanking:
                 f"only one of {self.restarts} starts reached the best optimum (the likelihood "
                 "is non-convex); rerun with more --restarts to confirm it is the global one"
             )
+        self._check_separation(counts, evaluees)
         point = statistic.summarise(self.btd_)
         self.trust_matrix_ = point["matrix"]
         self.trust_ = point["trust"]
@@ -379,6 +418,7 @@ class PeerRanking:
             "elo": self.elo_,
             "tie_propensity": self.btd_.tie_propensity_,
             "position_bias": self.btd_.position_bias_,
+            "self_bias": self.btd_.self_bias_,
             "style": self.style_coef_,
         }
         # BCa: the fit is biased at thin data and its draws sit off-centre by about the
@@ -403,14 +443,66 @@ class PeerRanking:
         self.elo_difference_ci_ = elo_difference_intervals(draws["elo"], self.elo_, self.ci)
         self.tie_propensity_ci_ = interval("tie_propensity")
         self.position_bias_ci_ = interval("position_bias")
+        self.self_bias_ci_ = interval("self_bias")
         if self.style_features_:
             self.style_ci_ = interval("style")
+        self._open_separated_intervals()
         self.bootstrap_converged_ = float(np.mean(draws["converged"]))
         if self.bootstrap_converged_ < 0.95:
             self.warnings_.append(
                 f"only {self.bootstrap_converged_:.0%} of bootstrap refits converged"
             )
+        self.bootstrap_degenerate_ = int(np.sum(draws["degenerate"]))
+        if self.bootstrap_degenerate_ > 0.5 * (1.0 - self.ci) * self.bootstrap:
+            self.warnings_.append(
+                f"in {self.bootstrap_degenerate_} of {self.bootstrap} bootstrap rounds the "
+                "refit broke down (it did not converge, or gave a model almost no trust); "
+                "that is more than an interval's tail holds, so the intervals reach into "
+                "them: add scenarios"
+            )
         self._flag_vanished(draws["judge_verdicts"], draws["evaluee_verdicts"])
+
+    def _check_separation(self, counts: VerdictCounts, evaluees: IntArray) -> None:
+        """Ford's condition, pooled and per judge (stats.separation): which gaps the
+        verdicts cannot measure, said in words."""
+        self.separation_ = pooled_separation(counts, evaluees)
+        self.judge_separations_ = judge_separations(counts)
+        for group in self.separation_.groups:
+            self.warnings_.append(
+                group.sentence() + "; the prior sets that gap, and the Elo interval is "
+                "open on that side"
+            )
+        judges = sorted({s.judge for s in self.judge_separations_ if s.judge is not None})
+        if judges and not self.separation_.groups:
+            example = self.judge_separations_[0].sentence()
+            self.warnings_.append(
+                f"{len(judges)} of {int((counts.judge_totals() > 0).sum())} judges' own "
+                f"verdicts leave some models unplaced (e.g. {example}); the fit places them "
+                "through the other judges and the prior"
+            )
+
+    def _open_separated_intervals(self) -> None:
+        """Open the Elo intervals of separated groups on their unmeasured side. The
+        other side is moved out to the least that the group's perfect record against
+        the models it met allows (stats.separation.record_bound), where that is further
+        out than the bootstrap's end: every round keeps the perfect record, so the
+        bootstrap cannot show how uncertain the record's size is."""
+        sep = self.separation_
+        evaluees = np.flatnonzero(~self.external_)
+        wins = win_graph(self.counts_)[np.ix_(evaluees, evaluees)]
+        level = 0.5 * (1.0 + self.ci)
+        for k in np.flatnonzero(sep.unbounded_above & ~sep.unbounded_below):
+            beaten = wins[k] * ~sep.unbounded_above  # all wins: none of them beat it
+            if beaten.sum() > 0:  # else it met only its own group
+                least = beaten @ self.elo_ / beaten.sum() + record_bound(beaten.sum(), level)
+                self.elo_ci_[k, 0] = min(self.elo_ci_[k, 0], least)
+        for k in np.flatnonzero(sep.unbounded_below & ~sep.unbounded_above):
+            lost_to = wins[:, k] * ~sep.unbounded_below
+            if lost_to.sum() > 0:
+                most = lost_to @ self.elo_ / lost_to.sum() - record_bound(lost_to.sum(), level)
+                self.elo_ci_[k, 1] = max(self.elo_ci_[k, 1], most)
+        self.elo_ci_[sep.unbounded_above, 1] = np.inf
+        self.elo_ci_[sep.unbounded_below, 0] = -np.inf
 
     def _flag_vanished(self, judge_verdicts: FloatArray, evaluee_verdicts: FloatArray) -> None:
         """Count the rounds in which a judge or an evaluee of the data drew none of its
@@ -471,7 +563,7 @@ class PeerRanking:
         """The evaluees' Elo under other BTD parameters, by the fitted trust rule (for
         derivatives of Elo with respect to the parameters)."""
         scores = params.lenses @ params.dispositions.T
-        _, trust = self._statistic.trust(scores, np.exp(params.log_tie), self.btd_.judge_mask_)
+        _, trust = self._statistic.trust(scores, self.btd_.judge_mask_)
         return to_elo(trust, anchor=self.anchor_index_, value=self.anchor_value)
 
     def _external_weight(self, external: IntArray) -> FloatArray:

@@ -1,9 +1,23 @@
 """Trust matrices from a fitted judge population, and EigenTrust over them.
 
-Trust of judge i in evaluee j is the expected share of "j is at least as good"
-outcomes when i compares j with every other evaluee:
+Trust of judge i in evaluee j is j's share of i's win strength over the evaluees:
 
-    S_ij = pi_ij + (lambda_i / 2) sum_{k != j} sqrt(pi_ij pi_ik),   T_ij = S_ij / sum_j' S_ij'
+    T_ij = pi_ij / sum_j' pi_ij',   pi_ij = exp(s_ij)
+
+In Davidson's model, the odds of j beating k are pi_ij / pi_ik whatever the judge's
+tie propensity, so ties stay out of trust: they are the judge's habit, reported as
+its tie propensity. (EigenBench's rule, S_ij = pi_ij + (lambda_i / 2) sum_k
+sqrt(pi_ij pi_ik), counted a tie as half a win; it compressed Elo more the more
+models there were, so that leaderboards of different sizes were not comparable.
+eigenjury 0.3 dropped it.) With one judge, T_ij is the Luce choice share, and Elo
+differences are 400 / ln 10 times score differences at any number of models: the
+Bradley-Terry Elo.
+
+The self entries T_ii stay: with the fit's self-preference term (stats.btd), s_ii
+comes from how i judges the others and how the others judge i, not from i's verdicts
+on itself, and zeroing them would skew trust toward the middle of the field (with
+one shared lens, t_j would follow pi_j (sum_k pi_k - pi_j) instead of pi_j; two
+models would always tie).
 
 EigenTrust (Kamvar et al. 2003) then finds t = t G with G = (1 - a) T + a 1 p: an
 evaluee is trusted when trusted judges prefer it. Rows of judges without data are
@@ -26,37 +40,28 @@ from numpy.typing import NDArray
 
 from eigenjury.stats.verdicts import FloatArray, IntArray
 
-_FLOOR = 1e-300
+# The least trust a model is given: a trust this small means the fit broke down.
+FLOOR = 1e-300
 
 
 def trust_matrix(
     scores: FloatArray,
-    tie_propensity: FloatArray,
     *,
     judge_mask: NDArray[np.bool_] | None = None,
-    exclude_self: bool = False,
     evaluees: IntArray | None = None,
 ) -> FloatArray:
     """Row-stochastic T from scores s_ij = u_i . v_j (rows: judges, columns: evaluees).
 
     `evaluees` picks the columns (indices into the judges' namespace; default every
-    model), so that judges who are never judged get no trust. With `exclude_self`,
-    judge i neither trusts itself nor counts itself among the evaluees it compares
-    others with. Rows outside `judge_mask` are all zero.
+    model), so that judges who are never judged get no trust. Rows outside
+    `judge_mask` are all zero.
     """
-    m = scores.shape[0]
     columns = np.arange(scores.shape[1]) if evaluees is None else np.asarray(evaluees)
-    keep = np.ones((m, len(columns)), dtype=bool)
-    if exclude_self:
-        keep[columns, np.arange(len(columns))] = False
-    shifted = np.where(keep, scores[:, columns], -np.inf)
+    shifted = scores[:, columns]
     shifted = shifted - shifted.max(axis=1, keepdims=True)  # per-judge constant cancels in T
-    pi = np.exp(shifted)
-    root = np.sqrt(pi)
-    support = pi + 0.5 * tie_propensity[:, None] * root * (root.sum(axis=1, keepdims=True) - root)
-    # exp underflows for a disposition far below the rest (a perfect losing record);
-    # a floor keeps every trust, and so every Elo, finite
-    support = np.where(keep, np.maximum(support, _FLOOR), 0.0)
+    # exp underflows for a disposition far below the rest; a floor keeps every trust,
+    # and so every Elo, finite (a fit's prior keeps scores far from it)
+    support = np.maximum(np.exp(shifted), FLOOR)
     t = support / support.sum(axis=1, keepdims=True)
     if judge_mask is not None:
         t[~judge_mask] = 0.0
@@ -88,7 +93,7 @@ def eigentrust(
         t = vec / vec.sum()
         if np.any(t < -1e-10):
             raise ValueError("trust matrix is reducible: its stationary vector is not unique")
-        t = np.clip(t, _FLOOR, None)
+        t = np.clip(t, FLOOR, None)
         return np.asarray(t / t.sum())
     if method != "power":
         raise ValueError(f"method must be 'exact' or 'power', got {method!r}")

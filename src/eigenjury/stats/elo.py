@@ -13,6 +13,8 @@ ELO_SCALE = 400.0
 # still differ by up to ~1e-4 points (the optimiser's tolerance); that noise must not
 # order them. 0.01 is also the precision of the written record.
 ELO_TOLERANCE = 0.01
+# The interquartile range of a normal distribution in standard deviations.
+_IQR_PER_SD = 1.3489795003921634
 
 
 def to_elo(
@@ -77,26 +79,35 @@ def elo_difference_intervals(
     """Simultaneous `ci` intervals on every difference Elo_i - Elo_j (models x models x 2,
     [low, high] on the last axis).
 
-    Max-t over all pairs: each difference is studentised by its bootstrap standard
-    error, and the critical value is the `ci` quantile of the largest |t| in a draw, so
-    all intervals hold at once with about `ci` (family-wise) and "i is above j" may be
-    read off every interval wholly above 0. It uses the correlation between models' Elo
-    (Holm or Bonferroni would ignore it and be wider). A difference that no draw varies
-    has a standard error of 0 and the point interval.
+    Max-t over all pairs: each difference is studentised by its bootstrap spread, and
+    the critical value is the `ci` quantile of the largest |t| in a draw, so all
+    intervals hold at once with about `ci` (family-wise) and "i is above j" may be read
+    off every interval wholly above 0. It uses the correlation between models' Elo
+    (Holm or Bonferroni would ignore it and be wider).
+
+    The spread is robust: the interquartile range of the difference over the draws,
+    / 1.349 (the standard deviation for normal draws). A few rounds in which the refit
+    broke down (BENCHMARKS.md 19) are extreme draws: a quantile-based critical value
+    counts them as exceedances, as it should, but a standard deviation would let them
+    inflate every interval by orders of magnitude and make the intervals say nothing.
+    Where the middle half of the draws does not vary, the standard deviation is used,
+    and a difference that no draw varies gets the point interval.
     """
     level = 100.0 - 2.0 * _tail(ci)
     difference = estimate[:, None] - estimate[None, :]
-    centred = draws - draws.mean(axis=0)
-    covariance = centred.T @ centred / (len(draws) - 1)
-    variance = np.diag(covariance)
-    se = np.sqrt(np.maximum(variance[:, None] + variance[None, :] - 2.0 * covariance, 0.0))
-    varies = se > 0.0
+    n = draws.shape[1]
+    spread = np.empty((n, n))
+    for i in range(n):  # a row at a time: draws x models, never draws x models^2
+        gaps = draws[:, [i]] - draws
+        q1, q3 = np.percentile(gaps, [25.0, 75.0], axis=0)
+        spread[i] = np.where(q3 > q1, (q3 - q1) / _IQR_PER_SD, gaps.std(axis=0))
+    varies = spread > 0.0
     largest = np.zeros(len(draws))
     for row, elo in enumerate(draws):
         deviation = np.abs(elo[:, None] - elo[None, :] - difference)
-        largest[row] = np.max(np.divide(deviation, se, out=np.zeros_like(se), where=varies))
+        largest[row] = np.max(np.divide(deviation, spread, out=np.zeros_like(spread), where=varies))
     critical = float(np.percentile(largest, level, method="higher"))
-    return np.stack([difference - critical * se, difference + critical * se], axis=-1)
+    return np.stack([difference - critical * spread, difference + critical * spread], axis=-1)
 
 
 def _tail(ci: float) -> float:

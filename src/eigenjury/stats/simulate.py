@@ -76,7 +76,6 @@ class Population:
     def trust(
         self,
         *,
-        exclude_self: bool = False,
         damping: float | None = None,
         external_weights: Mapping[str, float] | None = None,
     ) -> FloatArray:
@@ -88,11 +87,7 @@ class Population:
         judging = np.zeros(self.n_models, dtype=bool)
         judging[self.judge_indices()] = True
         matrix = trust_matrix(
-            self.lenses @ self.dispositions.T,
-            self.tie_propensity,
-            judge_mask=judging,
-            exclude_self=exclude_self,
-            evaluees=evaluees,
+            self.lenses @ self.dispositions.T, judge_mask=judging, evaluees=evaluees
         )
         weights = external_weights or {}
         return panel_trust(
@@ -106,15 +101,10 @@ class Population:
     def elo(
         self,
         *,
-        exclude_self: bool = False,
         damping: float | None = None,
         external_weights: Mapping[str, float] | None = None,
     ) -> FloatArray:
-        return to_elo(
-            self.trust(
-                exclude_self=exclude_self, damping=damping, external_weights=external_weights
-            )
-        )
+        return to_elo(self.trust(damping=damping, external_weights=external_weights))
 
     def to_dict(self) -> dict[str, Any]:
         """The population as JSON; `external` and `peer_judges` only when it has

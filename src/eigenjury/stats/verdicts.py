@@ -343,6 +343,24 @@ class VerdictCounts:
     def judge_second(self) -> IntArray:
         return self.judge * self.n_models + self.second
 
+    @cached_property
+    def self_side(self) -> FloatArray:
+        """Per cell, +1 where the judge's own reply is shown first, -1 second, else 0."""
+        return np.asarray(
+            (self.judge == self.first).astype(np.float64) - (self.judge == self.second),
+            dtype=np.float64,
+        )
+
+    @cached_property
+    def judges_present(self) -> IntArray:
+        """The models with a cell as judge (in the layout, whatever its weight)."""
+        return np.asarray(np.unique(self.judge), dtype=np.int64)
+
+    @cached_property
+    def shown(self) -> IntArray:
+        """The models with a cell as first or second evaluee (in the layout)."""
+        return np.asarray(np.unique(np.concatenate([self.first, self.second])), dtype=np.int64)
+
     @property
     def n_models(self) -> int:
         return len(self.models)
@@ -362,7 +380,7 @@ class VerdictCounts:
     def with_n(self, n: FloatArray) -> VerdictCounts:
         """Same cells, other counts (keeps the cached index arrays)."""
         out = VerdictCounts(self.judge, self.first, self.second, n, self.models, self.style)
-        for cached in ("judge_first", "judge_second"):
+        for cached in ("judge_first", "judge_second", "self_side", "judges_present", "shown"):
             if cached in self.__dict__:
                 out.__dict__[cached] = self.__dict__[cached]
         return out
@@ -543,14 +561,6 @@ def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> Design
         warnings.append(
             f"{_list(names[no_judging])} never judge; their trust is spread {spread} "
             "(the PageRank convention for dangling rows)"
-        )
-    wins, ties = counts.pooled()
-    won, lost, tied = wins.sum(axis=1), wins.sum(axis=0), ties.sum(axis=1)
-    perfect = evaluated & (tied == 0) & ((won == 0) | (lost == 0))
-    if perfect.any():
-        warnings.append(
-            f"{_list(names[perfect])} won (or lost) every comparison without a tie; such a "
-            "score is set by the L2 penalty, not by the data; add verdicts or raise --l2"
         )
     thin_e = evaluated & (evaluee_n < min_verdicts)
     if thin_e.any():

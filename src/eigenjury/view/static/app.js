@@ -43,6 +43,21 @@ function withCi(value, ci, digits = 2) {
     : num(value, digits);
 }
 
+// An Elo interval may have no limit on one side (a perfect record; the record writes
+// null there): [1268, ∞).
+function openEnds(ci) {
+  return ci && ci.length === 2 ? [ci[0] === null ? -Infinity : ci[0], ci[1] === null ? Infinity : ci[1]] : null;
+}
+
+function withOpenCi(value, ci, digits = 0) {
+  const ends = openEnds(ci);
+  if (value === null || value === undefined) return "-";
+  if (!ends) return num(value, digits);
+  const low = ends[0] === -Infinity ? "(-∞" : `[${num(ends[0], digits)}`;
+  const high = ends[1] === Infinity ? "∞)" : `${num(ends[1], digits)}]`;
+  return `${num(value, digits)} ${low}, ${high}`;
+}
+
 function estimate(e, digits = 3) {
   return e && typeof e === "object" && "value" in e ? withCi(e.value, e.ci, digits) : "-";
 }
@@ -223,10 +238,11 @@ function intervalBar(value, ci, low, high) {
   const x = (v) => (6 + ((Math.min(Math.max(v, low), high) - low) / (high - low || 1)) * (width - 12)).toFixed(1);
   const bar = svg("svg", { width, height: 16, role: "img" });
   bar.append(svg("line", { x1: 6, x2: width - 6, y1: 8, y2: 8, class: "axis" }));
-  if (ci && ci[0] !== null) {
-    bar.append(svg("line", { x1: x(ci[0]), x2: x(ci[1]), y1: 8, y2: 8, class: "ci" }));
-    if (ci[0] < low) bar.append(svg("path", { d: "M1 8 l7 -5 v10 z", class: "beyond" }));
-    if (ci[1] > high) bar.append(svg("path", { d: `M${width - 1} 8 l-7 -5 v10 z`, class: "beyond" }));
+  const ends = openEnds(ci);
+  if (ends) {
+    bar.append(svg("line", { x1: x(ends[0]), x2: x(ends[1]), y1: 8, y2: 8, class: "ci" }));
+    if (ends[0] < low) bar.append(svg("path", { d: "M1 8 l7 -5 v10 z", class: "beyond" }));
+    if (ends[1] > high) bar.append(svg("path", { d: `M${width - 1} 8 l-7 -5 v10 z`, class: "beyond" }));
   }
   bar.append(svg("circle", { cx: x(value), cy: 8, r: 4, class: "bar" }));
   return bar;
@@ -238,7 +254,7 @@ function intervalBar(value, ci, low, high) {
 // static report draws it (reports/ranking.py leaderboard_svg).
 function eloAxis(models) {
   const elos = models.map((m) => m.elo);
-  const ends = models.flatMap((m) => (m.elo_ci && m.elo_ci[0] !== null ? m.elo_ci : [m.elo]));
+  const ends = models.flatMap((m) => (openEnds(m.elo_ci) || [m.elo]).filter(Number.isFinite));
   const spread = 2 * Math.max(Math.max(...elos) - Math.min(...elos), 100);
   return [Math.max(Math.min(...ends), Math.min(...elos) - spread), Math.min(Math.max(...ends), Math.max(...elos) + spread)];
 }
@@ -254,7 +270,7 @@ function rankingRun(record, run) {
     models.map((m) => [
       String(m.rank),
       m.name,
-      withCi(m.elo, m.elo_ci, 0),
+      withOpenCi(m.elo, m.elo_ci, 0),
       intervalBar(m.elo, m.elo_ci, low, high),
       ...(styled ? [num(m.elo_uncontrolled, 0), signed(m.rank_change, 0)] : []),
       withCi(m.trust, m.trust_ci, 3),
@@ -281,13 +297,15 @@ function rankingRun(record, run) {
   const consistency = calls.order_consistency || {};
   const parseFailures = calls.parse_failures_by_judge || {};
   const judges = table(
-    ["judge", "tie propensity", "position bias", "order consistency", "same slot", "pairs", "parse failures", "verdicts"],
+    ["judge", "tie propensity", "position bias", "self-preference", "order consistency", "same slot", "pairs", "parse failures", "verdicts"],
     record.judges.map((j) => {
       const c = consistency[j.name] || {};
       return [
         j.external ? `${j.name} (external)` : j.name, // never judged: no trust of its own
         withCi(j.tie_propensity, j.tie_propensity_ci, 3),
         withCi(j.position_bias, j.position_bias_ci, 3),
+        // log-odds it adds to its own reply; absent for judges that never judged themselves
+        j.self_verdicts ? `${withCi(j.self_preference, j.self_preference_ci, 2)} of ${num(j.self_verdicts, 0)}` : "-",
         num(c.consistent, 3),
         num(c.same_slot, 3),
         c.pairs === undefined ? "-" : String(c.pairs),

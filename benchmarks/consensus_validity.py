@@ -1,0 +1,263 @@
+"""Is the consensus right on small, unbalanced, self-serving and tied data? (issue 26)
+
+Every study is drawn by eigenjury.testing.verdicts, a generator unlike the fit's own
+model: scenario effects shared by every judge, judges with tastes of their own, a
+threshold tie zone, first-slot advantages, unbalanced designs. The truth is what the
+fit converges to on the same population (a reference fit to `TRUTH_SCENARIOS`
+scenarios), as in benchmarks/calibration.py. Five parts:
+
+1. Collapse at 30 scenarios (8 models, one 3 logits above the field, one 3 below):
+   the share of point estimates with any Elo more than 600 from the truth or any trust
+   below 1e-6; beside it, the same fit without the prior and the self-preference term
+   (maximum likelihood, as before issue 26), in the same run; then the prior's scales:
+   bias, RMSE and collapses.
+2. Coverage of the 95% Elo intervals, RMSE, family-wise error of the simultaneous
+   "A above B" statements and their power (share of the true orderings stated), at
+   30 / 100 / 300 scenarios, unbalanced design (models drawn into groups with odds 1
+   to 3, judges 1 to 4), and the share of bootstrap rounds that broke down.
+3. Self-serving judges: the weakest model's Elo with one, two and all peers picking
+   themselves whenever they judge themselves, minus honest (the same noise), peers
+   only and beside an honest crowd; and a judge of a population drawn by `eigenjury
+   simulate` that always crowns itself, by the prior of its self-preference.
+4. Ties: a 1-logit pair's Elo gap among N = 2, 8, 32, 128 models, judged by one crowd
+   that ties often (no Elo should shrink as models are added).
+5. Time per fit.
+
+    python benchmarks/consensus_validity.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from _common import environment, table
+from eigenjury.stats import PeerRanking, ScorePrior, make_population, simulate_verdicts
+from eigenjury.testing.verdicts import Design, verdicts
+
+TRUTH_SCENARIOS = 4000
+MILD = (1.2, 0.8, 0.5, 0.2, -0.2, -0.5, -0.8, -1.2)
+UNBALANCED = {"inclusion": (1, 3, 1, 2, 1, 3, 1, 2), "judge_weight": (1, 4, 2, 1, 3, 1, 4, 2)}
+COLLAPSE_ELO = 600.0
+
+
+def truth(design: Design) -> np.ndarray:
+    big = dataclasses.replace(design, scenarios=TRUTH_SCENARIOS)
+    return np.asarray(PeerRanking(bootstrap=0).fit(verdicts(big, 10_000)).elo_)
+
+
+def collapse(seed: int, design: Design, true_elo: np.ndarray) -> tuple[bool, bool]:
+    table_ = verdicts(design, seed)
+    now = PeerRanking(bootstrap=0).fit(table_)
+    before = PeerRanking(bootstrap=0, prior=None, self_preference=False).fit(table_)
+
+    def broke(r: PeerRanking) -> bool:
+        return bool(np.abs(r.elo_ - true_elo).max() > COLLAPSE_ELO or r.trust_.min() < 1e-6)
+
+    return broke(now), broke(before)
+
+
+def prior_sweep(
+    seed: int, prior: tuple[float, float, float] | None, true_elo: np.ndarray
+) -> np.ndarray:
+    """One 30-scenario study's Elo error under a prior (None: maximum likelihood)."""
+    fit = PeerRanking(bootstrap=0, prior=None if prior is None else ScorePrior(*prior))
+    return np.asarray(fit.fit(verdicts(Design(scenarios=30), seed)).elo_ - true_elo)
+
+
+def crowned_gain(self_sd: float) -> float:
+    """A judge of a simulated population (eigenjury simulate, 6 models, 1,500 scenarios)
+    that always crowns itself: its Elo gain over honest verdicts, by the prior of its
+    self-preference."""
+    population = make_population(6, 2, seed=5)
+    table = simulate_verdicts(population, n_scenarios=1500, seed=6)
+    verdict = table.verdict.copy()
+    verdict[(table.judge == 0) & (table.first == 0)] = 1
+    verdict[(table.judge == 0) & (table.second == 0)] = 2
+    prior = ScorePrior(self_sd=self_sd)
+    honest = PeerRanking(bootstrap=0, prior=prior).fit(table)
+    crowned = PeerRanking(bootstrap=0, prior=prior).fit(dataclasses.replace(table, verdict=verdict))
+    return float(crowned.elo_[0] - honest.elo_[0])
+
+
+def study(seed: int, design: Design, true_elo: np.ndarray, rounds: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    r = PeerRanking(bootstrap=rounds, seed=seed, n_jobs=1).fit(verdicts(design, seed))
+    lo, hi = r.elo_ci_[:, 0], r.elo_ci_[:, 1]
+    above = true_elo[:, None] > true_elo[None, :]
+    stated = r.elo_difference_ci_[:, :, 0] > 0.01
+    return {
+        "inside": (lo <= true_elo) & (true_elo <= hi),
+        "error": r.elo_ - true_elo,
+        "wrong": bool((stated & ~above).any()),
+        "power": float((stated & above).sum() / above.sum()),
+        "top_bottom": bool(stated[int(np.argmax(true_elo)), int(np.argmin(true_elo))]),
+        "degenerate": r.bootstrap_degenerate_ / rounds,
+        "separated": bool(r.separation_.groups),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def gain(seed: int, design: Design, crown: tuple[int, ...]) -> float:
+    honest = PeerRanking(bootstrap=0).fit(verdicts(design, seed))
+    crowned = PeerRanking(bootstrap=0).fit(
+        verdicts(dataclasses.replace(design, self_serving=crown), seed)
+    )
+    k = honest.models_.index("m7")
+    return float(crowned.elo_[k] - honest.elo_[k])
+
+
+def tie_gap(n: int, seed: int) -> float:
+    """The Elo gap of m0 over m1 (1 logit apart), half the scenarios showing them alone,
+    the rest a random pair of all n models."""
+    rng = np.random.default_rng(seed)
+    design = Design(
+        strengths=(1.0, 0.0, *rng.normal(0.0, 0.7, n - 2)),
+        scenarios=3000,
+        group_size=2,
+        peers_judge=False,
+        crowd=1,
+        tie_zone=0.8,
+        scenario_sd=0.0,
+        taste_sd=0.0,
+        focus=(0, 1),
+    )
+    r = PeerRanking(bootstrap=0).fit(verdicts(design, seed))
+    return float(r.elo_[r.models_.index("m0")] - r.elo_[r.models_.index("m1")])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer studies and rounds")
+    args = parser.parse_args()
+    studies = {30: 12, 100: 8, 300: 6} if args.quick else {30: 100, 100: 60, 300: 40}
+    rounds = 100 if args.quick else 200
+    print(environment())
+    pool = ProcessPoolExecutor(2)
+
+    base = Design(scenarios=30)
+    true_elo = truth(base)
+    n_collapse = 20 if args.quick else 200
+    flags = list(
+        pool.map(collapse, range(n_collapse), [base] * n_collapse, [true_elo] * n_collapse)
+    )
+    now, before = np.mean([f[0] for f in flags]), np.mean([f[1] for f in flags])
+    print(
+        f"\n1. collapse at 30 scenarios, {n_collapse} studies: {now:.1%} now, "
+        f"{before:.1%} without the prior and the self-preference term"
+    )
+
+    n_sweep = 10 if args.quick else 40
+    rows = []
+    for prior in ((2.0, 1.0, 20.0), (4.0, 2.0, 20.0), (8.0, 4.0, 20.0), None):
+        errors = np.array(
+            list(pool.map(prior_sweep, range(n_sweep), [prior] * n_sweep, [true_elo] * n_sweep))
+        )
+        rows.append(
+            [
+                "none (maximum likelihood)"
+                if prior is None
+                else ", ".join(f"{x:g}" for x in prior),
+                f"{np.abs(errors.mean(axis=0)).max():.0f}",
+                f"{np.sqrt(np.mean(errors**2)):.0f}",
+                f"{np.mean(np.abs(errors).max(axis=1) > COLLAPSE_ELO):.2f}",
+            ]
+        )
+    print(f"\n1b. prior scales at 30 scenarios, {n_sweep} studies (consensus, judge, self sd)")
+    print(table(["prior", "largest bias", "RMSE", "collapsed"], rows))
+
+    rows = []
+    for scenarios, count in studies.items():
+        design = Design(scenarios=scenarios, **UNBALANCED)  # type: ignore[arg-type]
+        true_elo = truth(design)
+        results = list(
+            pool.map(study, range(count), [design] * count, [true_elo] * count, [rounds] * count)
+        )
+        inside = np.array([r["inside"] for r in results])
+        per_study = inside.mean(axis=1)
+        error = np.array([r["error"] for r in results])
+        rows.append(
+            [
+                scenarios,
+                count,
+                f"{per_study.mean():.3f} ({per_study.std(ddof=1) / np.sqrt(count):.3f})",
+                f"{np.sqrt(np.mean(error**2)):.0f}",
+                f"{np.abs(error.mean(axis=0)).max():.0f}",
+                f"{np.mean([r['wrong'] for r in results]):.3f}",
+                f"{np.mean([r['power'] for r in results]):.2f}",
+                f"{np.mean([r['top_bottom'] for r in results]):.2f}",
+                f"{np.mean([r['degenerate'] for r in results]):.4f}",
+                f"{np.mean([r['separated'] for r in results]):.2f}",
+                f"{np.median([r['seconds'] for r in results]):.1f}",
+            ]
+        )
+    print(f"\n2. 95% intervals, {rounds} bootstrap rounds, unbalanced design")
+    print(
+        table(
+            [
+                "scenarios",
+                "studies",
+                "Elo coverage (se)",
+                "RMSE",
+                "largest bias",
+                "family-wise error",
+                "power",
+                "top above bottom",
+                "rounds broken",
+                "separated",
+                "s per fit",
+            ],
+            rows,
+        )
+    )
+
+    rows = []
+    for label, crowd, scenarios, per in (
+        ("peers only", 0, 60, 1),
+        ("peers only", 0, 30, 3),
+        ("peers only", 0, 400, 1),
+        ("beside a crowd", 1, 60, 1),
+        ("beside a crowd", 1, 400, 1),
+    ):
+        design = Design(strengths=MILD, scenarios=scenarios, judges_per_scenario=per, crowd=crowd)
+        for crown in ((7,), (6, 7), tuple(range(8))):
+            n = 6 if args.quick else 20
+            gains = list(pool.map(gain, range(n), [design] * n, [crown] * n))
+            rows.append(
+                [
+                    label,
+                    f"{scenarios} x {per}",
+                    len(crown),
+                    f"{np.median(gains):.1f}",
+                    f"{np.max(gains):.1f}",
+                ]
+            )
+    print("\n3. self-serving judges: the weakest model's Elo gain over honest verdicts")
+    print(table(["judges", "scenarios x judges", "self-serving", "median gain", "largest"], rows))
+
+    gains = list(pool.map(crowned_gain, (4.0, 20.0)))
+    print("\n3b. a judge that always crowns itself (simulated population, 1,500 scenarios):")
+    print(
+        table(
+            ["self-preference prior sd", "Elo gain"],
+            [[4, f"{gains[0]:.1f}"], [20, f"{gains[1]:.1f}"]],
+        )
+    )
+
+    ns, repeats = (2, 8, 32, 128), 3 if args.quick else 10
+    rows = []
+    for n in ns:
+        gaps = np.array(list(pool.map(tie_gap, [n] * repeats, range(repeats))))
+        rows.append([n, f"{gaps.mean():.1f} ({gaps.std(ddof=1) / np.sqrt(repeats):.1f})"])
+    print(f"\n4. a 1-logit pair's Elo gap, one crowd judge tying often ({repeats} studies each)")
+    print(table(["models", "Elo gap, mean (se)"], rows))
+    pool.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""Which models the verdicts cannot place: Ford's condition, pooled and per judge.
+
+A Bradley-Terry strength has a finite maximum-likelihood estimate only when, for every
+split of the models into two groups, some model of each group beat some model of the
+other at least once (Ford 1957; Hunter 2004): the directed graph "j beat k" (a tie
+counts both ways) must be strongly connected. Where it is not, a group won every
+comparison it had with another, and the verdicts say "above" but never "by how much":
+the fit's prior sets the gap (stats.btd.ScorePrior) and a bootstrap, whose every round
+keeps the perfect record, cannot show the uncertainty.
+
+So the gap is reported for what it is. Pooled over judges, a group that never lost to
+a model outside it has no upper limit on its Elo, and one that never won has no lower
+limit; the other end is bounded by an exact binomial limit on its record against the
+models it met (`record_bound`). Per judge, the same check says which models a judge's
+own verdicts cannot place: the low-rank fit places them through the other judges and
+the prior, which the report says.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from eigenjury.stats.elo import ELO_SCALE
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray, VerdictCounts
+
+
+@dataclass(frozen=True)
+class Separation:
+    """`above` won every one of the `verdicts` (weight of decisive verdicts) it had
+    against `below`, by `judge` (None: all judges pooled)."""
+
+    judge: str | None
+    above: tuple[str, ...]
+    below: tuple[str, ...]
+    verdicts: float
+
+    def sentence(self) -> str:
+        who = "the verdicts" if self.judge is None else f"judge '{self.judge}'s verdicts"
+        return (
+            f"{_names(self.above)} won all {self.verdicts:g} of {who} against "
+            f"{_names(self.below)}: above them, by an amount the verdicts cannot measure"
+        )
+
+
+@dataclass(frozen=True)
+class PooledSeparation:
+    """The pooled check over the evaluees: the groups found and, per evaluee, whether
+    its Elo is unbounded above or below (a group that never lost, or never won, to the
+    models outside it)."""
+
+    groups: tuple[Separation, ...]
+    unbounded_above: NDArray[np.bool_]
+    unbounded_below: NDArray[np.bool_]
+
+
+def win_graph(counts: VerdictCounts, judge: int | None = None) -> FloatArray:
+    """wins[j, k]: verdict weight in which j beat k (by `judge`, or by all); a tie counts
+    half each way, so tied models always reach each other."""
+    m = counts.n_models
+    keep = np.ones(counts.n_cells, dtype=bool) if judge is None else counts.judge == judge
+    first, second, n = counts.first[keep], counts.second[keep], counts.n[keep]
+    wins = np.zeros((m, m))
+    np.add.at(wins, (first, second), n[:, FIRST] + 0.5 * n[:, TIE])
+    np.add.at(wins, (second, first), n[:, SECOND] + 0.5 * n[:, TIE])
+    return wins
+
+
+def components(wins: FloatArray, members: IntArray) -> IntArray:
+    """Strongly connected component of each of `members` in the win graph restricted
+    to them (labels 0..k-1)."""
+    sub = wins[np.ix_(members, members)]
+    rows, cols = np.nonzero(sub > 0)
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=sub.shape)
+    _, label = connected_components(graph, directed=True, connection="strong")
+    return np.asarray(label, dtype=np.int64)
+
+
+def separations(
+    wins: FloatArray, members: IntArray, names: tuple[str, ...], judge: str | None = None
+) -> list[Separation]:
+    """Per group (strongly connected component) that beat another without a loss, the
+    groups it beat: one Separation each, strongest groups first."""
+    label = components(wins, members)
+    k = int(label.max()) + 1 if len(label) else 0
+    if k <= 1:
+        return []
+    group_wins = np.zeros((k, k))
+    sub = wins[np.ix_(members, members)]
+    np.add.at(group_wins, (label[:, None], label[None, :]), sub)
+    np.fill_diagonal(group_wins, 0.0)
+    out = []
+    for g in np.argsort(-(group_wins > 0).sum(axis=1), kind="stable"):
+        beaten = np.flatnonzero(group_wins[g] > 0)
+        if len(beaten):
+            out.append(
+                Separation(
+                    judge,
+                    tuple(names[i] for i in members[label == g]),
+                    tuple(names[i] for i in members[np.isin(label, beaten)]),
+                    float(group_wins[g, beaten].sum()),
+                )
+            )
+    return out
+
+
+def pooled_separation(counts: VerdictCounts, evaluees: IntArray) -> PooledSeparation:
+    """Ford's condition over the evaluees, all judges pooled.
+
+    Elo is relative to every model's trust, so when one group's lead is unmeasurable,
+    strictly so is everyone else's standing; what users need is where the unmeasured
+    gaps are. The main body is the largest group (the most verdicts among equals); a
+    group that beat it, directly or through others, without a loss is unbounded above,
+    one it beat is unbounded below, one neither above nor below it, both ways. The main
+    body's own Elo stays bounded, its gaps to the separated groups set by the prior.
+    """
+    wins = win_graph(counts)
+    label = components(wins, evaluees)
+    k = int(label.max()) + 1
+    above = np.zeros(len(evaluees), dtype=bool)
+    below = np.zeros(len(evaluees), dtype=bool)
+    if k > 1:
+        sub = wins[np.ix_(evaluees, evaluees)]
+        between = np.zeros((k, k))
+        np.add.at(between, (label[:, None], label[None, :]), sub)
+        beats = (between > 0) & ~np.eye(k, dtype=bool)
+        size = np.bincount(label, minlength=k)
+        weight = np.bincount(label, sub.sum(axis=1) + sub.sum(axis=0), minlength=k)
+        main = int(np.lexsort((-weight, -size))[0])
+        over_main = _reaches(beats, main)  # groups from which main can be reached
+        under_main = _reaches(beats.T, main)  # groups main reaches
+        group_above = over_main | ~(over_main | under_main)
+        group_below = under_main | ~(over_main | under_main)
+        group_above[main] = group_below[main] = False
+        above, below = group_above[label], group_below[label]
+    return PooledSeparation(tuple(separations(wins, evaluees, counts.models)), above, below)
+
+
+def _reaches(edges: NDArray[np.bool_], target: int) -> NDArray[np.bool_]:
+    """Nodes with a path to `target` along `edges` (edges[a, b]: a -> b)."""
+    found = np.zeros(len(edges), dtype=bool)
+    found[target] = True
+    while True:
+        grown = found | (edges & found[None, :]).any(axis=1)
+        if (grown == found).all():
+            return found
+        found = grown
+
+
+def judge_separations(counts: VerdictCounts) -> list[Separation]:
+    """Per judge, the groups of models its own verdicts cannot place against each other."""
+    out: list[Separation] = []
+    for judge in np.flatnonzero(counts.judge_totals() > 0):
+        wins = win_graph(counts, int(judge))
+        seen = np.flatnonzero((wins + wins.T).sum(axis=1) > 0)
+        out += separations(wins, seen, counts.models, counts.models[judge])
+    return out
+
+
+def record_bound(wins: int | float, level: float) -> float:
+    """The least log-odds, in Elo, of beating the opponents met that a record of `wins`
+    wins in `wins` decisive verdicts allows at one-sided `level` (Clopper-Pearson:
+    p >= (1 - level) ** (1 / wins))."""
+    p = (1.0 - level) ** (1.0 / wins)
+    return ELO_SCALE * math.log10(p / (1.0 - p))
+
+
+def _names(names: tuple[str, ...], limit: int = 6) -> str:
+    shown = ", ".join(f"'{n}'" for n in names[:limit])
+    more = len(names) - limit
+    return shown + (f" and {more} more" if more > 0 else "")
