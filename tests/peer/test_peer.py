@@ -28,7 +28,8 @@ def test_rank_recovers_the_scripted_truth_and_writes_every_output(tmp_path: Path
     run = run_rank(config(tmp_path), progress=False)
     elo = dict(zip(run.ranking.models_, run.ranking.elo_, strict=True))
     names = list(QUALITIES)
-    assert kendalltau([QUALITIES[n] for n in names], [elo[n] for n in names]).statistic >= 0.8 - 1e-9
+    tau = kendalltau([QUALITIES[n] for n in names], [elo[n] for n in names]).statistic
+    assert tau >= 0.8 - 1e-9  # at most one pair of the five swapped
     out = run.out
     for name in ("results.json", "verdicts.csv", "transcripts.jsonl", "report.html"):
         assert (out / name).is_file()
