@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from eigenjury.lazy import exports
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _EXPORTS = {
     "BradleyTerry": "eigenjury.stats",

@@ -173,3 +173,21 @@ def test_family_wise_error_and_power_on_small_studies() -> None:
         said += stated[ranking.models_.index("m0"), ranking.models_.index("m7")]
     assert wrong <= 1
     assert said >= 10
+
+
+def test_a_judge_crowning_itself_does_not_hide_a_perfect_record() -> None:
+    """The champion's only losses are to a judge picking itself: those verdicts measure
+    that judge's self-preference, not the gap, so the champion is still unplaced above."""
+    table = verdicts(Design(strengths=MILD, scenarios=60), 4)
+    champion, vain = table.models.index("m3"), table.models.index("m6")
+    rigged = _perfect_record(table, champion)
+    verdict = rigged.verdict.copy()
+    verdict[(table.judge == vain) & (table.first == vain)] = 1
+    verdict[(table.judge == vain) & (table.second == vain)] = 2
+    rigged = dataclasses.replace(rigged, verdict=verdict)
+    lost = (table.judge == vain) & ((table.first == champion) | (table.second == champion))
+    assert lost.any() and ((table.first == vain) | (table.second == vain))[lost].any()
+    ranking = PeerRanking(bootstrap=0).fit(rigged)
+    assert ranking.separation_.unbounded_above[ranking.models_.index("m3")]
+    old_model = PeerRanking(bootstrap=0, self_preference=False).fit(rigged)
+    assert not old_model.separation_.groups  # there, its losses count

@@ -65,7 +65,7 @@ def _elo_ci(m: ModelRow) -> str:
     )
 
 
-SELF_PREFERENCE = "self-preference (own reply, log-odds)"
+SELF_PREFERENCE = "self-preference (log-odds)"
 
 
 def _self_preference(j: JudgeRow) -> str:
@@ -73,7 +73,7 @@ def _self_preference(j: JudgeRow) -> str:
     "-" for a judge that never judged itself."""
     if j.self_preference is None or j.self_verdicts is None:
         return "-"
-    return f"{with_ci(j.self_preference, j.self_preference_ci, '+.2f')} of {j.self_verdicts:g}"
+    return f"{with_ci(j.self_preference, j.self_preference_ci, '+.2f')} (n={j.self_verdicts:g})"
 
 
 def _rank_ci(m: ModelRow) -> str:

@@ -465,8 +465,10 @@ class PeerRanking:
     def _check_separation(self, counts: VerdictCounts, evaluees: IntArray) -> None:
         """Ford's condition, pooled and per judge (stats.separation): which gaps the
         verdicts cannot measure, said in words."""
-        self.separation_ = pooled_separation(counts, evaluees)
-        self.judge_separations_ = judge_separations(counts)
+        # verdicts a judge gives on itself go to its self-preference when that is fitted
+        own = not self.self_preference
+        self.separation_ = pooled_separation(counts, evaluees, self_judged=own)
+        self.judge_separations_ = judge_separations(counts, self_judged=own)
         for group in self.separation_.groups:
             self.warnings_.append(
                 group.sentence() + "; the prior sets that gap, and the Elo interval is "
@@ -489,7 +491,8 @@ class PeerRanking:
         bootstrap cannot show how uncertain the record's size is."""
         sep = self.separation_
         evaluees = np.flatnonzero(~self.external_)
-        wins = win_graph(self.counts_)[np.ix_(evaluees, evaluees)]
+        wins = win_graph(self.counts_, self_judged=not self.self_preference)
+        wins = wins[np.ix_(evaluees, evaluees)]
         level = 0.5 * (1.0 + self.ci)
         for k in np.flatnonzero(sep.unbounded_above & ~sep.unbounded_below):
             beaten = wins[k] * ~sep.unbounded_above  # all wins: none of them beat it

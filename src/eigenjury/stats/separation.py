@@ -59,11 +59,18 @@ class PooledSeparation:
     unbounded_below: NDArray[np.bool_]
 
 
-def win_graph(counts: VerdictCounts, judge: int | None = None) -> FloatArray:
+def win_graph(
+    counts: VerdictCounts, judge: int | None = None, *, self_judged: bool = True
+) -> FloatArray:
     """wins[j, k]: verdict weight in which j beat k (by `judge`, or by all); a tie counts
-    half each way, so tied models always reach each other."""
+    half each way, so tied models always reach each other. Without `self_judged`, the
+    verdicts in which the judge is one of the two are left out: where the fit gives
+    each judge a preference for its own reply, they measure that preference, not the
+    gap between the judge and the other reply."""
     m = counts.n_models
     keep = np.ones(counts.n_cells, dtype=bool) if judge is None else counts.judge == judge
+    if not self_judged:
+        keep &= counts.self_side == 0
     first, second, n = counts.first[keep], counts.second[keep], counts.n[keep]
     wins = np.zeros((m, m))
     np.add.at(wins, (first, second), n[:, FIRST] + 0.5 * n[:, TIE])
@@ -109,7 +116,9 @@ def separations(
     return out
 
 
-def pooled_separation(counts: VerdictCounts, evaluees: IntArray) -> PooledSeparation:
+def pooled_separation(
+    counts: VerdictCounts, evaluees: IntArray, *, self_judged: bool = True
+) -> PooledSeparation:
     """Ford's condition over the evaluees, all judges pooled.
 
     Elo is relative to every model's trust, so when one group's lead is unmeasurable,
@@ -118,8 +127,9 @@ def pooled_separation(counts: VerdictCounts, evaluees: IntArray) -> PooledSepara
     group that beat it, directly or through others, without a loss is unbounded above,
     one it beat is unbounded below, one neither above nor below it, both ways. The main
     body's own Elo stays bounded, its gaps to the separated groups set by the prior.
+    `self_judged`: as in `win_graph`.
     """
-    wins = win_graph(counts)
+    wins = win_graph(counts, self_judged=self_judged)
     label = components(wins, evaluees)
     k = int(label.max()) + 1
     above = np.zeros(len(evaluees), dtype=bool)
@@ -152,11 +162,12 @@ def _reaches(edges: NDArray[np.bool_], target: int) -> NDArray[np.bool_]:
         found = grown
 
 
-def judge_separations(counts: VerdictCounts) -> list[Separation]:
-    """Per judge, the groups of models its own verdicts cannot place against each other."""
+def judge_separations(counts: VerdictCounts, *, self_judged: bool = True) -> list[Separation]:
+    """Per judge, the groups of models its own verdicts cannot place against each other
+    (`self_judged`: as in `win_graph`)."""
     out: list[Separation] = []
     for judge in np.flatnonzero(counts.judge_totals() > 0):
-        wins = win_graph(counts, int(judge))
+        wins = win_graph(counts, int(judge), self_judged=self_judged)
         seen = np.flatnonzero((wins + wins.T).sum(axis=1) > 0)
         out += separations(wins, seen, counts.models, counts.models[judge])
     return out

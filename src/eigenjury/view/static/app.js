@@ -305,7 +305,7 @@ function rankingRun(record, run) {
         withCi(j.tie_propensity, j.tie_propensity_ci, 3),
         withCi(j.position_bias, j.position_bias_ci, 3),
         // log-odds it adds to its own reply; absent for judges that never judged themselves
-        j.self_verdicts ? `${withCi(j.self_preference, j.self_preference_ci, 2)} of ${num(j.self_verdicts, 0)}` : "-",
+        j.self_verdicts ? `${withCi(j.self_preference, j.self_preference_ci, 2)} (n=${num(j.self_verdicts, 0)})` : "-",
         num(c.consistent, 3),
         num(c.same_slot, 3),
         c.pairs === undefined ? "-" : String(c.pairs),
