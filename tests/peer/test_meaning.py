@@ -291,3 +291,18 @@ def test_a_fit_with_external_judges_says_who_judged(
     assert " ".join(" ".join(meaning(record)).split()) in out
     section = _section(render(record, []))
     assert html.escape(first) in section and CROWD not in section
+
+
+def test_the_elo_rule_is_named_and_an_older_record_is_told_apart(
+    separated: RankingRecord,
+) -> None:
+    """eigenjury 0.3 changed how Elo is made (docs/consensus.md): the terminal and the
+    report say which rule made a record's numbers, so old and new are not compared."""
+    assert separated.settings.trust is not None
+    for shown in (_terminal(separated), html.unescape(render(separated, []))):
+        assert "Elo since eigenjury 0.3" in shown and "before eigenjury 0.3" not in shown
+    old = separated.model_copy(
+        update={"settings": separated.settings.model_copy(update={"trust": None, "prior": None})}
+    )
+    for shown in (_terminal(old), html.unescape(render(old, []))):
+        assert "Elo by the rule before eigenjury 0.3" in shown

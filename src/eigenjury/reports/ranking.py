@@ -104,6 +104,20 @@ def _uncontrolled(m: ModelRow) -> list[str]:
     return [fmt(m.elo_uncontrolled), _rank_change(m)]
 
 
+def elo_rule(record: RankingRecord) -> str:
+    """Which rule made the Elo: eigenjury 0.3 changed it (docs/consensus.md), so the
+    numbers of older records are not comparable."""
+    if record.settings.trust is None:
+        return (
+            "Elo by the rule before eigenjury 0.3 (ties as half a win, no prior, a judge's "
+            "verdicts on itself counted): not comparable with newer runs"
+        )
+    return (
+        "Elo since eigenjury 0.3: ties out of trust, a prior on scores, each judge's "
+        "self-preference apart (docs/consensus.md); not comparable with older runs"
+    )
+
+
 def intervals_note(record: RankingRecord) -> str | None:
     """Which interval is which: the marginal rank interval and the family-wise `above`
     (None for records without them: no bootstrap, or written before either)."""
@@ -386,6 +400,7 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     captions = [
         *(["change: places a model gains once style is held equal"] if styled else []),
         *([note] if note else []),
+        elo_rule(record),
     ]
     board = Table(
         title=escape(title),
@@ -731,7 +746,8 @@ def render(
     held = f" {e(_held_equal(record))};" if styled else ""
     out.append(
         f"<h2>Leaderboard</h2><p class=muted>Elo from EigenTrust over the low-rank "
-        f"BTD fit;{held} bars are {ci} scenario-bootstrap intervals.</p>"
+        f"BTD fit;{held} bars are {ci} scenario-bootstrap intervals. "
+        f"{e(elo_rule(record))}.</p>"
     )
     formation = trust_formation(record)
     if formation:

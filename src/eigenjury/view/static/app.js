@@ -43,6 +43,14 @@ function withCi(value, ci, digits = 2) {
     : num(value, digits);
 }
 
+// Which rule made the Elo, as the static report says it (reports/ranking.py elo_rule):
+// records without settings.trust were made before eigenjury 0.3 changed it.
+function eloRule(record) {
+  return record.settings.trust
+    ? "Elo since eigenjury 0.3: ties out of trust, a prior on scores, each judge's self-preference apart (docs/consensus.md); not comparable with older runs"
+    : "Elo by the rule before eigenjury 0.3 (ties as half a win, no prior, a judge's verdicts on itself counted): not comparable with newer runs";
+}
+
 // An Elo interval may have no limit on one side (a perfect record; the record writes
 // null there): [1268, ∞).
 function openEnds(ci) {
@@ -348,6 +356,7 @@ function rankingRun(record, run) {
     ...warnings(record),
     section("Leaderboard", styled ? el("p", { class: "muted", id: "held-equal" },
       `Elo with style held equal (${record.style.features.join(", ")}); change: places a model gains once style is held equal`) : null,
+    el("p", { class: "muted", id: "elo-rule" }, eloRule(record)),
     leaderboard, ...pairwise),
     ...(record.style ? [styleControl(record.style, record.settings.ci)] : []),
     section("Trust", el("p", { class: "muted" }, "how much each judge (row) trusts each evaluee (column)"), heatmap(record.trust_matrix)),
