@@ -135,7 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer studies and rounds")
     args = parser.parse_args()
-    studies = {30: 12, 100: 8, 300: 6} if args.quick else {30: 100, 100: 60, 300: 40}
+    studies = {30: 12, 100: 8, 300: 6} if args.quick else {30: 60, 100: 40, 300: 24}
     rounds = 100 if args.quick else 200
     print(environment())
     pool = ProcessPoolExecutor(2)

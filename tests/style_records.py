@@ -29,7 +29,8 @@ def fitted(*, bootstrap: int = 40, constant: bool = False, **style: object) -> R
 
 def with_rank_change(record: RankingRecord) -> RankingRecord:
     """The record with a rank change planted: the last two models swap places once style
-    is held equal (the simulation's verbosity does not reorder them)."""
-    *_, third, fourth = record.models
+    is held equal and the first two keep theirs (whatever the fit said)."""
+    first, second, third, fourth = record.models
+    first.rank_change, second.rank_change = 0, 0
     third.rank_change, fourth.rank_change = -1, 1
     return record

@@ -656,9 +656,10 @@ function generators(record, id) {
 function certificate(record) {
   const numbers = ["tau", "delta", "dim", "sensitivity", "alpha", "sigma", "sigma_max", "threshold", "noise_radius", "smallest_feasible_tau"]
     .map((k) => [k, sig(record[k])]);
-  // a score file without models has no model-level utility (null)
-  const utility = Object.entries(record.utility || {}).filter(([, u]) => u).map(([level, u]) =>
+  // a score file without models has no model-level utility (null); tie_tolerance is a number
+  const utility = Object.entries(record.utility || {}).filter(([, u]) => u && typeof u === "object").map(([level, u]) =>
     [level, num(u.pearson, 4), num(u.spearman, 4), num(u.kendall, 4)]);
+  const tolerance = (record.utility || {}).tie_tolerance;
   const judge = record.profile || {};
   const stability = record.stability;
   const scale = (record.scores || {}).scale || {};
@@ -680,6 +681,8 @@ function certificate(record) {
       el("p", { class: "muted" }, `judge ${judge.judge} (${judge.protocol}) · m ${judge.m} · jitter ${num(judge.jitter, 4)}`),
       generators(record, "generators")),
     section("Utility retained", table(["level", "Pearson", "Spearman", "Kendall"], utility, { id: "utility" }),
+      typeof tolerance === "number" ? el("p", { class: "muted", id: "tie-tolerance" },
+        `model means closer than ${sig(tolerance)} count as ties (rounding, not signal)`) : null,
       stability ? table(["noise draws", "Kendall mean", "Kendall 5th percentile", "same top model"],
         [[String(stability.draws), num(stability.kendall_mean, 4), num(stability.kendall_p05, 4), num(stability.same_top_model, 2)]],
         { id: "stability" }, 0) : null),
