@@ -380,7 +380,7 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
             "order_consistency": got.outcomes.order_consistency(),
             "accounting": accounting.record(),
             "soft_verdicts_by_judge": got.outcomes.soft_by_judge()
-            if config.judging.soft or config.judging.mode == "likelihood"
+            if config.judging.soft
             else None,
             "verdicts_by_judge": {
                 judge: VerdictModes.tally(modes.elements())

@@ -224,11 +224,20 @@ def _count(value: float) -> str:
 
 
 def _verdicts(record: RankingRecord) -> str:
-    """How many verdicts, and where probabilities stood in for them."""
+    """How many verdicts, what likelihood verdicts are, and where probabilities stood in
+    for verdicts. (Likelihood runs recorded before issue 26 gave probabilities: their
+    soft counts are recorded, and they keep the sentence they had.)"""
     run = record.run
     if run is None:
         return f"{_count(record.fit.verdicts)} verdicts"
     given = f"{_count(run.verdicts)} verdicts"
+    by_judge = run.soft_verdicts_by_judge
+    if run.judging.mode == "likelihood" and by_judge is None:
+        return (
+            f"{given}, each for the reply that the judge model finds likelier, per token, "
+            "from a speaker who follows the constitution than from one who breaks it (a "
+            "score, not a probability)"
+        )
     if run.judging.mode == "likelihood":
         source = (
             "how much likelier each judge model finds each reply from a speaker who "
@@ -238,7 +247,6 @@ def _verdicts(record: RankingRecord) -> str:
         source = "the judges' confidence in A, B or tie"
     else:
         return given
-    by_judge = run.soft_verdicts_by_judge
     soft = run.verdicts if by_judge is None else sum(by_judge.values())
     share = "" if soft >= run.verdicts else f", {_count(soft)} of them"
     return f"{given}{share} as probabilities from {source}"
