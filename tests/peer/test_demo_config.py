@@ -94,3 +94,4 @@ def test_the_demo_configuration_gives_likelihood_verdicts_on_the_bundled_models(
         "cold-gemma and warm-gemma were evaluees only" in said
     )
     assert "a score, not a probability" in said
+    assert "nats per token; not probabilities" in (run.out / "report.html").read_text()

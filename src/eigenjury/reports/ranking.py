@@ -852,10 +852,17 @@ def _transcript_samples(transcripts: list[TranscriptLine], n: int) -> str:
     out = ["<h2>Sample judgments</h2><p class=muted>Model text is shown as text, escaped.</p>"]
     for t in comparisons:
         prompt = t.messages[-1][1] if t.messages else ""
+        scores = ""
+        if t.scores:  # likelihood mode: the verdict went to the higher score
+            scores = (
+                "<p>Scores (follows minus breaks, nats per token; not probabilities): "
+                + ", ".join(f"{e(label)} {value:+.4f}" for label, value in t.scores.items())
+                + "</p>"
+            )
         out.append(
             f"<details><summary>{e(t.member)} judges {e(t.first)} (A) vs "
             f"{e(t.second)} (B) on {e(t.scenario)}</summary>"
-            f"<pre>{e(prompt)}</pre><p><b>Judge reply</b></p><pre>{e(t.reply)}</pre>"
+            f"<pre>{e(prompt)}</pre>{scores}<p><b>Judge reply</b></p><pre>{e(t.reply)}</pre>"
             "</details>"
         )
     return "".join(out)
