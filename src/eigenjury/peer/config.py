@@ -145,13 +145,13 @@ class Judging(_Strict):
 
     @model_validator(mode="after")
     def _soft_needs_single(self) -> Judging:
-        if self.soft and self.mode == "criteria":
-            raise located(
-                "soft verdicts need mode 'single': verdicts per criterion come from a "
-                "grammar, without label probabilities",
-                "judging",
-                "soft",
-            )
+        why = {
+            "criteria": "verdicts per criterion come from a grammar, without label probabilities",
+            "likelihood": "a likelihood verdict goes to the reply with the higher score, "
+            "which is not a probability (peer.likelihood); drop soft",
+        }
+        if self.soft and self.mode in why:
+            raise located(f"soft verdicts need mode 'single': {why[self.mode]}", "judging", "soft")
         return self
 
 
