@@ -12,15 +12,18 @@ pairs of 2 warm and 2 cold members), in three formats:
 - letters, reverse question: the same prompt asking which reply goes against the
   constitution more (sign flipped), so a judge that reads the question flips its
   answer, and one driven by the replies' surface (length, wording) does not;
-- likelihood: `speaker_request` follows minus breaks, per reply (peer.likelihood); the
-  log-odds of its verdict for warm over cold is the difference of the two scores; also
-  against the bundled kindness constitution (ten long criteria) in place of the demo's
-  three short ones, and judging in the demo's warm and cold personas (as its judges do).
+- likelihood: each reply's score, `speaker_request` follows minus breaks per token of
+  the reply (peer.likelihood.reply_score); the verdict goes to the higher score, the
+  same in both orders, so the warm advantage is the difference of the two scores (nats
+  per token, not log-odds); also against the bundled kindness constitution (ten long
+  criteria) in place of the demo's three short ones, and judging in the demo's warm and
+  cold personas (as its judges do).
 
 Per pair (scenario x warm x cold), the warm advantage is the judge's log-odds for the
-warm reply, averaged over the two orders; "position" is its mean log-odds for slot A.
-The table gives their means over pairs with standard errors, the share of pairs that
-favour warm, and the seconds per judge call.
+warm reply (letters), averaged over the two orders, or its score difference
+(likelihood); "position" is its mean log-odds for slot A. The table gives their means
+over pairs with standard errors, the share of pairs that favour warm (for likelihood:
+the share of verdicts for the warm reply), and the seconds per judge call.
 
     python benchmarks/small_judges.py [--scenarios 16] [--seed 0] [--quick]
 """
@@ -42,7 +45,7 @@ from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Message, Provider
 from eigenjury.peer.config import RankConfig
 from eigenjury.peer.data import Constitution, Scenario, load_constitution, load_scenarios
-from eigenjury.peer.likelihood import SPEAKERS
+from eigenjury.peer.likelihood import SPEAKERS, reply_score
 from eigenjury.peer.prompts import comparison_request, evaluee_request, speaker_request
 
 DEMO = ROOT / "src" / "eigenjury" / "data" / "configs" / "demo.yaml"
@@ -76,13 +79,14 @@ class Judge:
         self.provider: Provider = make_provider(ModelSpec.parse(spec))
         asyncio.run(self.provider.generate(ChatRequest.chat(("user", "Hi."), max_tokens=1)))
 
-    def logprobs(self, request: ChatRequest) -> tuple[dict[str, float], float]:
-        """The choices' log-probabilities, and the call's wall seconds."""
+    def logprobs(self, request: ChatRequest) -> tuple[dict[str, float], int, float]:
+        """The choices' log-probabilities, the longest choice's tokens, and the call's
+        wall seconds."""
         start = time.perf_counter()
         completion = asyncio.run(self.provider.generate(request))
         took = time.perf_counter() - start
         assert completion.choice_logprobs is not None
-        return dict(completion.choice_logprobs), took
+        return dict(completion.choice_logprobs), completion.usage.output_tokens, took
 
 
 def demo_replies(config: RankConfig, scenarios: Sequence[Scenario]) -> dict[tuple[str, str], str]:
@@ -135,7 +139,7 @@ def letters(
                 constrained=True,
             )
             for reverse in (False, True):
-                scores, took = judge.logprobs(reverse_question(request) if reverse else request)
+                scores, _, took = judge.logprobs(reverse_question(request) if reverse else request)
                 by_order[reverse].append(scores["A"] - scores["B"])
                 seconds[reverse].append(took)
         for reverse in (False, True):
@@ -158,24 +162,29 @@ def likelihood(
     pairs: Sequence[tuple[Scenario, str, str]],
     persona: str | None = None,
 ) -> Measured:
-    """Score (follows minus breaks) of each reply once, in the engine's order (consecutive
-    calls share their prompt: scenario and speaker), by the judge in `persona`; warm
-    minus cold per pair."""
+    """Score (follows minus breaks, per token) of each reply once, in the engine's order
+    (consecutive calls share their prompt: scenario and speaker), by the judge in
+    `persona`; warm minus cold per pair."""
     replies: dict[str, tuple[Scenario, set[str]]] = {}
     for scenario, warm, cold in pairs:
         replies.setdefault(scenario.id, (scenario, set()))[1].update((warm, cold))
     loglik: dict[tuple[str, str, str], float] = {}
+    tokens: dict[tuple[str, str], int] = {}
     seconds = []
     for scenario, texts in replies.values():
         for speaker in SPEAKERS:
             for reply in sorted(texts):
                 request = speaker_request(persona, constitution, scenario.text, reply, speaker)
-                scores, took = judge.logprobs(request)
-                loglik[scenario.id, reply, speaker] = next(iter(scores.values()))
+                scores, tokens[scenario.id, reply], took = judge.logprobs(request)
+                (loglik[scenario.id, reply, speaker],) = scores.values()
                 seconds.append(took)
 
     def score(scenario: Scenario, reply: str) -> float:
-        return loglik[scenario.id, reply, "follows"] - loglik[scenario.id, reply, "breaks"]
+        return reply_score(
+            loglik[scenario.id, reply, "follows"],
+            loglik[scenario.id, reply, "breaks"],
+            tokens[scenario.id, reply],
+        )
 
     advantage = [score(s, warm) - score(s, cold) for s, warm, cold in pairs]
     return Measured(advantage, None, seconds)
@@ -184,7 +193,7 @@ def likelihood(
 def summary(values: Sequence[float]) -> str:
     """'mean (s.e.)' over pairs."""
     se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
-    return f"{statistics.fmean(values):+.2f} ({se:.2f})"
+    return f"{statistics.fmean(values):+.3f} ({se:.3f})"
 
 
 def share_positive(values: Sequence[float]) -> float:
@@ -232,7 +241,7 @@ def main() -> None:
             ("letters, reverse question (sign flipped)", reverse),
             ("letters: question-driven part (fwd + rev)/2", Measured(driven, None, [])),
             ("letters: surface part (fwd - rev)/2", Measured(surface, None, [])),
-            ("likelihood (follows - breaks)", scored),
+            ("likelihood (follows - breaks, per token)", scored),
             ("likelihood, the bundled kindness constitution (10 criteria)", bundled),
             *(
                 (name, likelihood(judge, constitution, pairs, persona))
@@ -254,7 +263,7 @@ def main() -> None:
             [
                 "judge",
                 "format",
-                "warm advantage, log-odds (s.e.)",
+                "warm advantage (s.e.): letters log-odds, likelihood nats/token",
                 "share of pairs > 0",
                 "position: log-odds for slot A (s.e.)",
                 "s per call",

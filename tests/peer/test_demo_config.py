@@ -1,10 +1,12 @@
 """The bundled demo configuration, on the real bundled models at a reduced size: its
-verdicts are soft (likelihood verdicts: probabilities, never a single drawn label),
-the base Gemma members are ranked but do not judge, and the output says so."""
+likelihood verdicts are single verdicts for the reply with the higher score per token
+(never probabilities), the transcript holds the scores they came from, the base Gemma
+members are ranked but do not judge, and the output says so."""
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 from importlib import resources
 from pathlib import Path
@@ -13,6 +15,8 @@ import pytest
 import yaml
 
 from eigenjury.commands.peer import run_rank
+from eigenjury.peer.data import load_constitution
+from eigenjury.peer.prompts import speaker_request
 from eigenjury.reports.ranking import meaning
 
 if not os.environ.get("EIGENJURY_REQUIRE_LOCAL"):
@@ -21,7 +25,7 @@ if not os.environ.get("EIGENJURY_REQUIRE_LOCAL"):
 pytestmark = pytest.mark.local
 
 
-def test_the_demo_configuration_gives_soft_verdicts_on_the_bundled_models(
+def test_the_demo_configuration_gives_likelihood_verdicts_on_the_bundled_models(
     tmp_path: Path,
 ) -> None:
     bundled = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
@@ -42,25 +46,52 @@ def test_the_demo_configuration_gives_soft_verdicts_on_the_bundled_models(
     assert judges == {"warm-smol", "cold-smol"}
     assert set(silent) == {"warm-gemma", "cold-gemma"}
     assert all("does not judge" in (reason or "") for reason in silent.values())
-    # every verdict of every judge came as probabilities: 2 scenarios x 12 ordered pairs
-    assert summary.soft_verdicts_by_judge == {"cold-smol": 24, "warm-smol": 24}
+    # 2 scenarios x 12 ordered pairs per judge, every one a single verdict
+    assert summary.soft_verdicts_by_judge is None
     assert summary.verdicts == 48 and summary.failures == {}
     assert {m.name for m in record.models} == judges | set(silent)
     with (run.out / "verdicts.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 48
-    p_first = [float(r["p_first"]) for r in rows]
-    assert all(0.0 < p < 1.0 for p in p_first)  # soft: never a certain verdict
-    assert all(float(r["p_tie"]) == 0.0 for r in rows)
-    # both presentation orders of a pair give the same verdict: no position bias
-    by_order = {
-        (r["scenario"], r["judge"], r["first"], r["second"]): p
-        for r, p in zip(rows, p_first, strict=True)
+    assert "p_first" not in rows[0]  # no probabilities are claimed
+    # both presentation orders of a pair prefer the same reply: no position bias
+    preferred = {
+        (r["scenario"], r["judge"], r["first"], r["second"]): (
+            r["first"] if r["verdict"] == "1" else r["second"]
+        )
+        for r in rows
     }
-    for (scenario, judge, first, second), p in by_order.items():
-        assert by_order[scenario, judge, second, first] == pytest.approx(1 - p, abs=1e-5)
+    for (scenario, judge, first, second), winner in preferred.items():
+        assert preferred[scenario, judge, second, first] == winner
+
+    # each verdict is the higher of the two replies' scores, and each score is the
+    # follows-minus-breaks log-likelihood of its scoring calls, per token of the reply
+    lines = [json.loads(line) for line in (run.out / "transcripts.jsonl").open(encoding="utf-8")]
+    constitution = load_constitution(config["constitution"], tmp_path)
+    scored: dict[tuple[str, str, str], dict[str, float]] = {}
+    tokens: dict[tuple[str, str, str], int] = {}
+    for line in lines:
+        if line["role"] != "score":
+            continue
+        key = (line["member"], line["evaluee"], line["scenario"])
+        ((reply, logprob),) = line["choice_logprobs"].items()
+        persona = next(m.persona for m in summary.members if m.name == line["member"])
+        follows = speaker_request(persona, constitution, "", reply, "follows")
+        speaker = "follows" if line["messages"][0][1] == follows.messages[0].content else "breaks"
+        scored.setdefault(key, {})[speaker] = logprob
+        assert tokens.setdefault(key, line["tokens"]) == line["tokens"] > 0
+    assert all(set(both) == {"follows", "breaks"} for both in scored.values())
+    compared = [line for line in lines if line["role"] == "comparison"]
+    assert len(compared) == 48
+    for line in compared:
+        keys = [(line["member"], m, line["scenario"]) for m in (line["first"], line["second"])]
+        expected = [(scored[k]["follows"] - scored[k]["breaks"]) / tokens[k] for k in keys]
+        assert [line["scores"]["A"], line["scores"]["B"]] == pytest.approx(expected)
+        assert line["verdicts"] == [1 if expected[0] > expected[1] else 2]
+
     said = " ".join(meaning(record))
     assert "warm-gemma and cold-gemma were evaluees only" in said or (
         "cold-gemma and warm-gemma were evaluees only" in said
     )
-    assert "probabilities" in said
+    assert "a score, not a probability" in said
+    assert "nats per token; not probabilities" in (run.out / "report.html").read_text()

@@ -256,6 +256,12 @@ def test_probabilities_in_place_of_verdicts_are_said(separated: RankingRecord) -
         "confidence in A, B or tie."
     )
     assert said("likelihood", None, None).endswith(
+        f"giving {verdicts} verdicts, each for the reply that the judge model finds likelier, "
+        "per token, from a speaker who follows the constitution than from one who breaks "
+        "it (a score, not a probability)."
+    )
+    # a likelihood run recorded before issue 26 gave probabilities, and says so still
+    assert said("likelihood", None, {"ada": verdicts}).endswith(
         f"giving {verdicts} verdicts as probabilities from how much likelier each judge "
         "model finds each reply from a speaker who follows the constitution than from one "
         "who breaks it."

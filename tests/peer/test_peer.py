@@ -372,6 +372,10 @@ def test_order_consistency_arithmetic() -> None:
             {"judging": {"mode": "criteria", "soft": True}},
             ["field 'judging.soft'", "soft verdicts need mode 'single'"],
         ),
+        (
+            {"judging": {"mode": "likelihood", "soft": True}},
+            ["field 'judging.soft'", "soft verdicts need mode 'single'", "not a probability"],
+        ),
     ],
 )
 def test_bad_configs_stop_before_spending(

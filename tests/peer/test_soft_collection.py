@@ -1,5 +1,5 @@
 """Soft verdicts as the peer protocol collects them: label probabilities from option
-scores, likelihood verdicts from reply scores, and the table they make."""
+scores, and the table they make."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from eigenjury.peer.designs import Comparison
-from eigenjury.peer.likelihood import verdict_probabilities
 from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.parsing import soft_verdict
 from eigenjury.stats.verdicts import VerdictCounts
@@ -23,15 +22,6 @@ def test_soft_verdicts_renormalise_the_offered_labels() -> None:
     assert soft_verdict({"A": -math.inf, "B": -math.inf, "tie": -math.inf}) is None
     big = soft_verdict({"A": -1e4, "B": -1e4 - 1, "tie": -math.inf})
     assert big == pytest.approx((0.0, 1 / (1 + math.exp(-1)), 1 / (1 + math.exp(1))))
-
-
-def test_likelihood_verdicts_are_symmetric_and_never_overflow() -> None:
-    tie, first, second = verdict_probabilities(2.0, 0.5)
-    assert tie == 0.0 and first == pytest.approx(1 / (1 + math.exp(-1.5)))
-    assert verdict_probabilities(0.5, 2.0) == pytest.approx((0.0, second, first))
-    assert verdict_probabilities(1000.0, -1000.0) == (0.0, 1.0, 0.0)
-    assert verdict_probabilities(-1000.0, 1000.0) == (0.0, 0.0, 1.0)
-    assert verdict_probabilities(3.0, 3.0) == (0.0, 0.5, 0.5)
 
 
 def test_a_judge_without_probabilities_counts_its_one_verdict() -> None:

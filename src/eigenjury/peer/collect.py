@@ -8,14 +8,13 @@ run's transcript as it arrives, so memory does not grow with the number of calls
 A comparison whose judge reply cannot be read gets one short repair request (when
 enabled); if that fails too it is a parse failure of that judge, never a tie.
 In likelihood mode (peer.likelihood) judges score each reply instead of comparing,
-and every comparison's verdict follows from its two replies' scores, with no call of
-its own.
+and every comparison's verdict follows from its two replies' scores (the higher wins),
+with no call of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,7 +27,7 @@ from eigenjury.models.verdict_format import VerdictMode, verdict_mode
 from eigenjury.peer.config import Judging, Member
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.designs import Comparison
-from eigenjury.peer.likelihood import SPEAKERS, verdict_probabilities
+from eigenjury.peer.likelihood import SPEAKERS, likelihood_verdict, reply_score
 from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.parsing import LABELS, parse_criteria, parse_verdict, soft_verdict
 from eigenjury.peer.prompts import (
@@ -39,6 +38,7 @@ from eigenjury.peer.prompts import (
     speaker_request,
 )
 from eigenjury.peer.record import TranscriptLine
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE
 
 Persona = Callable[[str, str], str | None]  # (member, role "evaluee" | "judge") -> system prompt
 Transcript = Callable[[TranscriptLine], None]  # where each line goes as it is made
@@ -68,8 +68,8 @@ class Collector:
     samples: list[TranscriptLine] = field(default_factory=list)  # a few judgments, read
     responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
     reflections: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
-    # likelihood mode: (judge, evaluee, scenario) -> the reply's score and whether its
-    # two scoring calls came from the store
+    # likelihood mode: (judge, evaluee, scenario) -> the reply's score (nats per token)
+    # and whether its two scoring calls came from the store
     scores: dict[tuple[str, str, str], tuple[float | None, bool]] = field(default_factory=dict)
     parse_failures: Counter[str] = field(default_factory=Counter)
     # per served judge, (verdict mode, read) of its first replies to comparisons
@@ -187,15 +187,24 @@ class Collector:
             )
             for j, s, speaker, e in order
         )
-        loglik: dict[tuple[str, str, str, str], tuple[float | None, bool]] = {}
+        # key -> (the reply's log-likelihood, its tokens, cached); a scoring call has
+        # the reply as its one choice, so the call's output tokens are the reply's
+        loglik: dict[tuple[str, str, str, str], tuple[float | None, int, bool]] = {}
         async for result, line, key in self._stream("score", jobs):
-            scored = result.completion.choice_logprobs if result.completion else None
+            completion = result.completion
+            scored = completion.choice_logprobs if completion else None
             value = next(iter(scored.values())) if scored else None
-            loglik[key] = (value, result.cached)
+            tokens = completion.usage.output_tokens if completion else 0
+            loglik[key] = (value, tokens, result.cached)
+            line.tokens = tokens if value is not None else None
             self._line(line)
         for j, e, s in todo:
-            (follows, cached_f), (breaks, cached_b) = (loglik[j, e, s, x] for x in SPEAKERS)
-            score = None if follows is None or breaks is None else follows - breaks
+            (follows, tokens, cached_f), (breaks, _, cached_b) = (
+                loglik[j, e, s, x] for x in SPEAKERS
+            )
+            score = None
+            if follows is not None and breaks is not None and tokens > 0:
+                score = reply_score(follows, breaks, tokens)
             self.scores[j, e, s] = (score, cached_f and cached_b)
 
     def _by_likelihood(self, outcome: Outcome) -> None:
@@ -217,14 +226,10 @@ class Collector:
         if first is None or second is None:
             outcome.failure = line.failure = "judge error"
         else:
-            outcome.probs = verdict_probabilities(first, second)
-            label = "A" if outcome.probs[1] >= outcome.probs[2] else "B"
-            outcome.verdicts = line.verdicts = [1 if label == "A" else 2]
-            line.reply = label
-            line.choice_logprobs = {
-                name: math.log(p) if p > 0 else -math.inf
-                for name, p in zip(("A", "B"), outcome.probs[1:], strict=True)
-            }
+            verdict = likelihood_verdict(first, second)
+            outcome.verdicts = line.verdicts = [verdict]
+            line.reply = {FIRST: "A", SECOND: "B", TIE: "tie"}[verdict]
+            line.scores = {"A": first, "B": second}
         self._line(line)
 
     def _comparison(self, c: Comparison) -> ChatRequest:

@@ -131,11 +131,13 @@ class Sampling(_Strict):
 class Judging(_Strict):
     """How judges are asked. `mode`: one verdict per comparison ("single"), one per
     criterion ("criteria"), or "likelihood" (local judges too small to compare: each
-    reply is scored by how much likelier the judge model finds it from a speaker who
-    follows the constitution than from one who breaks it; see peer.likelihood).
+    reply is scored by how much likelier, per token, the judge model finds it from a
+    speaker who follows the constitution than from one who breaks it, and the higher
+    score wins; see peer.likelihood).
     `soft`: a judge that gives label probabilities (local judges) contributes them as
-    fractional verdicts; other judges give one verdict. Likelihood verdicts are always
-    probabilities, never ties, and read no reflections. `verdict_format`: how served
+    fractional verdicts; other judges give one verdict. Likelihood verdicts are single
+    verdicts (scores are not probabilities), tie only on equal scores, and read no
+    reflections. `verdict_format`: how served
     judges (HTTP) give a single verdict: "auto" (a JSON-schema verdict where the
     endpoint enforces one, else text), or forced "structured", "logprobs" or "text"
     (models.verdict_format); with `soft`, served judges that return log-probabilities
@@ -153,13 +155,13 @@ class Judging(_Strict):
 
     @model_validator(mode="after")
     def _soft_needs_single(self) -> Judging:
-        if self.soft and self.mode == "criteria":
-            raise located(
-                "soft verdicts need mode 'single': verdicts per criterion come from a "
-                "grammar, without label probabilities",
-                "judging",
-                "soft",
-            )
+        why = {
+            "criteria": "verdicts per criterion come from a grammar, without label probabilities",
+            "likelihood": "a likelihood verdict goes to the reply with the higher score, "
+            "which is not a probability (peer.likelihood); drop soft",
+        }
+        if self.soft and self.mode in why:
+            raise located(f"soft verdicts need mode 'single': {why[self.mode]}", "judging", "soft")
         return self
 
 

@@ -382,7 +382,10 @@ class TranscriptLine(Part):
     """One call of a `rank` run (a line of transcripts.jsonl). `evaluee` belongs to
     reflections; `first`, `second`, `verdicts` and `failure` to comparisons and their
     repairs. The viewer reads who and which verdict from the first bytes of each line,
-    so these fields come first, in this order."""
+    so these fields come first, in this order. Likelihood mode (peer.likelihood):
+    `tokens`, on a scoring call, is the reply's length in the judge's tokens, and
+    `scores`, on a comparison, the two replies' scores (A, B: nats per token; scores,
+    not probabilities); both are left out elsewhere."""
 
     role: str
     member: str
@@ -397,10 +400,15 @@ class TranscriptLine(Part):
     choice_logprobs: dict[str, float] | None
     error: str | None
     cached: bool
+    tokens: int | None = None
+    scores: dict[str, float] | None = None
 
     @model_serializer(mode="wrap")
     def _omit_other_roles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
+        for key in ("tokens", "scores"):
+            if data[key] is None:
+                del data[key]
         if self.role not in ("reflection", "score"):
             del data["evaluee"]
         if self.role not in ("comparison", "repair"):

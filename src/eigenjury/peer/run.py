@@ -374,9 +374,7 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
             "parse_failures_by_judge": dict(collector.parse_failures),
             "order_consistency": got.outcomes.order_consistency(),
             "accounting": accounting.record(),
-            "soft_verdicts_by_judge": got.outcomes.soft_by_judge()
-            if config.judging.soft or config.judging.mode == "likelihood"
-            else None,
+            "soft_verdicts_by_judge": got.outcomes.soft_by_judge() if config.judging.soft else None,
             "verdicts_by_judge": {
                 judge: VerdictModes.tally(modes.elements())
                 for judge, modes in sorted(collector.verdict_modes.items())

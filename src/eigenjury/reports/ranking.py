@@ -254,11 +254,20 @@ def _count(value: float) -> str:
 
 
 def _verdicts(record: RankingRecord) -> str:
-    """How many verdicts, and where probabilities stood in for them."""
+    """How many verdicts, what likelihood verdicts are, and where probabilities stood in
+    for verdicts. (Likelihood runs recorded before issue 26 gave probabilities: their
+    soft counts are recorded, and they keep the sentence they had.)"""
     run = record.run
     if run is None:
         return f"{_count(record.fit.verdicts)} verdicts"
     given = f"{_count(run.verdicts)} verdicts"
+    by_judge = run.soft_verdicts_by_judge
+    if run.judging.mode == "likelihood" and by_judge is None:
+        return (
+            f"{given}, each for the reply that the judge model finds likelier, per token, "
+            "from a speaker who follows the constitution than from one who breaks it (a "
+            "score, not a probability)"
+        )
     if run.judging.mode == "likelihood":
         source = (
             "how much likelier each judge model finds each reply from a speaker who "
@@ -268,7 +277,6 @@ def _verdicts(record: RankingRecord) -> str:
         source = "the judges' confidence in A, B or tie"
     else:
         return given
-    by_judge = run.soft_verdicts_by_judge
     soft = run.verdicts if by_judge is None else sum(by_judge.values())
     share = "" if soft >= run.verdicts else f", {_count(soft)} of them"
     return f"{given}{share} as probabilities from {source}"
@@ -889,10 +897,17 @@ def _transcript_samples(transcripts: list[TranscriptLine], n: int) -> str:
     out = ["<h2>Sample judgments</h2><p class=muted>Model text is shown as text, escaped.</p>"]
     for t in comparisons:
         prompt = t.messages[-1][1] if t.messages else ""
+        scores = ""
+        if t.scores:  # likelihood mode: the verdict went to the higher score
+            scores = (
+                "<p>Scores (follows minus breaks, nats per token; not probabilities): "
+                + ", ".join(f"{e(label)} {value:+.4f}" for label, value in t.scores.items())
+                + "</p>"
+            )
         out.append(
             f"<details><summary>{e(t.member)} judges {e(t.first)} (A) vs "
             f"{e(t.second)} (B) on {e(t.scenario)}</summary>"
-            f"<pre>{e(prompt)}</pre><p><b>Judge reply</b></p><pre>{e(t.reply)}</pre>"
+            f"<pre>{e(prompt)}</pre>{scores}<p><b>Judge reply</b></p><pre>{e(t.reply)}</pre>"
             "</details>"
         )
     return "".join(out)
