@@ -58,8 +58,8 @@ DEFAULT_ROUNDS = 500  # bootstrap rounds over the edited replies
 FALLBACK_TARGET = 0.2
 MAX_TARGET = 0.5  # three times as long: beyond it filler swamps any reply
 EDIT = "neutral filler sentences (bounds.neighbours.Verbosity), one block at the start or end"
-LONGER = " (longer)"
-_EVALUEE = re.compile(rb'\{"role":\s*"evaluee"')  # how a reply's transcript line begins  # how the lengthened reply is named in the check's transcript
+LONGER = " (longer)"  # how the lengthened reply is named in the check's transcript
+_EVALUEE = re.compile(rb'\{"role":\s*"evaluee"')  # how a reply's transcript line begins
 
 
 @dataclass(frozen=True)
@@ -343,7 +343,6 @@ UNDER = (
     "and style control removes less than the taste adds"
 )
 TASTE = "the fitted coefficient is within what the taste explains"
-NO_TASTE = "no taste shown: the judge is not moved by same-content length"
 
 
 def reading(low: float | None, high: float | None) -> str:
@@ -373,11 +372,10 @@ def taste_row(effect: EditEffect, fitted: float | None, fitted_ci: list[float] |
         fitted=fitted,
         fitted_ci=fitted_ci,
     )
-    if fitted is None or effect.effect is None or effect.effect_ci is None or not fitted_ci:
-        if fitted is None and effect.effect_ci is not None:
-            low, high = effect.effect_ci
-            if low is not None and high is not None and low <= 0 <= high:
-                row.reading = NO_TASTE
+    if fitted is None or effect.effect is None:
+        return row  # nothing to compare
+    if effect.effect_ci is None or not fitted_ci:  # no intervals (no bootstrap): no reading
+        row.difference = round(fitted - effect.effect, 4)
         return row
     diff, low, high = difference_interval(
         fitted, (fitted_ci[0], fitted_ci[1]), effect.effect, effect.effect_ci
@@ -398,9 +396,9 @@ def _fitted(record: RankingRecord, judge: str | None) -> tuple[float | None, lis
     return None, None
 
 
-def assemble(check: CheckInputs, got: Collected, *, refit: bool = True) -> StyleCheckRecord:
+def assemble(check: CheckInputs, got: Collected) -> StyleCheckRecord:
     """The check's record: tastes beside the run's coefficients, and the leaderboard
-    with the coefficient held at the taste (`refit` False: without it)."""
+    with the coefficient held at the taste."""
     record = check.record
     assert record.run is not None
     ci = record.settings.ci
@@ -424,7 +422,7 @@ def assemble(check: CheckInputs, got: Collected, *, refit: bool = True) -> Style
         )
     achieved, short = _achieved(got.edited, target_of(check))
     leaderboard = None
-    if refit and fitted_length:
+    if fitted_length:
         leaderboard, why = _at_taste(check, effects, per_judge)
         if why:
             warnings.append(why)

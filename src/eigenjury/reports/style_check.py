@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from eigenjury.peer.record import StyleCheckRecord, TasteRow
-from eigenjury.peer.style_check import NO_TASTE, SUBSTANCE, TASTE, UNDER
+from eigenjury.peer.style_check import SUBSTANCE, TASTE, UNDER
 from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.kit import fmt
 
@@ -51,7 +51,6 @@ SHORT = {
     SUBSTANCE: "fitted above taste: control removes substance",
     UNDER: "fitted below taste",
     TASTE: "fitted within taste",
-    NO_TASTE: "no taste shown",
 }
 
 

@@ -20,9 +20,10 @@ all judges, as a coefficient shared by all judges in the fit does.
 
 Intervals come from a bootstrap over the edited replies (a reply's verdicts, both
 orders and every judge, are drawn together). A judge whose decisive verdicts all went
-one way and who never tied has no finite maximum-likelihood taste: its estimate is
-reported as unbounded on that side, with the least a perfect record of that size
-allows (Clopper-Pearson) as the other end.
+one way has no finite maximum-likelihood taste (ties do not bound it: in Davidson's
+model the tie propensity grows with the taste and ties keep their share): its estimate
+is reported as unbounded on that side, with the least a perfect record of that many
+decisive verdicts allows (Clopper-Pearson) as the other end.
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ from eigenjury.stats.bootstrap import percentile_interval
 from eigenjury.stats.style import normalised_difference
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray, tally
 
-# Bounds on log tie propensity and position bias (as in stats.btd) and on the taste, per
-# unit of the covariate: far beyond any judge; a taste at its bound has no finite estimate.
+# Bounds on log tie propensity and position bias (as in stats.btd), and on the log-odds
+# the taste gives an edit of the mean size: far beyond any judge.
 _LOG_BOUND = 15.0
-EFFECT_BOUND = 50.0
-_AT_BOUND = 0.999 * EFFECT_BOUND
+_EFFECT_BOUND = 40.0
+# A taste worth this many log-odds at the edit's mean size (odds of three million to
+# one) is no estimate: only a perfect record drives it there (the likelihood then keeps
+# rising toward the bound, until rounding stops it), and no finite number of verdicts
+# measures odds that long.
+UNBOUNDED = 15.0
 DEFAULT_ROUNDS = 1000
 
 
@@ -117,10 +122,10 @@ def _fit(
 
     The three logits (tie, first, second) are linear in the parameters, so the negative
     log-likelihood is convex: Newton's method with backtracking, each parameter kept
-    within its bound (a taste at EFFECT_BOUND has no finite estimate)."""
+    within its bound."""
     j = len(edits.judges)
     size = 2 * j + (1 if pooled else j)
-    upper = np.full(size, EFFECT_BOUND)
+    upper = np.full(size, _EFFECT_BOUND / _mean_size(edits))
     upper[: 2 * j] = _LOG_BOUND
     index = np.stack(
         [edits.judge, j + edits.judge, 2 * j + (0 * edits.judge if pooled else edits.judge)], axis=1
@@ -200,6 +205,11 @@ def measure_edit_effect(
     return out
 
 
+def _mean_size(edits: EditVerdicts) -> float:
+    """The edits' mean |x|, by verdict weight: the covariate of an edit of the mean size."""
+    return max(float(np.average(np.abs(edits.x), weights=edits.n.sum(axis=1))), 1e-12)
+
+
 def _shares(edits: EditVerdicts, weights: FloatArray) -> FloatArray:
     """Per judge and pooled (last), the share of verdicts for the edited reply."""
     j = len(edits.judges)
@@ -228,6 +238,7 @@ def _effect(
     total = float(n.sum())
     share = (toward + 0.5 * ties) / total
     mean_x = float(np.average(np.abs(edits.x[rows]), weights=n.sum(axis=1)))
+    far = UNBOUNDED / max(mean_x, 1e-12)  # beyond it, a taste has no finite estimate
     level = 0.5 * (1.0 + ci)
     decisive = toward + away
     unbounded = None
@@ -240,12 +251,12 @@ def _effect(
         share_ci = (float(low), float(high))
         lo, hi = percentile_interval(draws, ci)
         interval = (
-            None if lo <= -_AT_BOUND else float(lo),
-            None if hi >= _AT_BOUND else float(hi),
+            None if lo <= -far else float(lo),
+            None if hi >= far else float(hi),
         )
     if decisive <= 0:
         value, interval = None, None  # every verdict a tie: no side to measure
-    elif abs(effect) >= _AT_BOUND:
+    elif abs(effect) >= far:
         # a perfect record without ties: above (or below) by more than it can measure
         unbounded = "above" if effect > 0 else "below"
         least = _record_log_odds(decisive, level) / max(mean_x, 1e-12)
