@@ -19,7 +19,7 @@ from rich.console import Console
 from eigenjury.cli import main
 from eigenjury.commands.peer import run_rank
 from eigenjury.peer.record import RankingRecord, StyleCheckRecord, TasteRow
-from eigenjury.peer.style_check import SUBSTANCE, TASTE
+from eigenjury.peer.style_check import SUBSTANCE, TASTE, CheckSettings, prepare_check
 from eigenjury.records import read_record
 from eigenjury.reports.ranking import STYLE_ASSUMPTION, meaning, print_summary
 from eigenjury.testing.server import Judging, LengthTaste, ServerThread
@@ -235,3 +235,22 @@ def test_a_run_without_replies_or_its_config_is_refused(
         ["style-check", str(broken), "--config", str(tmp_path / "other.yaml")], capsys
     )
     assert code == 2 and "other.yaml" in err and "does not describe the run" in err
+
+
+def test_a_run_without_length_control_is_measured_in_its_verdicts_units(
+    tasteful: Checked, tmp_path: Path
+) -> None:
+    """Without a fitted length coefficient the taste's unit is still the standard
+    deviation of the run's normalised length differences, read from its verdicts.csv:
+    the same number the fit would have used."""
+    run = tmp_path / "run"
+    shutil.copytree(tasteful.run, run)
+    record = json.loads((run / "results.json").read_text())
+    del record["style"]
+    for model in record["models"]:
+        del model["elo_uncontrolled"], model["rank_change"]
+    (run / "results.json").write_text(json.dumps(record))
+    inputs = prepare_check(run, None, CheckSettings())
+    assert inputs.scale_source == "the run's verdicts (it did not control for length)"
+    assert inputs.scale == pytest.approx(tasteful.record.edits.scale, abs=1e-6)
+    assert len(inputs.replies) == 20 * len(JUDGES)  # every member's reply on every scenario
