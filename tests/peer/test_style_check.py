@@ -213,6 +213,8 @@ def test_a_run_without_replies_or_its_config_is_refused(
 ) -> None:
     broken = tmp_path / "run"
     shutil.copytree(tasteful.run, broken)
+    code, err = _exit(["style-check", str(broken), "--bootstrap", "10"], capsys)
+    assert code == 2 and "--bootstrap" in err and "at least 40" in err
     transcripts = broken / "transcripts.jsonl"
     kept = [x for x in transcripts.read_text().splitlines() if '"role": "evaluee"' not in x]
     transcripts.write_text("\n".join(kept) + "\n")

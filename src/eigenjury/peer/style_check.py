@@ -42,6 +42,7 @@ from eigenjury.peer.record import (
 )
 from eigenjury.peer.run import Inputs, make_collector, prepare
 from eigenjury.records import AccountingRecord, now, read_record
+from eigenjury.stats.bootstrap import rounds_problem
 from eigenjury.stats.style import normalised_difference, style_design
 from eigenjury.stats.taste import (
     EditEffect,
@@ -109,6 +110,9 @@ def prepare_check(folder: Path, config: Path | None, settings: CheckSettings) ->
             path=folder,
         )
     record = read_record(results, RankingRecord)
+    problem = rounds_problem(settings.rounds, record.settings.ci)
+    if problem:  # at the run's interval level
+        raise InputError(problem, field="--bootstrap")
     if record.run is None:
         raise InputError(
             "this ranking was fitted from a verdict file (`eigenjury fit`), not collected by "
