@@ -18,11 +18,14 @@ from rich.console import Console
 
 from eigenjury.cli import main
 from eigenjury.commands.peer import run_rank
+from eigenjury.peer.fitting import fit_config
 from eigenjury.peer.record import RankingRecord, StyleCheckRecord, TasteRow
+from eigenjury.peer.run import prepare
 from eigenjury.peer.style_check import SUBSTANCE, TASTE, CheckSettings, prepare_check
 from eigenjury.records import read_record
 from eigenjury.reports.ranking import STYLE_ASSUMPTION, meaning, print_summary
 from eigenjury.testing.server import Judging, LengthTaste, ServerThread
+from eigenjury.verdict_files import read_verdicts
 
 LOVE = 4.0  # the length lover's log-odds per unit of normalised length difference
 JUDGES = ("lover", "plain", "steady")
@@ -256,3 +259,14 @@ def test_a_run_without_length_control_is_measured_in_its_verdicts_units(
     assert inputs.scale_source == "the run's verdicts (it did not control for length)"
     assert inputs.scale == pytest.approx(tasteful.record.edits.scale, abs=1e-6)
     assert len(inputs.replies) == 20 * len(JUDGES)  # every member's reply on every scenario
+
+
+def test_the_runs_verdicts_refit_as_the_run_fitted_them(tasteful: Checked) -> None:
+    """The leaderboard at the taste refits verdicts.csv with the run's config: without a
+    coefficient held, that refit is the run's own leaderboard."""
+    config = prepare(tasteful.ranking.source or "", tasteful.run).config
+    table = read_verdicts(tasteful.run / "verdicts.csv")
+    ranking = fit_config(config, table, bootstrap=False)
+    elo = dict(zip(ranking.models_, ranking.elo_, strict=True))
+    for model in tasteful.ranking.models:
+        assert elo[model.name] == pytest.approx(model.elo, abs=0.01)

@@ -11,7 +11,7 @@ engine, so every call is stored, accounted and resumable). Each judge's taste fo
 (stats.taste) in the fit's units, beside the run's fitted coefficient; and the run's
 verdicts are refitted with the coefficient held at the measured taste.
 
-Everything is read before anything is spent (`prepare`): the run's record, its config
+Everything is read before anything is spent (`prepare_check`): the run's record, its config
 (named by the record, or given), and its replies (the evaluee lines of its
 transcripts.jsonl). Nothing here prints or writes a file: reports.style_check does.
 """
