@@ -153,7 +153,7 @@ STYLE_MEANING = (
     f"A coefficient is {STYLE_COEFFICIENT}. Held equal: Elo comes from the fit with the two "
     "replies' features set equal, so a model's rating owes nothing to these features; \"Elo "
     'uncontrolled" is the fit without style control, and "change" the places a model '
-    f"gains once style is held equal. {STYLE_ASSUMPTION}"
+    "gains once style is held equal."
 )
 
 
