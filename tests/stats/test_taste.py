@@ -102,6 +102,23 @@ def test_ties_do_not_bound_a_perfect_decisive_record_and_all_ties_measure_nothin
     assert judge.effect is None and judge.effect_ci is None and judge.share == 0.5
 
 
+def test_a_judge_that_answers_by_slot_measures_nothing_and_a_thin_one_stays_finite() -> None:
+    """Always "A": the share is 0.5 by design and every bootstrap draw agrees, so the
+    judge is reported as answering by position, with no taste and no interval. Always
+    "A" in one order and 4 of 5 in the other (SmolLM2 on llama-cpp-python's server did
+    this): the prior keeps the taste finite and its interval wide, not a confident
+    taste from 10 verdicts."""
+    x = [-1.0] * 5 + [1.0] * 5
+    (locked, _) = measure_edit_effect(_edits([1] * 10, x), rounds=200)
+    assert locked.position_locked and locked.effect is None and locked.effect_ci is None
+    assert locked.share == 0.5 and locked.share_ci is None
+    (thin, _) = measure_edit_effect(_edits([1] * 5 + [1, 1, 1, 1, 2], x), rounds=200)
+    assert not thin.position_locked and thin.unbounded is None and thin.effect is not None
+    assert thin.effect_ci is not None
+    low, high = thin.effect_ci
+    assert low is not None and high is not None and low > -4 and high >= -1e-9
+
+
 def test_the_difference_interval_recovers_the_variances_of_each_side() -> None:
     """MOVER: a - b = 1.0 with ends 1 - sqrt(0.3^2 + 0.4^2) and 1 + sqrt(0.5^2 + 0.2^2);
     an end without a limit leaves that end of the difference without one."""

@@ -474,10 +474,20 @@ class TasteRow(Sparse):
     `unbounded` says on which side, and that end of `taste_ci` is None). `fitted`: the
     run's length coefficient for this judge (the shared one, or its own), and
     `difference`: fitted minus taste, with its interval (left out where either is
-    missing). `reading`: what the comparison says, in words."""
+    missing). `position_locked`: every decisive verdict went to the same slot, so its
+    taste is not measured (left out otherwise). `reading`: what the comparison says,
+    in words."""
 
     OMITTED = frozenset(
-        {"unbounded", "fitted", "fitted_ci", "difference", "difference_ci", "reading"}
+        {
+            "unbounded",
+            "position_locked",
+            "fitted",
+            "fitted_ci",
+            "difference",
+            "difference_ci",
+            "reading",
+        }
     )
 
     judge: str | None
@@ -490,6 +500,7 @@ class TasteRow(Sparse):
     taste: float | None
     taste_ci: OpenInterval | None
     unbounded: str | None = None
+    position_locked: bool | None = None
     fitted: float | None = None
     fitted_ci: Interval | None = None
     difference: float | None = None

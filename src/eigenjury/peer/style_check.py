@@ -347,6 +347,10 @@ UNDER = (
     "and style control removes less than the taste adds"
 )
 TASTE = "the fitted coefficient is within what the taste explains"
+LOCKED = (
+    "answered by position: every decisive verdict went to the same slot, so its taste "
+    "cannot be measured"
+)
 
 
 def reading(low: float | None, high: float | None) -> str:
@@ -373,9 +377,13 @@ def taste_row(effect: EditEffect, fitted: float | None, fitted_ci: list[float] |
         if effect.effect_ci is None
         else [None if v is None else round(v, 4) for v in effect.effect_ci],
         unbounded=effect.unbounded,
+        position_locked=effect.position_locked or None,
         fitted=fitted,
         fitted_ci=fitted_ci,
     )
+    if effect.position_locked:
+        row.reading = LOCKED
+        return row
     if fitted is None or effect.effect is None:
         return row  # nothing to compare
     if effect.effect_ci is None or not fitted_ci:  # no intervals (no bootstrap): no reading

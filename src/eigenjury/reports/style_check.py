@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from eigenjury.peer.record import StyleCheckRecord, TasteRow
-from eigenjury.peer.style_check import SUBSTANCE, TASTE, UNDER
+from eigenjury.peer.style_check import LOCKED, SUBSTANCE, TASTE, UNDER
 from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.kit import fmt
 
@@ -51,6 +51,7 @@ SHORT = {
     SUBSTANCE: "fitted above taste: control removes substance",
     UNDER: "fitted below taste",
     TASTE: "fitted within taste",
+    LOCKED: "answered by position",
 }
 
 
@@ -116,10 +117,16 @@ def meaning(record: StyleCheckRecord) -> list[str]:
             "As far as this check can tell, style control's assumption holds for length: "
             "the controlled Elo stands."
         )
-    tasteful = [r.judge for r in record.judges if r.taste_ci and _excludes_zero(r)]
+    tasteful = [str(r.judge) for r in record.judges if r.taste_ci and _excludes_zero(r)]
     if tasteful:
-        names = ", ".join(str(j) for j in tasteful)
-        lines.append(f"Judges moved by length alone: {names}.")
+        lines.append(f"Judges moved by length alone: {', '.join(tasteful)}.")
+    locked = [str(r.judge) for r in record.judges if r.position_locked]
+    if locked:
+        their = "their" if len(locked) > 1 else "its"
+        lines.append(
+            f"{', '.join(locked)} answered by position (every decisive verdict in the same "
+            f"slot): no taste can be read from {their} verdicts."
+        )
     lines.append(
         "Filler is one kind of length: a judge may weigh padding otherwise than the words a "
         "fuller answer takes, so the taste measured here is that for added neutral words."

@@ -19,11 +19,14 @@ beta_i (and its own gamma_i and tie propensity); the pooled taste shares one bet
 all judges, as a coefficient shared by all judges in the fit does.
 
 Intervals come from a bootstrap over the edited replies (a reply's verdicts, both
-orders and every judge, are drawn together). A judge whose decisive verdicts all went
-one way has no finite maximum-likelihood taste (ties do not bound it: in Davidson's
-model the tie propensity grows with the taste and ties keep their share): its estimate
-is reported as unbounded on that side, with the least a perfect record of that many
-decisive verdicts allows (Clopper-Pearson) as the other end.
+orders and every judge, are drawn together). The estimates are posterior modes under a
+weak prior (PRIOR_SD), which keeps small samples finite. A judge whose decisive verdicts
+all favoured one reply has no finite maximum-likelihood taste (ties do not bound it: in
+Davidson's model the tie propensity grows with the taste and ties keep their share), and
+every bootstrap draw keeps its record: its taste is reported as unbounded on that side,
+with the least a perfect record of that many decisive verdicts allows (Clopper-Pearson)
+as the other end. A judge whose decisive verdicts all went to one slot answered by
+position: its taste is not measured at all.
 """
 
 from __future__ import annotations
@@ -37,15 +40,15 @@ from eigenjury.stats.bootstrap import percentile_interval
 from eigenjury.stats.style import normalised_difference
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray, tally
 
-# Bounds on log tie propensity and position bias (as in stats.btd), and on the log-odds
-# the taste gives an edit of the mean size: far beyond any judge.
+# Bounds on log tie propensity (a judge that never ties, or always does) and on the
+# position bias and the taste, in log-odds for an edit of the mean size: far beyond any
+# judge, they only stop a parameter the verdicts do not bound from running off.
 _LOG_BOUND = 15.0
-_EFFECT_BOUND = 40.0
-# A taste worth this many log-odds at the edit's mean size (odds of three million to
-# one) is no estimate: only a perfect record drives it there (the likelihood then keeps
-# rising toward the bound, until rounding stops it), and no finite number of verdicts
-# measures odds that long.
-UNBOUNDED = 15.0
+# A weak Gaussian prior, in logits, on each judge's position bias and on the log-odds
+# its taste gives an edit of the mean size: worth a few verdicts, it keeps small samples
+# finite (a judge that chose the same slot in every verdict of one order) and leaves
+# a hundred verdicts to themselves.
+PRIOR_SD = 4.0
 DEFAULT_ROUNDS = 1000
 
 
@@ -97,9 +100,10 @@ class EditEffect:
 
     `share`: the share of verdicts for the edited reply, a tie counting half (0.5: the
     edit does not move the judge). `effect`: the log-odds the edit adds per unit of the
-    covariate (None when the verdicts do not bound it, or no verdict was decisive);
-    `unbounded` says on which side ("above", "below") it has no limit. Intervals at
-    level `ci`; an end None has no limit."""
+    covariate (None when the verdicts do not bound it, when no verdict was decisive, or
+    when the judge answered by position); `unbounded` says on which side ("above",
+    "below") it has no limit; `position_locked` that every decisive verdict went to the
+    same slot. Intervals at level `ci`; an end None has no limit."""
 
     judge: str | None
     verdicts: float
@@ -111,25 +115,30 @@ class EditEffect:
     effect: float | None
     effect_ci: tuple[float | None, float | None] | None
     unbounded: str | None
+    position_locked: bool
     mean_x: float  # mean |x| of its verdicts: the size of the edit in the covariate's units
 
 
 def _fit(
     edits: EditVerdicts, weights: FloatArray, pooled: bool, start: FloatArray | None = None
 ) -> FloatArray:
-    """The maximum-likelihood parameters under bootstrap `weights`: per judge its log
-    tie propensity and position bias, then the tastes (one per judge, or one pooled).
+    """The posterior mode under bootstrap `weights` (the likelihood and PRIOR_SD's
+    prior): per judge its log tie propensity and position bias, then the tastes (one per
+    judge, or one pooled).
 
     The three logits (tie, first, second) are linear in the parameters, so the negative
-    log-likelihood is convex: Newton's method with backtracking, each parameter kept
+    log-posterior is convex: Newton's method with backtracking, each parameter kept
     within its bound."""
     j = len(edits.judges)
     size = 2 * j + (1 if pooled else j)
-    upper = np.full(size, _EFFECT_BOUND / _mean_size(edits))
+    mean_size = _mean_size(edits.x, edits.n)
+    upper = np.full(size, _LOG_BOUND / mean_size)
     upper[: 2 * j] = _LOG_BOUND
-    index = np.stack(
-        [edits.judge, j + edits.judge, 2 * j + (0 * edits.judge if pooled else edits.judge)], axis=1
-    )
+    precision = np.full(size, (mean_size / PRIOR_SD) ** 2)  # the prior's, per parameter
+    precision[:j] = 0.0  # none on the tie propensity
+    precision[j : 2 * j] = PRIOR_SD**-2
+    taste = np.zeros_like(edits.judge) if pooled else edits.judge
+    index = np.stack([edits.judge, j + edits.judge, 2 * j + taste], axis=1)
     n = edits.n * weights[:, None]
     total = n.sum(axis=1)
     # d logits / d (log tie, position bias, taste), per row: (rows, 3 logits, 3 parameters)
@@ -142,7 +151,8 @@ def _fit(
         logits = np.einsum("rkp,rp->rk", d, theta[index])
         top = logits.max(axis=1, keepdims=True)
         norm = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
-        return float(total @ norm - np.sum(n * logits)), logits
+        prior = 0.5 * float(precision @ theta**2)
+        return float(total @ norm - np.sum(n * logits)) + prior, logits
 
     theta = np.zeros(size) if start is None else start.copy()
     value, logits = nll(theta)
@@ -150,14 +160,13 @@ def _fit(
         p = np.exp(logits - logits.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
         residual = total[:, None] * p - n  # d nll / d logits
-        grad = np.bincount(
-            index.ravel(), np.einsum("rk,rkp->rp", residual, d).ravel(), minlength=size
-        )
+        local_grad = np.einsum("rk,rkp->rp", residual, d).ravel()
+        grad = tally(index.ravel(), local_grad, size) + precision * theta
         spread = total[:, None, None] * (p[:, :, None] * np.eye(3) - p[:, :, None] * p[:, None])
         local = np.einsum("rkp,rkl,rlq->rpq", d, spread, d, optimize=True)
         cells = (index[:, :, None] * size + index[:, None, :]).ravel()
         hessian = np.bincount(cells, local.ravel(), minlength=size * size).reshape(size, size)
-        step = np.linalg.solve(hessian + 1e-9 * np.eye(size), grad)
+        step = np.linalg.solve(hessian + np.diag(precision + 1e-9), grad)
         t = 1.0
         for _ in range(40):  # backtracking: a decrease the gradient promises in part
             trial = np.clip(theta - t * step, -upper, upper)
@@ -205,9 +214,10 @@ def measure_edit_effect(
     return out
 
 
-def _mean_size(edits: EditVerdicts) -> float:
-    """The edits' mean |x|, by verdict weight: the covariate of an edit of the mean size."""
-    return max(float(np.average(np.abs(edits.x), weights=edits.n.sum(axis=1))), 1e-12)
+def _mean_size(x: FloatArray, n: FloatArray) -> float:
+    """The mean |x| by verdict weight (`n`, rows x 3): the covariate of an edit of the
+    mean size."""
+    return max(float(np.average(np.abs(x), weights=n.sum(axis=1))), 1e-12)
 
 
 def _shares(edits: EditVerdicts, weights: FloatArray) -> FloatArray:
@@ -237,11 +247,11 @@ def _effect(
     ties = float(n[:, TIE].sum())
     total = float(n.sum())
     share = (toward + 0.5 * ties) / total
-    mean_x = float(np.average(np.abs(edits.x[rows]), weights=n.sum(axis=1)))
-    far = UNBOUNDED / max(mean_x, 1e-12)  # beyond it, a taste has no finite estimate
+    mean_x = _mean_size(edits.x[rows], n)
     level = 0.5 * (1.0 + ci)
     decisive = toward + away
     unbounded = None
+    locked = False
     value: float | None = effect
     interval: tuple[float | None, float | None] | None = None
     share_ci: tuple[float, float] | None = None
@@ -250,20 +260,23 @@ def _effect(
         low, high = percentile_interval(share_draws, ci)
         share_ci = (float(low), float(high))
         lo, hi = percentile_interval(draws, ci)
-        interval = (
-            None if lo <= -far else float(lo),
-            None if hi >= far else float(hi),
-        )
+        interval = (float(lo), float(hi))
     if decisive <= 0:
         value, interval = None, None  # every verdict a tie: no side to measure
-    elif abs(effect) >= far:
-        # a perfect record without ties: above (or below) by more than it can measure
-        unbounded = "above" if effect > 0 else "below"
-        least = _record_log_odds(decisive, level) / max(mean_x, 1e-12)
+    elif n[:, FIRST].sum() <= 0 or n[:, SECOND].sum() <= 0:
+        # every decisive verdict went to one slot: answered by position, whatever the
+        # replies; the bootstrap cannot show that it says nothing (every draw agrees)
+        locked = True
+        value, interval, share_ci = None, None, None
+    elif toward <= 0 or away <= 0:
+        # a perfect record: above (or below) by more than the verdicts can measure (the
+        # prior alone sets the estimate, and every draw keeps the record)
+        unbounded = "above" if away <= 0 else "below"
+        least = _record_log_odds(decisive, level) / mean_x
         value = None
-        interval = (least, None) if effect > 0 else (None, -least)
+        interval = (least, None) if unbounded == "above" else (None, -least)
         limit = (1.0 - level) ** (1.0 / decisive)
-        share_ci = (limit, 1.0) if effect > 0 else (0.0, 1.0 - limit)
+        share_ci = (limit, 1.0) if unbounded == "above" else (0.0, 1.0 - limit)
     return EditEffect(
         judge=judge,
         verdicts=total,
@@ -275,6 +288,7 @@ def _effect(
         effect=value,
         effect_ci=interval,
         unbounded=unbounded,
+        position_locked=locked,
         mean_x=mean_x,
     )
 
