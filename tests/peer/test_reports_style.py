@@ -11,7 +11,13 @@ import pytest
 from rich.console import Console
 
 from eigenjury.peer.record import RankingRecord, StyleCoefficient
-from eigenjury.reports.ranking import print_summary, render, style_reading
+from eigenjury.reports.ranking import (
+    STYLE_ASSUMPTION,
+    meaning,
+    print_summary,
+    render,
+    style_reading,
+)
 from style_records import fitted, with_rank_change
 
 SCRIPT = "<script>alert(1)</script>"
@@ -168,3 +174,23 @@ def test_markup_in_names_prints_as_written(per_judge: RankingRecord) -> None:
     text = printed(RankingRecord.model_validate_json(data.replace('"length"', '"[/]"')))
     assert "Elo with style held equal ([/])" in text
     assert cells(text, "[bold]x")[1] == "[/]"  # its coefficient row (the first per judge)
+
+
+def test_what_held_equal_elo_assumes_is_said_wherever_it_is_shown(
+    styled: RankingRecord, plain: RankingRecord
+) -> None:
+    """The terminal's caption, the meaning sentences and the report say that control
+    assumes style moves verdicts only through taste, and name the check; a ranking
+    without style control says nothing of it."""
+    text = " ".join(printed(styled).split())
+    assert (
+        "Elo with style held equal assumes style moves verdicts only through the judges' "
+        "taste: where longer replies really are better, control removes that substance too "
+        "(check: eigenjury style-check)" in text
+    )
+    assert meaning(styled)[-1] == STYLE_ASSUMPTION and STYLE_ASSUMPTION in text
+    page = render(styled, [])
+    assert '<p class="muted" id="style-assumption">Elo with style held equal assumes' in page
+    assert "eigenjury style-check RUN_DIR" in page
+    assert STYLE_ASSUMPTION not in meaning(plain)
+    assert "style-check" not in printed(plain) and "style-assumption" not in render(plain, [])

@@ -13,7 +13,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from test_view_browser import PLACEHOLDERS, loaded, open_run, visible
 
 from eigenjury.records import write_record
-from style_records import fitted, with_rank_change
+from style_records import fitted, style_check, with_rank_change
 
 pytestmark = chromium.pytestmark
 
@@ -21,8 +21,8 @@ pytestmark = chromium.pytestmark
 @pytest.fixture(scope="module")
 def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The viewer over four fitted rankings: style-controlled with shared coefficients
-    (one feature left out as constant), with one per judge and no bootstrap, with its
-    only feature left out, and without style control."""
+    (one feature left out as constant, and a style check beside it), with one per judge
+    and no bootstrap, with its only feature left out, and without style control."""
     runs = tmp_path_factory.mktemp("style") / "runs"
     styled = with_rank_change(fitted(style=("length",)))
     assert styled.style is not None
@@ -36,6 +36,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for name, record in records.items():
         (runs / name).mkdir(parents=True)
         write_record(runs / name / "results.json", record)
+    write_record(runs / "styled" / "style-check.json", style_check(styled))
     yield from chromium.serve(runs)
 
 
@@ -75,6 +76,10 @@ def test_a_style_controlled_ranking_shows_both_elos_the_change_and_the_coefficie
     assert all(row[4].isdigit() for row in board[1:])
     assert driver.find_element(By.CSS_SELECTOR, "#leaderboard .up").text == "+1"
     assert "Elo with style held equal (length)" in driver.find_element(By.ID, "held-equal").text
+    assumption = driver.find_element(By.ID, "style-assumption").text
+    assert "assumes that style reaches the verdicts only through the judges' taste" in assumption
+    assert "eigenjury style-check RUN_DIR" in assumption
+    assert "eigenjury style-check" in text.split("What this means")[1]  # and in the sentences
     style = rows(driver, "style")
     assert style[0] == ["feature", "coefficient 95%", "reading"]
     (feature, coefficient, reading) = style[1]
@@ -115,6 +120,28 @@ def test_a_ranking_without_style_control_has_no_style_panel(viewer: str, driver:
     assert rows(driver, "leaderboard")[0] == ["rank", "model", "Elo", "", "trust", "rank interval"]
     headings = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]
     assert "Style control" not in headings and "Leaderboard" in headings
-    for absent in ("style", "held-equal", "style-dropped"):
+    for absent in ("style", "held-equal", "style-dropped", "style-assumption"):
         assert not driver.find_elements(By.ID, absent)
     assert "held equal" not in text and "uncontrolled" not in text
+
+
+def test_a_style_check_shows_each_judges_taste_beside_the_fitted_coefficient(
+    viewer: str, driver: WebDriver
+) -> None:
+    open_run(driver, viewer, "styled/style-check.json")
+    visible(driver, "#tastes")
+    loaded(driver)
+    text = driver.find_element(By.TAG_NAME, "body").text
+    assert not PLACEHOLDERS.search(text), [m[0] for m in PLACEHOLDERS.finditer(text)]
+    assert [entry["message"] for entry in driver.get_log("browser")] == []
+    tastes = rows(driver, "tastes")
+    assert tastes[0] == ["judge", "longer / shorter / tie", "share for the longer", "taste",
+                         "fitted coefficient", "fitted minus taste", "reading"]  # fmt: skip
+    assert tastes[1][:4] == ["model-0", "55 / 21 / 4", "71% [50%, 70%]", "+0.62 [+0.30, +0.95]"]
+    pooled = tastes[3]
+    assert pooled[0] == "all judges, pooled" and pooled[4] == "+1.10 [+0.80, +1.40]"
+    assert pooled[5] == "+0.80 [+0.44, +1.16]" and "substance" in pooled[6]
+    board = rows(driver, "at-taste")
+    assert board[0] == ["rank", "model", "Elo at taste", "Elo controlled", "Elo uncontrolled"]
+    assert len(board) == 5
+    assert "Pooled over judges, the longer same-content reply got 60%" in text

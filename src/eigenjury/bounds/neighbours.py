@@ -68,6 +68,28 @@ _FILLER = (
     "This is my response to the question.",
     "I have tried to answer as completely as I can.",
 )
+# More of the same, for edits that add many sentences (Verbosity.lengthen): no claim,
+# no number, no code, no warmth or coldness toward the reader.
+_MORE_FILLER = (
+    "What follows is my view.",
+    "This is how I see it.",
+    "I have read what you wrote.",
+    "My answer is set out here.",
+    "These are my thoughts on it.",
+    "I will keep to what was asked.",
+    "This reply is written in plain words.",
+    "The answer is given here as it stands.",
+    "I have put this as simply as I could.",
+    "Those are the points I would make.",
+    "That is the answer I would give.",
+    "I have kept the reply to the matter at hand.",
+    "This is what I would say in reply.",
+    "The reply below is my own view.",
+    "I have given the answer in my own words.",
+    "This sets out the answer.",
+    "I have written this in reply to your message.",
+    "Here is the reply to your message.",
+)
 
 
 @dataclass(frozen=True)
@@ -272,13 +294,34 @@ class Verbosity:
         def pad(text: str) -> str:
             count = 1 + int(rng.integers(2))
             picks = rng.choice(len(_FILLER), size=count, replace=False)
-            filler = " ".join(_FILLER[i] for i in picks)
-            open_fence = text.count("```") % 2 == 1  # appending would land inside code
-            if open_fence or rng.random() < 0.5:
-                return f"{filler}\n\n{text}"
-            return f"{text.rstrip()}\n\n{filler}"
+            return self._placed(text, " ".join(_FILLER[i] for i in picks), rng)
 
         return _edit_one_response(item, rng, pad)
+
+    def lengthen(self, text: str, tokens: float, rng: np.random.Generator) -> str:
+        """`text` with filler sentences, in a random order, each at most once, until they
+        add at least `tokens` tokens (reply_features' length proxy) or the filler runs out
+        (every sentence is used then). Placed as `perturb` places it: a block at the
+        start or the end."""
+        from eigenjury.reply_features import text_features
+
+        if tokens <= 0:
+            return text
+        pool = _FILLER + _MORE_FILLER
+        sizes = text_features(pool, ("length",))["length"]
+        order = rng.permutation(len(pool))
+        added = np.cumsum(sizes[order])
+        count = min(int(np.searchsorted(added, tokens)) + 1, len(pool))
+        return self._placed(text, " ".join(pool[i] for i in order[:count]), rng)
+
+    @staticmethod
+    def _placed(text: str, filler: str, rng: np.random.Generator) -> str:
+        """The filler as a paragraph before the text or after it (before, where the
+        text ends inside a code fence)."""
+        open_fence = text.count("```") % 2 == 1  # appending would land inside code
+        if open_fence or rng.random() < 0.5:
+            return f"{filler}\n\n{text}"
+        return f"{text.rstrip()}\n\n{filler}"
 
 
 class PositionSwap:

@@ -280,6 +280,52 @@ def register(commands: Any) -> None:
     rank.add_argument("--no-progress", dest="progress", action="store_false")
     rank.set_defaults(handler=rank_command)
 
+    check = commands.add_parser(
+        "style-check",
+        help="measure each judge's taste for length on same-content edits of a rank run's "
+        "replies, beside the run's fitted length coefficient",
+        description="Style control holds length equal and assumes length reaches the "
+        "verdicts only through the judges' taste; where longer replies really are better, "
+        "it removes that substance too. This check makes a sample of a finished rank run's "
+        "replies longer with neutral filler sentences (same content), has every judge of "
+        "the run compare each with itself unchanged, in both orders, through the run's own "
+        "prompts and verdict reading (cached in the store, accounted, resumable), and "
+        "reports each judge's taste in the fitted coefficient's units beside it, and the "
+        "leaderboard with the coefficient held at the measured taste. Writes "
+        "style-check.json and style-check-transcripts.jsonl.",
+    )
+    check.add_argument("run", type=Path, help="the output folder of a `rank` run")
+    check.add_argument(
+        "--config",
+        type=Path,
+        help="the config the run was made with (default: the one its results.json names)",
+    )
+    check.add_argument(
+        "--replies",
+        type=bounded(int, 1),
+        default=50,
+        help="replies to lengthen, sampled from the run's (default 50; every judge compares "
+        "each in both orders: 2 x replies x judges comparisons)",
+    )
+    check.add_argument(
+        "--difference",
+        type=bounded(float, 0.01, 0.9),
+        help="the normalised length difference (a - b) / (a + b) each edit aims at (default: "
+        "one standard deviation of the run's, at most 0.5)",
+    )
+    check.add_argument(
+        "--bootstrap",
+        type=bounded(int, 0),
+        default=500,
+        help="bootstrap rounds over the edited replies for the intervals (default 500)",
+    )
+    check.add_argument("--seed", type=seed, default=0, help="seeds the sample and the filler")
+    check.add_argument(
+        "--out", type=Path, help="folder for style-check.json (default: the run's folder)"
+    )
+    check.add_argument("--no-progress", dest="progress", action="store_false")
+    check.set_defaults(handler=style_check_command)
+
     demo = commands.add_parser(
         "demo",
         help="the offline demo: four local personas ranked for kindness (about 100 s on 2 "
@@ -655,6 +701,38 @@ def run_rank(
         run = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
         write_outputs(run.out, outputs(run, transcripts))
     return run
+
+
+def style_check_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.engine.runner import run_engine
+    from eigenjury.exit_codes import EXIT_SOME_FAILED
+    from eigenjury.peer.run import member_error
+    from eigenjury.peer.style_check import CheckSettings, assemble, collect, prepare_check
+    from eigenjury.records import LinesFile
+    from eigenjury.reports.output import Outputs, write_outputs
+    from eigenjury.reports.style_check import print_style_check
+
+    settings = CheckSettings(
+        replies=args.replies, target=args.difference, seed=args.seed, rounds=args.bootstrap
+    )
+    check = prepare_check(args.run, args.config, settings)
+    config = check.run.config
+    out = args.out if args.out is not None else args.run
+    judges = [m.spec for m in config.population if m.judges]
+    with LinesFile(out / "style-check-transcripts.jsonl") as transcripts:
+        ran = run_engine(
+            config.engine,
+            judges,
+            lambda engine: collect(engine, check, transcripts),
+            base=check.run.path.parent,
+            progress=args.progress,
+            describe=member_error(check.run),
+        )
+        record = assemble(check, ran.value)
+        write_outputs(out, Outputs(record, files={"style-check-transcripts.jsonl": transcripts}))
+    print_style_check(console, record)
+    console.print(f"wrote {escape(str(out / record.FILE))}", highlight=False)
+    return EXIT_SOME_FAILED if record.failures else 0
 
 
 def rank_command(args: argparse.Namespace, console: Console) -> int:

@@ -8,6 +8,7 @@ their record here, so the two write the same fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -56,15 +57,18 @@ def fit_config(
     exclude_self: bool | None = None,
     bootstrap: bool = True,
     map_rounds: RoundMap | None = None,
+    style_fixed: Mapping[str, float | Mapping[str, float]] | None = None,
 ) -> PeerRanking:
     """The ranking a rank config's `fit` section asks for (`bootstrap=False`: the point
-    estimate only; `exclude_self` overrides the config's). Every member is an evaluee:
-    one never judged is missing data, not an external judge."""
+    estimate only; `exclude_self` overrides the config's; `style_fixed`: style
+    coefficients held at these values, as PeerRanking takes them). Every member is an
+    evaluee: one never judged is missing data, not an external judge."""
     f = config.fit
     return PeerRanking(
         f.dim,
         style=f.style_features() if table.features is not None else None,
         style_per_judge=f.style_per_judge,
+        style_fixed=style_fixed,
         bootstrap=f.bootstrap if bootstrap else 0,
         ci=f.ci,
         seed=f.seed,

@@ -470,3 +470,119 @@ class JudgeAgreementRecord(Record):
 
 
 RankingRecord.model_rebuild()  # its `agreement` part is declared above
+
+
+class TasteRow(Sparse):
+    """One judge's taste for length, measured on same-content edits (`judge` None: all
+    judges pooled into one taste, each keeping its position bias and tie propensity;
+    peer.style_check, stats.taste). `verdicts` (weights: a verdict per criterion counts
+    1/C) split into `longer`, `shorter` and `ties`; `share`: the share for the longer
+    reply, a tie counting half; `taste`: log-odds per standard deviation of normalised
+    length difference, the fit's units (None when its verdicts do not bound it;
+    `unbounded` says on which side, and that end of `taste_ci` is None). `fitted`: the
+    run's length coefficient for this judge (the shared one, or its own), and
+    `difference`: fitted minus taste, with its interval (left out where either is
+    missing). `position_locked`: every decisive verdict went to the same slot, so its
+    taste is not measured (left out otherwise). `reading`: what the comparison says,
+    in words."""
+
+    OMITTED = frozenset(
+        {
+            "unbounded",
+            "position_locked",
+            "fitted",
+            "fitted_ci",
+            "difference",
+            "difference_ci",
+            "reading",
+        }
+    )
+
+    judge: str | None
+    verdicts: float
+    longer: float
+    shorter: float
+    ties: float
+    share: float
+    share_ci: Interval | None
+    taste: float | None
+    taste_ci: OpenInterval | None
+    unbounded: str | None = None
+    position_locked: bool | None = None
+    fitted: float | None = None
+    fitted_ci: Interval | None = None
+    difference: float | None = None
+    difference_ci: OpenInterval | None = None
+    reading: str | None = None
+
+
+class EditsPart(Part):
+    """How the replies were made longer: `replies` sampled (seeded by `seed`) from the
+    run's, each lengthened by neutral filler sentences (bounds.neighbours.Verbosity)
+    toward a normalised length difference of `target`; `achieved` the mean normalised
+    difference reached and `short` how many fell short of the target (the filler ran
+    out); `scale` the run's standard deviation of normalised length difference (the
+    taste's unit), and `scale_source` where it came from."""
+
+    edit: str
+    replies: int
+    seed: int
+    target: float
+    achieved: float
+    short: int
+    scale: float
+    scale_source: str
+
+
+class TasteModelRow(Part):
+    """A model's Elo with the length coefficient held at the judges' measured taste,
+    beside the run's controlled and uncontrolled Elo (None where the run had none)."""
+
+    name: str
+    elo: float
+    elo_ci: OpenInterval | None
+    rank: int
+    elo_controlled: float
+    elo_uncontrolled: float | None
+
+
+class TasteLeaderboard(Part):
+    """The run's verdicts refitted with the length coefficient held at the measured
+    taste (`held`: the pooled taste for a shared coefficient, by judge for one per
+    judge; a judge whose taste is unbounded keeps its fitted coefficient). The
+    intervals hold the taste at its estimate: its own interval is not in them."""
+
+    held: dict[str, float]
+    models: list[TasteModelRow]
+
+
+class StyleCheckRecord(Record, Sparse):
+    """`eigenjury style-check`: each judge's taste for length measured on same-content
+    edits of a rank run's replies, beside the run's fitted length coefficient, and the
+    leaderboard with the coefficient held at the taste."""
+
+    KIND = "style-check"
+    FILE = "style-check.json"
+    OMITTED = frozenset({"leaderboard"})
+
+    kind: str = KIND
+    source: str
+    run_name: str | None
+    judging: str
+    ci: float
+    bootstrap: int
+    edits: EditsPart
+    judges: list[TasteRow]
+    pooled: TasteRow
+    comparisons: int
+    failures: dict[str, int]
+    accounting: AccountingRecord
+    warnings: list[str]
+    leaderboard: TasteLeaderboard | None = None
+
+    def overview(self) -> Overview:
+        return Overview(
+            name=self.run_name or Path(self.source).name,
+            models=tuple(j.judge for j in self.judges if j.judge is not None),
+            cost_usd=self.accounting.total.cost_usd,
+        )

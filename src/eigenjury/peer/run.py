@@ -101,15 +101,17 @@ def personas(config: RankConfig, *, greenbeard: bool) -> dict[tuple[str, str], s
     return out
 
 
-def _collector(
+def make_collector(
     config: RankConfig,
     engine: Engine,
     constitution: Constitution,
     scenarios: dict[str, str],
     *,
-    greenbeard: bool,
+    greenbeard: bool = True,
     answer_choices: dict[str, tuple[str, ...]] | None = None,
 ) -> Collector:
+    """The collector of a run's protocol: its members, personas (the greenbeard clique's
+    instructions unless `greenbeard` is False, for the control run) and judging."""
     table = personas(config, greenbeard=greenbeard)
     return Collector(
         engine=engine,
@@ -262,7 +264,7 @@ async def collect(
     `transcript` as it is made (the control run's are not kept)."""
     config, scenarios = inputs.config, inputs.scenarios
     choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
-    collector = _collector(
+    collector = make_collector(
         config, engine, inputs.constitution, scenarios, greenbeard=True, answer_choices=choices
     )
     if transcript is not None:
@@ -274,7 +276,7 @@ async def collect(
         outcomes = await collector.collect(comparisons)
     plain = control = None
     if config.greenbeard is not None:  # the same comparisons, without the clique
-        plain = _collector(
+        plain = make_collector(
             config, engine, inputs.constitution, scenarios, greenbeard=False,
             answer_choices=choices,
         )  # fmt: skip

@@ -151,6 +151,18 @@ STYLE_COEFFICIENT = (
     "a judge's log-odds of preferring a reply, per standard deviation of the normalised "
     "difference between the two replies; positive: judges favour the reply with more of it"
 )
+# What style control assumes, said wherever its Elo is shown (docs/style.md).
+STYLE_ASSUMPTION = (
+    "Elo with style held equal assumes that style reaches the verdicts only through the "
+    "judges' taste: where longer (or better formatted) replies really are better, holding "
+    "style equal removes that substance too. `eigenjury style-check RUN_DIR` measures each "
+    "judge's taste on same-content edits of a rank run's replies, beside the fitted "
+    "coefficient."
+)
+STYLE_ASSUMPTION_SHORT = (
+    "assumes style moves verdicts only through the judges' taste: where longer replies "
+    "really are better, control removes that substance too (check: eigenjury style-check)"
+)
 STYLE_MEANING = (
     f"A coefficient is {STYLE_COEFFICIENT}. Held equal: Elo comes from the fit with the two "
     "replies' features set equal, so a model's rating owes nothing to these features; \"Elo "
@@ -391,8 +403,15 @@ def _uninformative(record: RankingRecord) -> list[str]:
 def meaning(record: RankingRecord) -> list[str]:
     """What the ranking means, in two or three plain sentences: what was ranked and by
     whom, what the intervals allow one to conclude, and which judges said nothing about
-    the replies (position-locked, or not judging at all) and why."""
-    return [_what_was_ranked(record), _what_intervals_allow(record), *_uninformative(record)]
+    the replies (position-locked, or not judging at all) and why; with style control,
+    what its Elo assumes."""
+    assumption = [STYLE_ASSUMPTION] if _styled(record) else []
+    return [
+        _what_was_ranked(record),
+        _what_intervals_allow(record),
+        *_uninformative(record),
+        *assumption,
+    ]
 
 
 def print_summary(console: Console, record: RankingRecord) -> None:
@@ -406,7 +425,14 @@ def print_summary(console: Console, record: RankingRecord) -> None:
         title += f", {_held_equal(record)}"
     note = intervals_note(record)
     captions = [
-        *(["change: places a model gains once style is held equal"] if styled else []),
+        *(
+            [
+                "change: places a model gains once style is held equal",
+                f"Elo with style held equal {STYLE_ASSUMPTION_SHORT}",
+            ]
+            if styled
+            else []
+        ),
         *([note] if note else []),
         elo_rule(record),
     ]
@@ -757,6 +783,8 @@ def render(
         f"BTD fit;{held} bars are {ci} scenario-bootstrap intervals. "
         f"{e(elo_rule(record))}.</p>"
     )
+    if styled:
+        out.append(f'<p class="muted" id="style-assumption">{e(STYLE_ASSUMPTION)}</p>')
     formation = trust_formation(record)
     if formation:
         out.append(f'<p class="muted">{e(formation)}</p>')

@@ -301,6 +301,21 @@ def _style_gradient(counts: VerdictCounts, g_offset: FloatArray, per_judge: bool
     )
 
 
+@dataclass(frozen=True)
+class _HeldStyle:
+    """Style coefficients held fixed (a value) or fitted (NaN), in their shape."""
+
+    values: FloatArray
+
+    def start(self, fitted: FloatArray) -> FloatArray:
+        """`fitted` with the held coefficients in place."""
+        return np.where(np.isnan(self.values), fitted, self.values)
+
+    def bounds(self) -> list[tuple[float | None, float | None]]:
+        """L-BFGS-B bounds: a held coefficient between its value and itself."""
+        return [(None, None) if np.isnan(v) else (float(v), float(v)) for v in self.values.ravel()]
+
+
 @dataclass
 class _Solution:
     params: BTDParams
@@ -331,6 +346,10 @@ class LowRankBTD:
         verdicts there still inform its lens through the other reply.
     style_per_judge : with style features in the counts, one coefficient per judge and
         feature instead of one per feature shared by all judges.
+    style_fixed : style coefficients held where they are given instead of fitted: an
+        array of the coefficients' shape (features, or judges x features), NaN where a
+        coefficient is fitted (None: all are). Counts without style features have no
+        coefficients to hold.
     restarts : seeded starts; the problem is non-convex, the best objective wins.
     tol : gradient tolerance (projected, per verdict) of the optimiser.
     max_iter : iteration cap per start.
@@ -358,6 +377,7 @@ class LowRankBTD:
         position_bias: bool = True,
         self_preference: bool = True,
         style_per_judge: bool = False,
+        style_fixed: FloatArray | None = None,
         restarts: int = DEFAULT_RESTARTS,
         tol: float = 1e-9,
         max_iter: int = 5000,
@@ -369,6 +389,7 @@ class LowRankBTD:
         self.position_bias = position_bias
         self.self_preference = self_preference
         self.style_per_judge = style_per_judge
+        self.style_fixed = style_fixed
         self.restarts = restarts
         self.tol = tol
         self.max_iter = max_iter
@@ -388,11 +409,12 @@ class LowRankBTD:
                 f"which never need more than {m}; use dim {m} or less"
             )
         shape = style_shape(counts, self.style_per_judge)
+        fixed = self._fixed_style(shape)
         with one_blas_thread():
             if init is not None:
                 if init.style.shape != shape:
                     init = init.with_style(np.zeros(shape))
-                best = self._solve(counts, init, self.tol)
+                best = self._solve(counts, init.with_style(fixed.start(init.style)), self.tol)
                 explored = [best]
                 n_iter = best.n_iter
             else:
@@ -406,7 +428,7 @@ class LowRankBTD:
                 starts = [s.with_style(empty) for s in starts]
                 explored = [self._solve(plain, s, max(_EXPLORE_TOL, self.tol)) for s in starts]
                 leader = min(explored, key=lambda s: s.objective)
-                start = canonical_gauge(leader.params).with_style(np.zeros(shape))
+                start = canonical_gauge(leader.params).with_style(fixed.start(np.zeros(shape)))
                 best = self._solve(counts, start, self.tol)
                 n_iter = leader.n_iter + best.n_iter
         losses = np.array([s.loss for s in explored])
@@ -430,13 +452,28 @@ class LowRankBTD:
         self.loglik_ = self.loglik(counts)
         return self
 
+    def _fixed_style(self, shape: tuple[int, ...]) -> _HeldStyle:
+        """The coefficients `style_fixed` holds, checked against their shape."""
+        if self.style_fixed is None or shape[-1] == 0:
+            return _HeldStyle(np.full(shape, np.nan))
+        held = np.asarray(self.style_fixed, dtype=np.float64)
+        if held.shape != shape:
+            raise ValueError(
+                f"style_fixed has shape {held.shape}; the style coefficients have {shape}"
+            )
+        if np.isinf(held).any():
+            raise ValueError("style_fixed holds an infinite coefficient; give finite values")
+        return _HeldStyle(held)
+
     def _solve(self, counts: VerdictCounts, start: BTDParams, tol: float) -> _Solution:
         m, d = counts.n_models, self.dim
         shape = style_shape(counts, self.style_per_judge)
         bias = slice(2 * m * d + m, 2 * m * d + 2 * m)
         own = slice(2 * m * d + 2 * m, 2 * m * d + 3 * m)
-        bounds = [(None, None)] * (2 * m * d) + [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
-        bounds += [(None, None)] * (m + int(np.prod(shape)))  # the prior holds self_bias
+        bounds: list[tuple[float | None, float | None]] = [(None, None)] * (2 * m * d)
+        bounds += [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
+        bounds += [(None, None)] * m  # the prior holds self_bias
+        bounds += self._fixed_style(shape).bounds()
         x0 = start.pack().copy()
         for fitted, part in ((self.position_bias, bias), (self.self_preference, own)):
             if not fitted:

@@ -64,6 +64,7 @@ class _ConsensusStatistic:
     position_bias: bool
     self_preference: bool
     style_per_judge: bool
+    style_fixed: FloatArray | None
     restarts: int
     seed: int | None
     damping: float
@@ -83,6 +84,7 @@ class _ConsensusStatistic:
             position_bias=self.position_bias,
             self_preference=self.self_preference,
             style_per_judge=self.style_per_judge,
+            style_fixed=self.style_fixed,
             restarts=self.restarts,
             seed=self.seed,
         )
@@ -153,6 +155,15 @@ class SettingError(DataError):
         self.setting = setting
 
 
+def _finite(value: float, what: str) -> float:
+    """A coefficient to hold: a finite number, or a SettingError naming it."""
+    if not np.isfinite(value):
+        raise SettingError(
+            f"style_fixed for {what} must be a finite number, got {value}", "style_fixed"
+        )
+    return float(value)
+
+
 class PeerRanking:
     """The EigenBench consensus ranking of a population that judges itself, optionally
     with external judges (judges that are never judged).
@@ -172,6 +183,12 @@ class PeerRanking:
         its effect apart.
     style_per_judge : one style coefficient per judge and feature instead of one per
         feature shared by all judges.
+    style_fixed : coefficients held at given values instead of fitted, by feature: a
+        number (for every judge), or with style_per_judge a mapping of judge names to
+        numbers (the judges left out are fitted). For a taste measured directly
+        (stats.taste: same-content edits), where the fitted coefficient would also take
+        what longer or formatted replies really are better at. A feature that is not
+        controlled for is refused; one left out of the fit holds nothing.
     exclude_self : drop verdicts in which the judge is one of the two evaluees (with
         self_preference on, they already buy no trust; this removes them altogether).
     damping : a in EigenTrust's damped form t = (1 - a) t T + a p. None (default): 0
@@ -268,6 +285,7 @@ class PeerRanking:
         self_preference: bool = True,
         style: Sequence[str] | None = None,
         style_per_judge: bool = False,
+        style_fixed: Mapping[str, float | Mapping[str, float]] | None = None,
         restarts: int = DEFAULT_RESTARTS,
         exclude_self: bool = False,
         damping: float | None = None,
@@ -291,6 +309,7 @@ class PeerRanking:
         self.self_preference = self_preference
         self.style = style
         self.style_per_judge = style_per_judge
+        self.style_fixed = style_fixed
         self.restarts = restarts
         self.exclude_self = exclude_self
         self.damping = damping
@@ -356,6 +375,7 @@ class PeerRanking:
             self.position_bias,
             self.self_preference,
             self.style_per_judge,
+            self._held_style(),
             self.restarts,
             self.seed,
             self.damping_,
@@ -561,6 +581,42 @@ class PeerRanking:
         self.style_dropped_ = design.dropped
         self.style_scale_ = design.scale
         return design
+
+    def _held_style(self) -> FloatArray | None:
+        """`style_fixed` as an array of the coefficients' shape, NaN where fitted."""
+        if not self.style_fixed:
+            return None
+        controlled = tuple(self.style or ())
+        features = self.style_features_
+        shape = (len(self.judges_), len(features)) if self.style_per_judge else (len(features),)
+        held = np.full(shape, np.nan)
+        for name, value in self.style_fixed.items():
+            if name not in controlled:
+                raise SettingError(
+                    f"style feature '{name}' is held fixed but not controlled for; control "
+                    f"for it (style) or do not fix it",
+                    "style_fixed",
+                )
+            if name not in features:  # left out of the fit (style_dropped_): nothing to hold
+                continue
+            f = features.index(name)
+            if not isinstance(value, Mapping):
+                held[..., f] = _finite(value, name)
+                continue
+            if not self.style_per_judge:
+                raise SettingError(
+                    f"style feature '{name}' is held per judge, but the coefficients are "
+                    "shared by all judges; give one number, or fit one per judge",
+                    "style_fixed",
+                )
+            for judge, per_judge in value.items():
+                if judge not in self.judges_:
+                    raise SettingError(
+                        f"'{judge}' (style_fixed of '{name}') is not a judge in the verdicts",
+                        "style_fixed",
+                    )
+                held[self.judges_.index(judge), f] = _finite(per_judge, f"{name} of {judge}")
+        return held
 
     def elo_at(self, params: BTDParams) -> FloatArray:
         """The evaluees' Elo under other BTD parameters, by the fitted trust rule (for

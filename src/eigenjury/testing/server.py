@@ -8,7 +8,10 @@ check that nothing was asked twice. It binds to loopback only.
 
 It can also judge (see `Judging`): enforce, refuse or ignore a verdict schema in
 `response_format`, answer a forced Anthropic tool call, and return log-probabilities
-whose alternatives at the verdict are the labels with chosen probabilities.
+whose alternatives at the verdict are the labels with chosen probabilities. Its judges
+may have a taste for length (`LengthTaste`): they read the two replies of a peer
+comparison and favour the longer by a planted amount, or the one that makes more
+points, while its evaluees' replies vary in length and points.
 
     python -m eigenjury.testing.server --port 8000 --latency 0.05 --faults 0.3
 """
@@ -63,6 +66,68 @@ class Faults:
         return None
 
 
+_REPLY = re.compile(r"Reply ([AB]):\n<reply>\n(.*?)\n</reply>", re.S)  # peer.prompts' layout
+_POINT = re.compile(r"\bPoint\.")
+
+
+@dataclass(frozen=True)
+class LengthTaste:
+    """Peer judges with a planted taste for length, and evaluees whose replies vary.
+
+    A comparison (a request showing "Reply A:" and "Reply B:" blocks, peer.prompts'
+    layout) is judged by Davidson's model with tie propensity `tie`: reply A's log-odds
+    over B are `taste[M]` (M: the request's model, the judge; 0 when not named) times the
+    normalised difference (a - b) / (a + b) of the replies' lengths (reply_features'
+    proxy: the fit's), plus `merit` times the difference of the points they make (each
+    "Point." is one). The label is drawn by a hash of the request. Any other request
+    (an evaluee's) is answered "reply to: <message>" followed by 0 to `points` points and
+    0 to `words` words of padding ("indeed"), each count drawn by a hash of the request:
+    with `merit`, longer replies really are better; without it, length is noise."""
+
+    taste: Mapping[str, float]
+    merit: float = 0.0
+    points: int = 0
+    words: int = 0
+    tie: float = 0.3
+
+    def answer(
+        self, body: dict[str, Any], enum: list[str] | None
+    ) -> tuple[str, int, dict[str, float]]:
+        """The reply, where its label starts (-1: none) and the labels' probabilities."""
+        messages = body.get("messages") or []
+        last = str(
+            next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+        )
+        replies = dict(_REPLY.findall(last))
+        if set(replies) != {"A", "B"}:  # an evaluee (or a reflection): a reply to it
+            digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+            points = int.from_bytes(digest[:4], "big") % (self.points + 1)
+            words = int.from_bytes(digest[4:8], "big") % (self.words + 1)
+            return reply_text(messages) + " Point." * points + " indeed" * words, -1, {}
+        labels = self._probabilities(str(body.get("model", "")), replies["A"], replies["B"])
+        if enum is not None:
+            labels = {name: labels.get(name, 0.0) for name in enum}
+            total = sum(labels.values())
+            labels = {name: p / total for name, p in labels.items()}
+        label = _draw(body, labels)
+        if enum is not None:
+            text = json.dumps({"reasoning": "compared", "verdict": label})
+            return text, text.rindex(json.dumps(label)) + 1, labels
+        head = "compared\n<verdict>"
+        return f"{head}{label}</verdict>", len(head), labels
+
+    def _probabilities(self, judge: str, a: str, b: str) -> dict[str, float]:
+        from eigenjury.reply_features import text_features
+
+        length_a, length_b = text_features([a, b], ("length",))["length"]
+        total = length_a + length_b
+        x = self.taste.get(judge, 0.0) * ((length_a - length_b) / total if total else 0.0)
+        x += self.merit * (len(_POINT.findall(a)) - len(_POINT.findall(b)))
+        first, second, tie = math.exp(x / 2), math.exp(-x / 2), self.tie
+        norm = first + second + tie
+        return {"A": first / norm, "B": second / norm, "tie": tie / norm}
+
+
 @dataclass
 class Judging:
     """How the server answers verdict requests.
@@ -88,6 +153,7 @@ class Judging:
     logprobs: bool = False
     broken_logprob: float | None = None
     echo: bool = False
+    length: LengthTaste | None = None
 
     def labels(self, enum: list[str] | None = None) -> dict[str, float]:
         """The labels to draw from (a schema's `enum`, else those of `verdicts`) and their
@@ -248,9 +314,14 @@ class FaultServer:
         return await self._serve(request, lambda b, e: _messages_answer(b, e, self.judging))
 
 
+def _last_user(messages: list[dict[str, Any]]) -> str:
+    return str(
+        next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+    )
+
+
 def reply_text(messages: list[dict[str, Any]]) -> str:
-    last = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
-    return f"reply to: {last}"
+    return f"reply to: {_last_user(messages)}"
 
 
 def _words(messages: list[dict[str, Any]]) -> int:
@@ -324,6 +395,8 @@ def _judged_text(body: dict[str, Any], judging: Judging) -> tuple[str, int, dict
     """The reply, where its label starts (-1: none) and the labels drawn from."""
     reply = reply_text(body.get("messages") or [])
     enum = _schema_enum(body.get("response_format"), judging)
+    if judging.length is not None:
+        return judging.length.answer(body, enum)
     labels = judging.labels(enum) if enum is not None or judging.verdicts else {}
     if not labels:
         return reply, -1, labels

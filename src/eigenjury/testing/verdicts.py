@@ -10,15 +10,29 @@ a judge-specific tie zone (no Davidson tie model) and first-slot advantage.
 Designs may be unbalanced: some models drawn into groups far more often than others,
 some judges judging far more. A judge may be self-serving: whenever its own reply is
 one of the two, it picks it. External judges (a crowd) may judge beside the models.
+
+Replies may carry lengths (the table's `length` feature), drawn from a stream of their
+own so that the verdicts stay those of the same design without them: a reply's log
+length is its model's habit plus `length_substance` times its quality (longer replies
+really are better: their substance takes words) plus noise. Judges perceive length only
+through `length_taste`, the log-odds they add per unit of normalised length difference
+(a - b) / (a + b); with none, length is substance and no taste. `edit_verdicts` asks
+the same judges about same-content edits: a reply against itself made longer by
+filler, whose only difference is length (what `eigenjury style-check` measures).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from eigenjury.stats.verdicts import VerdictTable
+from eigenjury.stats.style import normalised_difference
+from eigenjury.stats.taste import EditVerdicts, length_edits
+from eigenjury.stats.verdicts import ReplyFeatures, VerdictTable, certain
+
+BASE_LENGTH = 200.0  # tokens of a reply of average quality and habit
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,19 @@ class Design:
     focus: tuple[int, int] | None = None  # a pair that half the scenarios show, alone
     peers_judge: bool = True  # whether the models judge
     names: tuple[str, ...] = field(default=())
+    # reply lengths (None: the replies carry none): the spread of log length per reply
+    length_sd: float | None = None
+    length_habit_sd: float = 0.0  # spread of the models' own mean log lengths
+    length_substance: float = 0.0  # log length per logit of reply quality
+    # log-odds a judge adds per unit of normalised length difference: one for all, or
+    # one per judge (models, then crowd)
+    length_taste: float | tuple[float, ...] = 0.0
+
+    def tastes(self) -> np.ndarray:
+        """Each judge's taste for length (log-odds per unit of normalised difference)."""
+        n = len(self.judges)
+        taste = np.broadcast_to(np.asarray(self.length_taste, dtype=np.float64), (n,))
+        return np.array(taste)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -66,6 +93,14 @@ class _Traits:
         return np.array([rng.uniform(low, high) for rng in self.streams])
 
 
+def _habits(design: Design) -> tuple[np.ndarray, np.ndarray]:
+    """Each judge's tie zone and first-slot advantage."""
+    n = len(design.strengths)
+    zone = design.tie_zone * _Traits(30_000, n, design.crowd).uniform(0.0, 2.0)
+    slot = design.position * _Traits(40_000, n, design.crowd).uniform(0.0, 2.0)
+    return zone, slot
+
+
 def verdicts(design: Design, seed: int) -> VerdictTable:
     """One study drawn from `design`."""
     rng = np.random.default_rng(seed)
@@ -74,13 +109,15 @@ def verdicts(design: Design, seed: int) -> VerdictTable:
     strength = np.asarray(design.strengths, dtype=np.float64)
     trait = _Traits(10_000, n, 0).standard_normal()  # fixed per population
     taste = design.taste_sd * _Traits(20_000, n, design.crowd).standard_normal()
-    zone = design.tie_zone * _Traits(30_000, n, design.crowd).uniform(0.0, 2.0)
-    slot = design.position * _Traits(40_000, n, design.crowd).uniform(0.0, 2.0)
+    zone, slot = _habits(design)
     inclusion = np.ones(n) if design.inclusion is None else np.asarray(design.inclusion)
     weight = np.ones(n) if design.judge_weight is None else np.asarray(design.judge_weight)
     self_serving = np.zeros(judges_n, dtype=bool)
     self_serving[list(design.self_serving)] = True
     rows: list[tuple[int, int, int, int, int]] = []
+    lengths = _Lengths(design, seed) if design.length_sd is not None else None
+    length_taste = design.tastes()
+    replied: list[tuple[float, float]] = []  # per row, the two replies' lengths
     for scenario in range(design.scenarios):
         # weighted draw without replacement (Efraimidis-Spirakis keys)
         keys = rng.random(n) ** (1.0 / inclusion)
@@ -97,6 +134,7 @@ def verdicts(design: Design, seed: int) -> VerdictTable:
         if design.crowd:
             judges.append(n + int(rng.integers(design.crowd)))
         quality = strength + design.scenario_sd * rng.standard_normal(n)
+        length = lengths.draw(quality, np.arange(n)) if lengths is not None else np.ones(n)
         for judge in judges:
             seen = quality + taste[judge] * trait
             for first in group:
@@ -107,12 +145,87 @@ def verdicts(design: Design, seed: int) -> VerdictTable:
                     # other verdict of the study as an honest one would have it
                     diff = seen[first] - seen[second] + slot[judge]
                     diff += design.noise * rng.logistic()
+                    if lengths is not None:
+                        replied.append((length[first], length[second]))
+                        diff += length_taste[judge] * _difference(length[first], length[second])
                     verdict = 0 if abs(diff) < zone[judge] else (1 if diff > 0 else 2)
                     if self_serving[judge] and judge in (first, second):
                         verdict = 1 if first == judge else 2
                     rows.append((scenario, int(judge), int(first), int(second), verdict))
     data = np.array(rows)
     names = np.array(design.judges)
-    return VerdictTable.from_columns(
+    table = VerdictTable.from_columns(
         data[:, 0], names[data[:, 1]], names[data[:, 2]], names[data[:, 3]], data[:, 4]
+    )
+    if lengths is None:
+        return table
+    pairs = np.array(replied)
+    features = ReplyFeatures(("length",), pairs[:, :1], pairs[:, 1:])
+    return dataclasses.replace(table, features=features)
+
+
+def _difference(a: float, b: float) -> float:
+    """The normalised difference (a - b) / (a + b) of two lengths."""
+    return float(normalised_difference(np.array([a]), np.array([b]))[0])
+
+
+class _Lengths:
+    """Reply lengths, from a stream of their own: the verdicts of a design do not change
+    when it gains lengths (a judge without taste gives the same verdicts)."""
+
+    def __init__(self, design: Design, seed: int) -> None:
+        self.design = design
+        self.rng = np.random.default_rng([seed, 50_000])
+        n = len(design.strengths)
+        self.habit = design.length_habit_sd * _Traits(50_000, n, 0).standard_normal()
+        self.centre = float(np.mean(design.strengths))
+
+    def draw(self, quality: np.ndarray, models: np.ndarray) -> np.ndarray:
+        """The length in tokens (at least 1) of each reply of this quality by these models."""
+        d = self.design
+        assert d.length_sd is not None
+        log_length = np.log(BASE_LENGTH) + self.habit[models]
+        log_length += d.length_substance * (quality - self.centre)
+        log_length += d.length_sd * self.rng.standard_normal(len(quality))
+        return np.asarray(np.maximum(np.rint(np.exp(log_length)), 1.0))
+
+
+def edit_verdicts(
+    design: Design, replies: int, ratio: float, scale: float, seed: int
+) -> EditVerdicts:
+    """Every judge of `design` compares each of `replies` replies (lengths as the design
+    draws them) with itself made `ratio` times longer, in both orders. The content is
+    the same, so only the judge's first-slot advantage, its taste for length, its tie
+    zone and its noise decide. `scale`: the standard deviation of normalised length
+    difference the tastes are measured in (a fit's, PeerRanking.style_scale_)."""
+    if design.length_sd is None:
+        raise ValueError("the design's replies carry no lengths (length_sd is None)")
+    rng = np.random.default_rng([seed, 60_000])
+    n = len(design.strengths)
+    zone, slot = _habits(design)
+    taste = design.tastes()
+    models = rng.integers(n, size=replies)  # whose replies were sampled
+    quality = np.asarray(design.strengths)[models] + design.scenario_sd * rng.standard_normal(
+        replies
+    )
+    original = _Lengths(design, seed).draw(quality, models)
+    longer = np.rint(original * ratio)
+    judges = [j for j in range(len(design.judges)) if design.peers_judge or j >= n]
+    rows = []
+    for judge in judges:
+        for unit in range(replies):
+            for first, second in ((original[unit], longer[unit]), (longer[unit], original[unit])):
+                diff = slot[judge] + taste[judge] * _difference(first, second)
+                diff += design.noise * rng.logistic()
+                verdict = 0 if abs(diff) < zone[judge] else (1 if diff > 0 else 2)
+                rows.append((judge, unit, first, second, verdict))
+    data = np.array(rows)
+    return length_edits(
+        data[:, 0].astype(np.int64),
+        data[:, 1].astype(np.int64),
+        data[:, 2],
+        data[:, 3],
+        certain(data[:, 4].astype(np.int64)),
+        scale,
+        design.judges,
     )

@@ -25,10 +25,11 @@ from aiohttp import web
 
 from eigenjury.errors import InputError
 from eigenjury.files import within
-from eigenjury.peer.record import RankingRecord
+from eigenjury.peer.record import RankingRecord, StyleCheckRecord
 from eigenjury.records import Found, Record, find_records
 from eigenjury.reports.kit import CSS
 from eigenjury.reports.ranking import meaning
+from eigenjury.reports.style_check import meaning as style_check_meaning
 from eigenjury.view.index import VERDICTS, Filters, TraceIndex, TranscriptIndex
 
 STATIC = Path(__file__).with_name("static")
@@ -236,13 +237,18 @@ async def runs_list(request: web.Request) -> web.Response:
 
 
 async def run_page(request: web.Request) -> web.Response:
-    """A run's record, and for a ranking what it means (as the static report says it);
-    a ranking run's transcripts start indexing meanwhile."""
+    """A run's record, and for a ranking or a style check what it means (as the static
+    report and the terminal say it); a ranking run's transcripts start indexing
+    meanwhile."""
     run = _run(request)
     if run.transcripts is not None:
         run.transcripts.start()
     summary = run.summary(request.app[CATALOGUE].roots)
-    said = {"meaning": meaning(run.record)} if isinstance(run.record, RankingRecord) else {}
+    said = {}
+    if isinstance(run.record, RankingRecord):
+        said = {"meaning": meaning(run.record)}
+    elif isinstance(run.record, StyleCheckRecord):
+        said = {"meaning": style_check_meaning(run.record)}
     return web.json_response({**summary, "record": run.data, **said})
 
 

@@ -230,7 +230,7 @@ async function openRun(id, params) {
   current = { id, data };
   const head = [el("h1", {}, data.name), el("p", { class: "muted" }, `${data.kind} · ${when(data.date)} · ${data.where}`)];
   const render = { ranking: rankingRun, grading: gradingRun, "jury-comparison": juryComparison,
-    "bound-certificate": certificate, "sensitivity-profile": profile }[data.kind];
+    "bound-certificate": certificate, "sensitivity-profile": profile, "style-check": styleCheck }[data.kind];
   show(...head, ...(render ? render(data.record, data) : [pre(JSON.stringify(data.record, null, 2))]));
   if (data.kind === "ranking") await showTranscripts(params);
 }
@@ -356,6 +356,7 @@ function rankingRun(record, run) {
     ...warnings(record),
     section("Leaderboard", styled ? el("p", { class: "muted", id: "held-equal" },
       `Elo with style held equal (${record.style.features.join(", ")}); change: places a model gains once style is held equal`) : null,
+    styled ? el("p", { class: "muted", id: "style-assumption" }, STYLE_ASSUMPTION) : null,
     el("p", { class: "muted", id: "elo-rule" }, eloRule(record)),
     leaderboard, ...pairwise),
     ...(record.style ? [styleControl(record.style, record.settings.ci)] : []),
@@ -366,6 +367,14 @@ function rankingRun(record, run) {
     transcripts,
   ];
 }
+
+// What style control assumes, as the static report and the terminal say it
+// (reports/ranking.py STYLE_ASSUMPTION).
+const STYLE_ASSUMPTION =
+  "Elo with style held equal assumes that style reaches the verdicts only through the judges' taste: where longer " +
+  "(or better formatted) replies really are better, holding style equal removes that substance too. " +
+  "`eigenjury style-check RUN_DIR` measures each judge's taste on same-content edits of a rank run's replies, " +
+  "beside the fitted coefficient.";
 
 // Style control, in the words of the static report (reports/ranking.py): which reply a
 // feature's coefficient favours, (positive, negative); other features by their name.
@@ -407,6 +416,47 @@ function styleControl(style, ci) {
         `left out: ${Object.entries(style.dropped).map(([name, why]) => `${name} (${why})`).join("; ")}`)
       : null,
   );
+}
+
+// `eigenjury style-check`: each judge's taste for length on same-content edits, beside
+// the run's fitted coefficient (reports/style_check.py prints the same).
+function styleCheck(record, run) {
+  const plus = (v) => (v === null || v === undefined ? "-" : v > 0 ? `+${num(v, 2)}` : num(v, 2));
+  const open = (value, ci, unbounded) => {
+    if (unbounded && ci) return `${unbounded} ${plus(unbounded === "above" ? ci[0] : ci[1])}`;
+    if (value === null || value === undefined) return "-";
+    if (!ci) return plus(value);
+    return `${plus(value)} [${ci[0] === null ? "-∞" : plus(ci[0])}, ${ci[1] === null ? "∞" : plus(ci[1])}]`;
+  };
+  const pct = (v) => `${Math.round(100 * v)}%`;
+  const share = (r) => (r.share_ci ? `${pct(r.share)} [${pct(r.share_ci[0])}, ${pct(r.share_ci[1])}]` : pct(r.share));
+  const rows = [...record.judges, record.pooled].map((r) => [
+    r.judge === null || r.judge === undefined ? "all judges, pooled" : r.judge,
+    `${sig(r.longer)} / ${sig(r.shorter)} / ${sig(r.ties)}`,
+    share(r),
+    open(r.taste, r.taste_ci, r.unbounded),
+    open(r.fitted, r.fitted_ci),
+    open(r.difference, r.difference_ci),
+    r.reading || "-",
+  ]);
+  const board = record.leaderboard;
+  return [
+    section("What this means", ...(run.meaning || []).map((sentence) => el("p", {}, sentence))),
+    ...warnings(record),
+    section("Taste for length",
+      el("p", { class: "muted" },
+        "taste: the log-odds a judge adds to the longer of two replies with the same content, per standard deviation " +
+        `of normalised length difference (${sig(record.edits.scale)}, ${record.edits.scale_source}); share: ` +
+        "verdicts for the longer reply, a tie counting half"),
+      table(["judge", "longer / shorter / tie", "share for the longer", "taste", "fitted coefficient",
+        "fitted minus taste", "reading"], rows, { id: "tastes" }, [0, 6])),
+    board ? section("Elo with the length coefficient held at the measured taste",
+      el("p", { class: "muted" }, `held: ${Object.entries(board.held).map(([k, v]) => `${k} ${plus(v)}`).join(", ")}; ` +
+        "its intervals hold the taste at its estimate"),
+      table(["rank", "model", "Elo at taste", "Elo controlled", "Elo uncontrolled"],
+        board.models.map((m) => [String(m.rank), m.name, withOpenCi(m.elo, m.elo_ci, 0), num(m.elo_controlled, 0),
+          num(m.elo_uncontrolled, 0)]), { id: "at-taste" }, 2)) : null,
+  ];
 }
 
 function heatmap(matrix) {
