@@ -43,7 +43,7 @@ function withCi(value, ci, digits = 2) {
     : num(value, digits);
 }
 
-// Which rule made the Elo, as the static report says it (reports/ranking.py elo_rule):
+// Which rule made the Elo, as the static report says it (reports/ranking/words.py elo_rule):
 // records without settings.trust were made before eigenjury 0.3 changed it.
 function eloRule(record) {
   return record.settings.trust
@@ -259,7 +259,7 @@ function intervalBar(value, ci, low, high) {
 // The Elo axis: every interval, but no wider than twice the spread of the points (at
 // least 100) either side of them, so one degenerate interval (a trust of zero in some
 // bootstrap draw puts Elo near minus infinity) does not squash the others. As the
-// static report draws it (reports/ranking.py leaderboard_svg).
+// static report draws it (reports/ranking/charts.py leaderboard_svg).
 function eloAxis(models) {
   const elos = models.map((m) => m.elo);
   const ends = models.flatMap((m) => (openEnds(m.elo_ci) || [m.elo]).filter(Number.isFinite));
@@ -288,7 +288,7 @@ function rankingRun(record, run) {
     2,
   );
   const calls = record.run || {}; // absent when fitted from a verdict file (`eigenjury fit`)
-  // which interval is which, as the static report says it (reports/ranking.py intervals_note);
+  // which interval is which, as the static report says it (reports/ranking/words.py intervals_note);
   // records without `pairwise_intervals` (no bootstrap, or older) have neither
   const method = record.settings.pairwise_intervals;
   const ciPct = `${sig(100 * record.settings.ci)}%`;
@@ -350,7 +350,7 @@ function rankingRun(record, run) {
     : section("Transcripts", el("p", { class: "muted", id: "no-transcripts" },
       accounting ? "no transcripts.jsonl beside this run's results" : fitted));
   return [
-    // in plain sentences (reports/ranking.py meaning): first here, above the browsing; the
+    // in plain sentences (reports/ranking/sentences.py meaning): first here, above the browsing; the
     // static report and the terminal end with them
     section("What this means", ...run.meaning.map((sentence) => el("p", {}, sentence))),
     ...warnings(record),
@@ -369,14 +369,14 @@ function rankingRun(record, run) {
 }
 
 // What style control assumes, as the static report and the terminal say it
-// (reports/ranking.py STYLE_ASSUMPTION).
+// (reports/ranking/words.py STYLE_ASSUMPTION).
 const STYLE_ASSUMPTION =
   "Elo with style held equal assumes that style reaches the verdicts only through the judges' taste: where longer " +
   "(or better formatted) replies really are better, holding style equal removes that substance too. " +
   "`eigenjury style-check RUN_DIR` measures each judge's taste on same-content edits of a rank run's replies, " +
   "beside the fitted coefficient.";
 
-// Style control, in the words of the static report (reports/ranking.py): which reply a
+// Style control, in the words of the static report (reports/ranking/words.py): which reply a
 // feature's coefficient favours, (positive, negative); other features by their name.
 const STYLE_SIDES = {
   length: ["the longer reply", "the shorter reply"],

@@ -1,0 +1,212 @@
+"""Cells and notes that the terminal summary and the static report both show, in
+the same words: intervals, style control, trust formation, the greenbeard fits."""
+
+from __future__ import annotations
+
+from eigenjury.peer.record import (
+    GreenbeardShift,
+    JudgeRow,
+    ModelRow,
+    RankingRecord,
+    RunSummary,
+    Shift,
+    StyleCoefficient,
+    StylePart,
+)
+from eigenjury.reports.kit import fmt, with_ci
+
+
+def elo_ci_cell(m: ModelRow) -> str:
+    """ "[low, high]"; an end with no limit (a perfect record) is open: "[1268, ∞)"."""
+    if not m.elo_ci:
+        return "-"
+    low, high = m.elo_ci
+    return ("(-∞" if low is None else f"[{low:.0f}") + (
+        ", ∞)" if high is None else f", {high:.0f}]"
+    )
+
+
+SELF_PREFERENCE = "self-preference (log-odds)"
+
+
+def self_preference_cell(j: JudgeRow) -> str:
+    """What a judge adds to its own reply, with its interval and on how many verdicts;
+    "-" for a judge that never judged itself."""
+    if j.self_preference is None or j.self_verdicts is None:
+        return "-"
+    return f"{with_ci(j.self_preference, j.self_preference_ci, '+.2f')} (n={j.self_verdicts:g})"
+
+
+def rank_ci_cell(m: ModelRow) -> str:
+    return "-" if not m.rank_ci else f"{m.rank_ci[0]}-{m.rank_ci[1]}"
+
+
+def _rank_change(m: ModelRow) -> str:
+    """Places gained once style is held equal: "+2", "-1", "0" (plain in any terminal)."""
+    if m.rank_change is None:
+        return "-"
+    return f"{m.rank_change:+d}" if m.rank_change else "0"
+
+
+def is_styled(record: RankingRecord) -> bool:
+    """Whether the leaderboard is style-controlled: it then has an uncontrolled Elo."""
+    return any(m.elo_uncontrolled is not None for m in record.models)
+
+
+def held_equal(record: RankingRecord) -> str:
+    features = record.style.features if record.style else []
+    return f"Elo with style held equal ({', '.join(features)})"
+
+
+UNCONTROLLED = ["Elo uncontrolled", "change"]  # the leaderboard's columns with style control
+
+
+def uncontrolled_cells(m: ModelRow) -> list[str]:
+    return [fmt(m.elo_uncontrolled), _rank_change(m)]
+
+
+def elo_rule(record: RankingRecord) -> str:
+    """Which rule made the Elo: eigenjury 0.3 changed it (docs/consensus.md), so the
+    numbers of older records are not comparable."""
+    if record.settings.trust is None:
+        return (
+            "Elo by the rule before eigenjury 0.3 (ties as half a win, no prior, a judge's "
+            "verdicts on itself counted): not comparable with newer runs"
+        )
+    return (
+        "Elo since eigenjury 0.3: ties out of trust, a prior on scores, each judge's "
+        "self-preference apart (docs/consensus.md); not comparable with older runs"
+    )
+
+
+def intervals_note(record: RankingRecord) -> str | None:
+    """Which interval is which: the marginal rank interval and the family-wise `above`
+    (None for records without them: no bootstrap, or written before either)."""
+    method = record.settings.pairwise_intervals
+    if method is None:
+        return None
+    ci = f"{100 * record.settings.ci:g}%"
+    return (
+        f"rank {ci}: a marginal interval, the percentiles of the model's rank over the "
+        f"bootstrap draws (each holds its own model's rank); above: the models it is above "
+        f"with family-wise {ci} confidence, all such statements holding at once "
+        f"(simultaneous {method} intervals on every pairwise Elo difference)"
+    )
+
+
+def above_rows(record: RankingRecord) -> list[tuple[str, str]]:
+    """(model, the models it is above) for each model above any."""
+    return [(m.name, ", ".join(m.above)) for m in record.models if m.above]
+
+
+# Which reply a feature's coefficient favours, (positive, negative); the features of
+# reply_features.py by name, others as "the reply with the higher <feature>".
+STYLE_SIDES = {
+    "length": ("the longer reply", "the shorter reply"),
+    "headers": ("the reply with more headers", "the reply with fewer headers"),
+    "lists": ("the reply with more list items", "the reply with fewer list items"),
+    "bold": ("the reply with more bold spans", "the reply with fewer bold spans"),
+}
+
+STYLE_COEFFICIENT = (
+    "a judge's log-odds of preferring a reply, per standard deviation of the normalised "
+    "difference between the two replies; positive: judges favour the reply with more of it"
+)
+# What style control assumes, said wherever its Elo is shown (docs/style.md).
+STYLE_ASSUMPTION = (
+    "Elo with style held equal assumes that style reaches the verdicts only through the "
+    "judges' taste: where longer (or better formatted) replies really are better, holding "
+    "style equal removes that substance too. `eigenjury style-check RUN_DIR` measures each "
+    "judge's taste on same-content edits of a rank run's replies, beside the fitted "
+    "coefficient."
+)
+STYLE_ASSUMPTION_SHORT = (
+    "assumes style moves verdicts only through the judges' taste: where longer replies "
+    "really are better, control removes that substance too (check: eigenjury style-check)"
+)
+STYLE_MEANING = (
+    f"A coefficient is {STYLE_COEFFICIENT}. Held equal: Elo comes from the fit with the two "
+    "replies' features set equal, so a model's rating owes nothing to these features; \"Elo "
+    'uncontrolled" is the fit without style control, and "change" the places a model '
+    "gains once style is held equal."
+)
+
+
+def style_reading(c: StyleCoefficient) -> str:
+    """A coefficient in words: the side judges favour when its interval leaves out 0."""
+    more, less = STYLE_SIDES.get(
+        c.feature,
+        (f"the reply with the higher {c.feature}", f"the reply with the lower {c.feature}"),
+    )
+    side = more if c.coefficient > 0 else less
+    shared = c.judge is None  # else the row names the judge
+    if c.ci is None:
+        if c.coefficient == 0:
+            return "no effect"
+        return f"{'judges lean' if shared else 'leans'} to {side} (no interval)"
+    if c.ci[0] > 0 or c.ci[1] < 0:
+        return f"{'judges favour' if shared else 'favours'} {side}"
+    return "no clear effect"
+
+
+def style_rows(style: StylePart) -> list[list[str]]:
+    """[judge,] feature, coefficient with its interval, reading."""
+    return [
+        [*([c.judge or "-"] if style.per_judge else []), c.feature,
+         with_ci(c.coefficient, c.ci, "+.2f"), style_reading(c)]
+        for c in style.coefficients
+    ]  # fmt: skip
+
+
+def style_headers(style: StylePart, ci: str) -> list[str]:
+    return [*(["judge"] if style.per_judge else []), "feature", f"coefficient {ci}", "reading"]
+
+
+def dropped_note(style: StylePart) -> str | None:
+    if not style.dropped:
+        return None
+    return "left out: " + "; ".join(f"{name} ({why})" for name, why in style.dropped.items())
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def trust_formation(record: RankingRecord) -> str | None:
+    """How trust was formed, when external judges took part (None otherwise: plain
+    EigenTrust among the judges)."""
+    external = [j for j in record.judges if j.external]
+    if not external:
+        return None
+    peers = len(record.judges) - len(external)
+    damping = record.settings.damping
+    panel = f"the consensus of {plural(len(external), 'external judge')}"
+    weights = record.settings.external_weights or {}
+    if len(set(weights.values())) > 1:
+        panel += " (weights " + ", ".join(f"{n} {w:g}" for n, w in weights.items()) + ")"
+    if damping >= 1.0:
+        line = f"trust: {panel}"
+        if peers:
+            line += f", a = 1 (the {plural(peers, 'peer judge')} shape only the fit)"
+        return line
+    return (
+        f"trust: {plural(peers, 'peer judge')} (EigenTrust) damped toward {panel}, a = {damping:g}"
+    )
+
+
+def judge_name(name: str, external: bool) -> str:
+    return f"{name} (external)" if external else name
+
+
+def first_replies(summary: RunSummary) -> dict[str, str]:
+    """Per served judge, how its first replies gave their verdicts ("17 structured;
+    unread 6%"); empty without served judges."""
+    return {judge: modes.line() for judge, modes in (summary.verdicts_by_judge or {}).items()}
+
+
+def greenbeard_shifts(g: GreenbeardShift) -> list[tuple[str, Shift]]:
+    """The experiment's two fits, labelled."""
+    return [
+        ("with self judgments", g.with_self_judgments),
+        ("without self judgments", g.without_self_judgments),
+    ]
