@@ -26,9 +26,18 @@ from eigenjury.stats import (
     make_population,
     simulate_verdicts,
 )
-from eigenjury.verdict_files import BattleNames, read_verdicts, write_verdicts
+from eigenjury.verdict_files import BattleNames, write_verdicts
+from verdict_reference import assert_same_tables, read_reference
 
 HEADER = "scenario,judge,first,second,verdict\n"
+
+
+def read_verdicts(path: str | Path, **options: Any) -> VerdictTable:
+    """The columnar reader; on every file it reads here, its row-by-row twin
+    (verdict_reference.py) must read the same table."""
+    table = vf.read_verdicts(path, **options)
+    assert_same_tables(table, read_reference(path, **options))
+    return table
 
 
 @pytest.fixture(scope="module")
@@ -1032,3 +1041,35 @@ def test_soft_verdicts_stream_through_a_dataset_with_their_criteria(
         read_verdicts(_write(tmp_path / "bad", rows))
     assert error.value.path == str(tmp_path / "bad" / "part-1.parquet")
     assert error.value.row == 6 and error.value.column == "p_tie"
+
+
+def test_the_row_by_row_twin_tells_every_field_apart(small: VerdictTable, tmp_path: Path) -> None:
+    """The comparison every read above makes can fail: a table that differs from the
+    twin's in any one field is told apart."""
+    n = len(small)
+    rows = _rows(
+        small,
+        first_length=list(range(n)),
+        second_length=[7] * n,
+        p_first=[0.5] * n,
+        p_second=[0.3] * n,
+        p_tie=[0.2] * n,
+    )
+    path = _write(tmp_path / "v.jsonl", rows)
+    table, twin = read_verdicts(path), read_reference(path)
+    assert table.features is not None and table.probs is not None
+    verdict = table.verdict.copy()
+    verdict[0] = (verdict[0] + 1) % 3
+    weight = table.weight.copy()
+    weight[-1] *= 1.5
+    changed = {
+        "verdict": verdict,
+        "models": table.models[::-1],
+        "scenarios": tuple(table.scenarios)[::-1],
+        "weight": weight,
+        "probs": table.probs[:, ::-1],
+        "features": replace(table.features, first=table.features.first + 1),
+    }
+    for field, value in changed.items():
+        with pytest.raises(AssertionError):
+            assert_same_tables(replace(table, **{field: value}), twin)
