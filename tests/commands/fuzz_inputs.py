@@ -56,9 +56,12 @@ def _judge(request: ChatRequest) -> str:
 
 
 def _peer(request: ChatRequest) -> str:
-    """Peer members: answer 'A' to everything, and always prefer reply A."""
+    """Peer members: always prefer reply A, and reply at lengths that vary with the
+    prompt (style-check measures taste in the spread of the run's reply lengths)."""
     text = " ".join(m.content for m in request.messages)
-    return "<verdict>A</verdict>" if "<verdict>" in text else "A. Because it is kind."
+    if "<verdict>" in text:
+        return "<verdict>A</verdict>"
+    return "A. Because it is kind." + " Truly." * (sum(map(ord, text)) % 4)
 
 
 register_script("fuzz-juror", _juror("C"))
@@ -362,6 +365,21 @@ def _rank(cwd: Path) -> list[str]:
     return ["rank", "config.yaml", "--no-progress"]
 
 
+def _style_check(cwd: Path) -> list[str]:
+    """A finished rank run to check (made here: the check reads the run's folder), its
+    members told apart by personas so that their replies differ in length."""
+    _rank(cwd)
+    config = config_data()
+    personas = ("Be brief.", "Be warm.", "Be calm, please.")
+    for member, persona in zip(config["population"], personas, strict=True):
+        member["persona"] = persona
+    write(cwd / "config.yaml", "yaml", config)
+    rank = ["rank", str(cwd / "config.yaml"), "--out", str(cwd / "run"), "--no-progress"]
+    assert main(rank) == 0, "could not make the run to check"
+    return ["style-check", "run", "--replies", "4", "--bootstrap", "100", "--out", "check",
+            "--no-progress"]  # fmt: skip
+
+
 def _batch(cwd: Path) -> list[str]:
     write(cwd / "requests.jsonl", "jsonl", requests_data())
     return ["batch", "requests.jsonl", "--model", "scripted:echo", "--out", "results.jsonl",
@@ -442,6 +460,7 @@ COMMANDS: dict[str, Command] = {
         Command("fit", _fit, ("fit.json",), "file"),
         Command("agreement", _agreement, ("agreement.json",), "file"),
         Command("rank", _rank, ("run", STORE), "folder"),
+        Command("style-check", _style_check, ("check", "run", STORE), "folder"),
         Command("demo", None, (), "folder"),
         Command("batch", _batch, ("results.jsonl", STORE), "file"),
         Command("export", _export, ("all.jsonl",), "file"),

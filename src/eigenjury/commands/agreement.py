@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from eigenjury.commands.options import (
+    MAX_ROUNDS,
     add_ci_option,
     add_judgment_options,
     bounded,
@@ -24,11 +25,6 @@ from eigenjury.errors import InputError
 if TYPE_CHECKING:
     from eigenjury.peer.record import AgreementTable
     from eigenjury.stats.verdicts import VerdictTable
-
-
-# Rounds beyond this move a percentile interval by less than its own noise; all rounds'
-# sums are held at once.
-MAX_ROUNDS = 100_000
 
 
 def register(commands: Any) -> None:

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from eigenjury.verdict_files import Collapse, Features
 
 
+# Bootstrap rounds beyond this move a percentile interval by less than its own noise;
+# every round's estimates are held at once.
+MAX_ROUNDS = 100_000
+
+
 def bounded(
     kind: Callable[[str], Any],
     low: float | None = None,

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from eigenjury.commands.options import (
+    MAX_ROUNDS,
     add_backend_options,
     add_ci_option,
     add_judgment_options,
@@ -315,9 +316,10 @@ def register(commands: Any) -> None:
     )
     check.add_argument(
         "--bootstrap",
-        type=bounded(int, 0),
+        type=bounded(int, 0, MAX_ROUNDS),
         default=500,
-        help="bootstrap rounds over the edited replies for the intervals (default 500)",
+        help="bootstrap rounds over the edited replies for the intervals (default 500; at "
+        f"most {MAX_ROUNDS:,})",
     )
     check.add_argument("--seed", type=seed, default=0, help="seeds the sample and the filler")
     check.add_argument(
