@@ -257,7 +257,7 @@ class FaultServer:
     def release(self) -> None:
         """Answer the held requests, and every later one, as usual."""
         self._passes, gate = None, self._gate
-        if self._loop is not None:
+        if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(gate.set)
 
     async def stop(self) -> None:
