@@ -773,6 +773,7 @@ def test_parquet_verdicts_outside_0_1_2_name_the_row(tmp_path: Path) -> None:
         read_verdicts(path)
 
 
+@pytest.mark.slow
 def test_a_bad_value_in_a_million_rows_names_its_line(tmp_path: Path) -> None:
     n = 1_000_000
     lines = np.char.add(np.char.add("s", np.arange(n).astype(str)), ",a,b,c,1\n")
