@@ -782,6 +782,7 @@ def test_parquet_verdicts_outside_0_1_2_name_the_row(tmp_path: Path) -> None:
         read_verdicts(path)
 
 
+@pytest.mark.slow
 def test_a_bad_value_in_a_million_rows_names_its_line(tmp_path: Path) -> None:
     n = 1_000_000
     lines = np.char.add(np.char.add("s", np.arange(n).astype(str)), ",a,b,c,1\n")
@@ -891,6 +892,7 @@ def test_soft_rows_count_as_the_hard_rows_they_stand_for(
     np.testing.assert_array_equal(rows.verdict, np.tile(soft.verdict, 10))  # the labels given
 
 
+@pytest.mark.slow
 def test_a_soft_file_fits_as_its_replicated_hard_file(soft: VerdictTable, tmp_path: Path) -> None:
     soft_rows, hard_rows = _replicated(soft)
     soft_path = _write(tmp_path / "soft.csv", soft_rows)
@@ -1019,6 +1021,7 @@ def test_two_probability_columns_of_three_name_the_third(name: str, tmp_path: Pa
     assert "p_tie without ties" in error.value.message
 
 
+@pytest.mark.slow
 def test_soft_verdicts_stream_through_a_dataset_with_their_criteria(
     soft: VerdictTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

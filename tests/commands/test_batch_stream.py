@@ -39,6 +39,7 @@ def _stored(path: Path) -> dict[str, int]:
         return store.counts()
 
 
+@pytest.mark.slow
 def test_a_bad_line_late_keeps_every_result_before_it_and_a_rerun_repeats_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -319,17 +319,26 @@ def test_a_server_sending_non_finite_label_scores_gives_malformed_replies(
     assert [r["status"] for r in exported] == ["error"] * 4
 
 
-def _committed_any(path: Path) -> bool:
+def _committed(path: Path) -> int:
+    """How many calls a store holds as answered, read while a batch writes to it: read
+    only (opened as a Store every 50 ms, it slowed the batch about fivefold)."""
     if not path.exists():
-        return False
-    with Store(path) as store:
-        return store.counts().get("ok", 0) > 0
+        return 0
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        return int(db.execute("SELECT count(*) FROM results WHERE status = 'ok'").fetchone()[0])
+    except sqlite3.OperationalError:  # not made yet
+        return 0
+    finally:
+        db.close()
 
 
 @pytest.mark.slow
 def test_kill_9_at_random_points_then_resume(tmp_path: Path) -> None:
     """A batch killed with SIGKILL resumes to the same output, asking nothing twice that
-    was already committed."""
+    was already committed. The server holds every request after its first 300 until the
+    kill, so the batch (600 calls) is still running when it comes, however slow the
+    machine; the kill still lands at a random point, writes in flight or not."""
     requests = write_requests(tmp_path / "req.jsonl", 600)
     rng = random.Random(7)
     with ServerThread(latency_s=0.02, faults=Faults.uniform(0.1, hang_s=2.0), seed=5) as server:
@@ -364,14 +373,21 @@ def test_kill_9_at_random_points_then_resume(tmp_path: Path) -> None:
         assert batch(tmp_path / "ref.sqlite", reference).wait(120) == 0
         for trial in range(3):
             store, out = tmp_path / f"s{trial}.sqlite", tmp_path / f"out{trial}.jsonl"
+            server.hold(after=300)
             process = batch(store, out)
-            deadline = time.monotonic() + 60
-            while not _committed_any(store) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 0.4))  # somewhere in the middle of the run
-            assert process.poll() is None, "the batch finished before it could be killed"
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(10)
+            try:
+                deadline = time.monotonic() + 60
+                while not _committed(store) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(rng.uniform(0.0, 0.4))  # somewhere in the middle of the run
+                assert process.poll() is None, "the batch ended before it could be killed"
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(10)
+            finally:
+                server.release()
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
             with Store(store) as kept:
                 committed = {json.loads(r.request)["messages"][-1][1] for r in kept if r.ok}
             before = {p: server.successes_by_prompt[f"reply to: {p}"] for p in committed}
@@ -383,9 +399,15 @@ def test_kill_9_at_random_points_then_resume(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path: Path) -> None:
-    requests = write_requests(tmp_path / "req.jsonl", 400)
+    """Ctrl-C in the middle of a batch: exit 130 with a word on how to resume, no output,
+    not even half a file, every finished call kept, and the rerun sends only the rest.
+    The server answers the first ANSWERED requests and holds the others until the batch
+    has been stopped; the signal comes once those are committed and the batch waits on
+    the server, so it cannot finish first, however slow the machine."""
+    answered, n = 20, 100
+    requests = write_requests(tmp_path / "req.jsonl", n)
     store = tmp_path / "s.sqlite"
-    with ServerThread(latency_s=0.05) as server:
+    with ServerThread() as server:
         command = [
             sys.executable,
             "-m",
@@ -402,25 +424,33 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path: Path) -> None:
             "4",
             "--no-progress",
         ]
+        server.hold(after=answered)
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        deadline = time.monotonic() + 60
-        while not _committed_any(store) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        try:
+            deadline = time.monotonic() + 120
+            while not (server.held and _committed(store) == answered):
+                assert process.poll() is None, f"the batch ended first: {process.communicate()}"
+                assert time.monotonic() < deadline, "the batch never reached its middle"
+                time.sleep(0.05)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=60)
+        finally:
+            server.release()
+            if process.poll() is None:
+                process.kill()
+                process.wait()
         assert process.returncode == 130, err
         assert "rerun the same command" in err and "Traceback" not in err
         left = [p.name for p in tmp_path.iterdir()]
         assert not any("o.jsonl" in name for name in left)  # no results, not even half a file
         with Store(store) as kept:
-            finished = kept.counts()["ok"]
-        assert 0 < finished < 400
+            assert kept.counts() == {"ok": answered}  # (a held call is no error)
         sent = server.requests
         assert subprocess.run(command, capture_output=True, check=False).returncode == 0
-        assert server.requests - sent == 400 - finished  # only the rest was sent
-    assert len(read_results(tmp_path / "o.jsonl")) == 400
+        assert server.requests - sent == n - answered  # only the rest was sent
+    assert len(read_results(tmp_path / "o.jsonl")) == n
 
 
 def batch_args(requests: Path, out: Path, store: Path) -> list[str]:

@@ -169,6 +169,7 @@ def test_grade_generates_submissions_from_candidates(
     assert record["tasks"][0]["candidate"] == "scripted:candidate-paris"
 
 
+@pytest.mark.slow
 def test_failed_juror_calls_exit_1_and_a_rerun_resumes(
     contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -215,6 +215,7 @@ def _crowd_battles(path: Path, voters: int, battles: int = 6000) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_a_crowd_of_voters_is_pooled_into_one_external_judge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

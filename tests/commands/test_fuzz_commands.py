@@ -50,6 +50,8 @@ from eigenjury.engine import Store
 from eigenjury.errors import InputError
 from eigenjury.peer.config import RankConfig
 
+pytestmark = pytest.mark.fuzz
+
 TIME_LIMIT_S = 20
 Name = str | tuple[str, ...]  # what a message must name: one text, or any one of several
 MESSAGE_LINES = 4  # a refused run explains itself in one located line, or a few

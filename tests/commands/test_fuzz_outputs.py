@@ -18,6 +18,7 @@ the in-repo test server or scripted models, in a fresh folder. Decided here:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -43,6 +44,7 @@ from eigenjury.testing.server import FaultServer, Judging, ServerThread
 pytestmark = pytest.mark.fuzz
 
 ORPHAN_S = 5.0  # the issue's check: no process of a killed command alive this much later
+MIDDLE = 5  # calls the server answers a run before it holds the rest, until it is stopped
 START_S = 120.0  # how long a run may take to reach the middle, before the test gives up
 LEFT_OVER = re.compile(r"\.(tmp|lock|part)$")
 
@@ -220,12 +222,25 @@ RUNS: dict[str, Callable[[Path, FaultServer], Run]] = {
 }
 
 
-def in_the_middle(run: Run, process: subprocess.Popen[str]) -> set[int]:
-    """Wait until `run` has committed some calls (or, for `fit`, started its workers)
-    and not finished; the processes below it then."""
+@contextlib.contextmanager
+def holding(server: FaultServer, run: Run) -> Iterator[None]:
+    """While in this block, the server answers MIDDLE requests, then holds the rest: a run
+    that calls models cannot finish before the test stops it, however slow the machine."""
+    if run.store is not None:
+        server.hold(after=MIDDLE)
+    try:
+        yield
+    finally:
+        server.release()
+
+
+def in_the_middle(run: Run, process: subprocess.Popen[str], server: FaultServer) -> set[int]:
+    """Wait until `run` is in its middle: it has committed the MIDDLE calls answered and
+    waits on the server for the others (see `holding`), or, for `fit`, it has started its
+    workers. The processes below it then."""
     if run.store is not None:
         store = run.store
-        wait_until(lambda: len(committed(store)) >= 5, process)
+        wait_until(lambda: server.held > 0 and len(committed(store)) >= MIDDLE, process)
     else:
         wait_until(lambda: len(descendants(process.pid)) >= 2, process)
     below = descendants(process.pid)
@@ -240,13 +255,14 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(
     """SIGTERM (a scheduler, a timeout, `kill`) used to end `batch` and `rank` with 143
     and no word, leaving .tmp and .part files, and left `fit`'s workers running."""
     run = RUNS[command](tmp_path, server)
-    process = run.start()
-    try:
-        below = in_the_middle(run, process)
-        process.send_signal(signal.SIGTERM)
-        code, _, err = finish(process)
-    finally:
-        kill_all([process])
+    with holding(server, run):
+        process = run.start()
+        try:
+            below = in_the_middle(run, process, server)
+            process.send_signal(signal.SIGTERM)
+            code, _, err = finish(process)
+        finally:
+            kill_all([process])
     assert code == 143, err
     assert err.startswith("terminated (SIGTERM)"), err
     if run.store is not None:
@@ -268,13 +284,14 @@ def test_after_kill_9_nothing_outlives_the_run_and_the_next_run_cleans_up(
     used to live on under PID 1), and the next run of the same command removes what the
     killed one left, keeps every committed call and sends only the rest."""
     run = RUNS[command](tmp_path, server)
-    process = run.start()
-    try:
-        below = in_the_middle(run, process)
-        process.kill()
-        process.wait(30)
-    finally:
-        kill_all([process])
+    with holding(server, run):
+        process = run.start()
+        try:
+            below = in_the_middle(run, process, server)
+            process.kill()
+            process.wait(30)
+        finally:
+            kill_all([process])
     assert not orphans_after(below)
     kept = committed(run.store) if run.store is not None else set()
     before = server.requests

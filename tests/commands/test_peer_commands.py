@@ -233,6 +233,7 @@ def test_thin_data_warns_and_names_the_model(
     assert "thin data: 'd'" in " ".join(out.split())
 
 
+@pytest.mark.slow
 def test_console_script_exits_2_without_a_traceback(tmp_path: Path) -> None:
     path = _write(tmp_path, "v.csv", HEADER + "s1,a,b,c,7\n")
     done = subprocess.run(

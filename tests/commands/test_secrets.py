@@ -139,6 +139,7 @@ def scan(
     return codes
 
 
+@pytest.mark.slow
 def test_no_secret_of_any_spec_form_reaches_a_file_or_the_terminal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,6 +34,7 @@ def _fit(simulated: Path, tmp_path: Path, *options: str) -> dict:  # type: ignor
     return data
 
 
+@pytest.mark.slow
 def test_fit_controls_for_the_lengths_a_file_carries_and_recovers_the_truth(
     simulated: Path, tmp_path: Path
 ) -> None:
@@ -197,6 +198,7 @@ def test_arena_battles_with_lengths_are_style_controlled(tmp_path: Path) -> None
     assert wordy["elo_uncontrolled"] > wordy["elo"]  # its length had been paying
 
 
+@pytest.mark.slow
 def test_rank_measures_the_replies_and_fit_on_its_verdicts_agrees(tmp_path: Path) -> None:
     population = [
         {

@@ -678,6 +678,7 @@ def test_bundle_files_are_read_as_text_with_a_bom_and_located_when_not_utf8(
     assert code == 2 and "answers.json" in out and "UTF-8" in out and "Traceback" not in out
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("name", ["tasks.json", "answers.json", "c.yaml"])
 def test_deep_nesting_is_a_located_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import time
 import types
+import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from eigenjury.engine import limits as limits_module
 from eigenjury.errors import InputError
 from eigenjury.models import ChatRequest, ModelSpec, Price, PriceTable
 from eigenjury.models.providers.scripted import ScriptedProvider, register_script
-from eigenjury.testing.server import Faults, FaultServer
+from eigenjury.testing.server import Faults, FaultServer, ServerThread
 
 FAST_RETRY = RetryPolicy(max_attempts=10, timeout_s=0.5, backoff_s=0.01, backoff_max_s=0.05)
 
@@ -401,3 +404,32 @@ def test_a_request_that_is_not_valid_unicode_stops_the_run_at_it(tmp_path: Path)
         engine.run_sync(calls)
     assert provider.calls == 3
     assert store.counts() == {"ok": 3}
+
+
+def test_the_test_server_holds_requests_until_released() -> None:
+    """What the signal tests rely on: after `hold(after=1)` the server answers one
+    request, keeps the later ones waiting (counted in `held`) whatever the time, and
+    answers them on `release()`; both are called from the test's thread."""
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+
+    def ask(url: str) -> int:
+        request = urllib.request.Request(
+            url, data=body.encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return int(response.status)
+
+    with ServerThread() as server, ThreadPoolExecutor(2) as pool:
+        url = server.base_url + "/chat/completions"
+        server.hold(after=1)
+        assert ask(url) == 200
+        waiting = [pool.submit(ask, url) for _ in range(2)]
+        deadline = time.monotonic() + 60
+        while server.held < 2:
+            assert time.monotonic() < deadline, "the requests were never held"
+            time.sleep(0.01)
+        time.sleep(0.2)
+        assert not any(future.done() for future in waiting) and server.held == 2
+        server.release()
+        assert [future.result(60) for future in waiting] == [200, 200]
+        assert server.held == 0 and server.successes_by_prompt["reply to: hi"] == 3

@@ -201,6 +201,7 @@ def _flat(result: StoredResult) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_a_large_export_streams_every_row_oldest_first(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 

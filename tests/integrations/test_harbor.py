@@ -113,6 +113,7 @@ def test_generated_verifier_grades_on_a_temporary_root(tmp_path: Path) -> None:
             assert SECRET.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.slow
 def test_a_crashing_verifier_still_leaves_a_reward(tmp_path: Path) -> None:
     task = export(tmp_path, "http://127.0.0.1:9/v1")
     (task / "tests" / "jury.json").write_text("{broken")
@@ -152,6 +153,7 @@ def test_task_ids_sharing_a_folder_are_refused_before_anything_is_written(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_contract_without_jury_criteria_exports_and_verifies_without_a_jury(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -193,6 +195,7 @@ def test_a_reference_linked_from_outside_refs_is_not_exported(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_python_grader_travels_with_the_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

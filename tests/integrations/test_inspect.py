@@ -77,6 +77,7 @@ def scores(log: EvalLog) -> dict[str, dict[str, float]]:
     return {str(s.id): s.scores["contract_scorer"].value for s in log.samples}  # type: ignore[index, misc]
 
 
+@pytest.mark.slow
 def test_a_tied_jury_fails_the_criterion(bundle: Path, tmp_path: Path) -> None:
     log = run(bundle, [mock("GRADE: C"), mock("GRADE: C\nno:\nGRADE: I")], tmp_path)
     assert scores(log) == {
@@ -92,6 +93,7 @@ def test_a_tied_jury_fails_the_criterion(bundle: Path, tmp_path: Path) -> None:
     assert metrics[("passed", "accuracy")] == pytest.approx(0.5)
 
 
+@pytest.mark.slow
 def test_a_strict_majority_passes_and_unreadable_votes_are_repaired_once(
     bundle: Path, tmp_path: Path
 ) -> None:
@@ -103,6 +105,7 @@ def test_a_strict_majority_passes_and_unreadable_votes_are_repaired_once(
     assert len(mute_calls) == 2 and "did not end with a verdict line" in mute_calls[1]
 
 
+@pytest.mark.slow
 def test_inspect_eval_command_finds_the_extension(bundle: Path, tmp_path: Path) -> None:
     submissions = tmp_path / "subs.jsonl"
     submissions.write_text(

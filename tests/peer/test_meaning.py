@@ -121,6 +121,7 @@ def test_every_pair_told_apart_is_said_and_long_lists_are_cut_short(
     assert second.endswith(", and 4 more pairs; every pair is told apart.")
 
 
+@pytest.mark.slow
 def test_members_that_cannot_be_told_apart_are_said_to_be_so(tmp_path: Path) -> None:
     equal = dict.fromkeys(QUALITIES, 0.0)
     path = config(tmp_path, population=_population(equal), scenarios={"limit": 12})
@@ -142,6 +143,7 @@ def test_a_ranking_without_bootstrap_supports_no_conclusion(tmp_path: Path) -> N
     assert meaning(record)[1] in _terminal(record)
 
 
+@pytest.mark.slow
 def test_a_judge_that_always_answers_a_is_named_with_its_evidence(tmp_path: Path) -> None:
     population = _population(QUALITIES, cy="scripted:first-always")
     path = config(tmp_path, population=population, scenarios={"limit": 20})
@@ -198,6 +200,7 @@ def test_a_fitted_position_bias_or_one_slot_winning_both_orders_locks_a_judge(
     assert len(meaning(short)) == 2
 
 
+@pytest.mark.slow
 def test_evaluee_only_members_are_named_with_why(tmp_path: Path) -> None:
     why = "the base Gemma model cannot judge: its label probabilities do not follow the replies"
     population = _population(QUALITIES)
@@ -271,6 +274,7 @@ def test_probabilities_in_place_of_verdicts_are_said(separated: RankingRecord) -
 CROWD, ALICE = 'crowd <b>&"all"', "human:alice"
 
 
+@pytest.mark.slow
 def test_a_fit_with_external_judges_says_who_judged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -114,6 +114,7 @@ def test_transcript_lines_carry_each_comparisons_verdicts_first(tmp_path: Path) 
     assert len(run.samples) == min(6, len([t for t in comparisons if t.reply]))
 
 
+@pytest.mark.slow
 def test_responses_and_reflections_are_made_once_and_reruns_are_free(tmp_path: Path) -> None:
     path = config(tmp_path, sampling={"design": "all"}, scenarios={"limit": 3})
     first = run_rank(path, progress=False)
@@ -126,6 +127,7 @@ def test_responses_and_reflections_are_made_once_and_reruns_are_free(tmp_path: P
     assert [m.elo for m in again.record.models] == [m.elo for m in first.record.models]
 
 
+@pytest.mark.slow
 def test_a_grown_population_collects_only_new_work(tmp_path: Path) -> None:
     path = config(
         tmp_path, sampling={"design": "all"}, scenarios={"limit": 2}, judging={"reflections": False}
@@ -145,6 +147,7 @@ def test_a_grown_population_collects_only_new_work(tmp_path: Path) -> None:
     assert grown.record.models[0].name == "fay"
 
 
+@pytest.mark.slow
 def test_interrupted_collection_resumes(tmp_path: Path) -> None:
     """A run stopped by its token budget keeps what it collected and says so; the rerun
     makes only the rest."""
@@ -166,6 +169,7 @@ def test_interrupted_collection_resumes(tmp_path: Path) -> None:
     assert full.record.run.accounting.total.cached == kept and not full.record.run.failures
 
 
+@pytest.mark.slow
 def test_parse_failures_are_repaired_or_counted_never_ties(tmp_path: Path) -> None:
     population = [
         {
@@ -193,6 +197,7 @@ def test_parse_failures_are_repaired_or_counted_never_ties(tmp_path: Path) -> No
     assert strict.verdicts == strict.comparisons - strict.failures["parse"]
 
 
+@pytest.mark.slow
 def test_criteria_mode_weights_each_judgment_once(tmp_path: Path) -> None:
     run = run_rank(
         config(
@@ -206,6 +211,7 @@ def test_criteria_mode_weights_each_judgment_once(tmp_path: Path) -> None:
     assert run.ranking.counts_.total == pytest.approx(run.record.run.verdicts)
 
 
+@pytest.mark.slow
 def test_greenbeards_gain_and_exclusion_limits_it(tmp_path: Path) -> None:
     run = run_rank(
         config(
@@ -405,6 +411,7 @@ def test_yaml_errors_name_the_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "broken.yaml, line" in err and "not valid YAML" in err
 
 
+@pytest.mark.slow
 def test_objective_mode_tracks_true_accuracy(tmp_path: Path) -> None:
     skills = {"sage": 0.95, "keen": 0.75, "fair": 0.55, "weak": 0.35, "lost": 0.15}
     path = config(
@@ -444,6 +451,7 @@ def test_every_shipped_config_is_valid() -> None:
             assert load_constitution(config.constitution, path.parent).criteria
 
 
+@pytest.mark.slow
 def test_adaptive_design_spends_its_budget_where_the_order_is_open(tmp_path: Path) -> None:
     budget = 400
     qualities = {"ada": 1.0, "bo": 0.9, "cy": 0.0, "di": -0.9, "ed": -1.0}  # two close pairs

@@ -104,6 +104,7 @@ def covers(row: TasteRow, value: float) -> bool:
     return low is not None and high is not None and low <= value <= high
 
 
+@pytest.mark.slow
 def test_a_planted_taste_is_measured_and_no_taste_is_measured_as_none(tasteful: Checked) -> None:
     record = tasteful.record
     scale = record.edits.scale
@@ -125,6 +126,7 @@ def test_a_planted_taste_is_measured_and_no_taste_is_measured_as_none(tasteful: 
     assert covers(record.pooled, LOVE * scale / len(JUDGES))
 
 
+@pytest.mark.slow
 def test_where_longer_replies_are_better_the_check_says_the_fit_took_substance(
     substantial: Checked,
 ) -> None:
@@ -150,6 +152,7 @@ def test_where_longer_replies_are_better_the_check_says_the_fit_took_substance(
     assert "Elo with the length coefficient held at the measured taste" in printed
 
 
+@pytest.mark.slow
 def test_the_check_goes_through_the_store_and_writes_its_transcripts(tasteful: Checked) -> None:
     """Its comparisons are transcribed as rank's are; a rerun asks nothing new (every
     call comes from the store) and measures the same tastes."""
@@ -168,6 +171,7 @@ def test_the_check_goes_through_the_store_and_writes_its_transcripts(tasteful: C
     assert [r.taste for r in tasteful.again.judges] == [r.taste for r in tasteful.record.judges]
 
 
+@pytest.mark.slow
 def test_the_label_is_on_every_output_of_a_controlled_ranking(tasteful: Checked) -> None:
     page = (tasteful.run / "report.html").read_text()
     assert 'id="style-assumption"' in page
@@ -211,6 +215,7 @@ def test_a_ranking_fitted_from_a_file_is_refused(
     assert code == 2 and "fitted from a verdict file" in err
 
 
+@pytest.mark.slow
 def test_a_run_without_replies_or_its_config_is_refused(
     tasteful: Checked, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -242,6 +247,7 @@ def test_a_run_without_replies_or_its_config_is_refused(
     assert code == 2 and "other.yaml" in err and "does not describe the run" in err
 
 
+@pytest.mark.slow
 def test_a_run_without_length_control_is_measured_in_its_verdicts_units(
     tasteful: Checked, tmp_path: Path
 ) -> None:
@@ -261,6 +267,7 @@ def test_a_run_without_length_control_is_measured_in_its_verdicts_units(
     assert len(inputs.replies) == 20 * len(JUDGES)  # every member's reply on every scenario
 
 
+@pytest.mark.slow
 def test_the_runs_verdicts_refit_as_the_run_fitted_them(tasteful: Checked) -> None:
     """The leaderboard at the taste refits verdicts.csv with the run's config: without a
     coefficient held, that refit is the run's own leaderboard."""

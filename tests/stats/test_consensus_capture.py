@@ -25,6 +25,7 @@ def _gain(design: Design, seed: int, crown: tuple[int, ...], **options: object) 
     return float(crowned.elo_[k] - honest.elo_[k])
 
 
+@pytest.mark.slow
 def test_a_self_serving_weak_judge_is_not_ranked_first() -> None:
     """Peers only, 8 models, 60 scenarios, one judge per scenario: the weakest model
     picking itself whenever it judges itself took first place with rank interval [1, 1]
@@ -40,6 +41,7 @@ def test_a_self_serving_weak_judge_is_not_ranked_first() -> None:
         assert ranking.self_bias_ci_[judge, 0] > -0.01  # (rounds without it judging itself: 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crown", [(7,), (6, 7), tuple(range(8))])
 def test_self_serving_judges_gain_little_beside_a_crowd(crown: tuple[int, ...]) -> None:
     """One, two or all peers self-serving, with an honest external crowd judging too:
@@ -50,6 +52,7 @@ def test_self_serving_judges_gain_little_beside_a_crowd(crown: tuple[int, ...]) 
     assert np.median(gains) < 20.0, gains
 
 
+@pytest.mark.slow
 def test_self_serving_judges_move_little_among_peers_only() -> None:
     design = Design(strengths=MILD, scenarios=30, judges_per_scenario=3)
     gains = [_gain(design, seed, (7,)) for seed in range(5)]
@@ -59,6 +62,7 @@ def test_self_serving_judges_move_little_among_peers_only() -> None:
     assert np.median(old) > 3 * max(np.median(gains), 10.0), (old, gains)
 
 
+@pytest.mark.slow
 def test_small_studies_with_strong_and_weak_models_do_not_collapse() -> None:
     """30 scenarios, one model 3 logits above the field and one below: one fit in four
     gave one model nearly all the trust and every other Elo thousands too low."""
@@ -76,6 +80,7 @@ def _perfect_record(table: VerdictTable, champion: int) -> VerdictTable:
     return dataclasses.replace(table, verdict=verdict)
 
 
+@pytest.mark.slow
 def test_a_perfect_record_is_finite_open_above_and_said_in_words() -> None:
     """A model that wins every comparison: a finite Elo that grows with its record, an
     interval open above whose low end its record allows, and a sentence naming it."""
@@ -152,6 +157,7 @@ def test_broken_down_rounds_do_not_blow_up_the_simultaneous_intervals() -> None:
     assert poisoned[0, 4, 0] > 0  # "top above bottom" is still said
 
 
+@pytest.mark.slow
 def test_broken_down_rounds_are_counted() -> None:
     ranking = PeerRanking(bootstrap=40, n_jobs=1).fit(verdicts(Design(scenarios=30), 2))
     assert ranking.bootstrap_degenerate_ == int(ranking.bootstrap_["degenerate"].sum())

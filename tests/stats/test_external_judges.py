@@ -247,6 +247,7 @@ def test_an_external_judge_absent_from_a_round_drops_out_of_the_pretrust() -> No
     np.testing.assert_allclose(damped, eigentrust(trust[:3], damping=0.3, pretrust=trust[3]))
 
 
+@pytest.mark.slow
 def test_a_thin_external_judge_in_the_bootstrap(mixed: Population) -> None:
     """A judge with verdicts in only a few scenarios is missing from many rounds; those
     rounds use the other external judge alone, and every interval stays finite."""

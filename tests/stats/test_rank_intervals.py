@@ -126,6 +126,7 @@ def _tied_pairs(seed: int) -> tuple[np.ndarray, VerdictTable]:
     return population.elo(), simulate_verdicts(population, n_scenarios=150, seed=100 + seed)
 
 
+@pytest.mark.slow
 def test_statements_that_one_model_is_above_another_hold_together() -> None:
     """Across 30 simulated populations with true ties, every "i above j" read off the
     fitted simultaneous 90% intervals is true in at least 80% of them (30 draws of a

@@ -155,6 +155,7 @@ def test_position_bias_is_recovered_from_soft_verdicts() -> None:
     assert np.max(np.abs(shuffled - bias)) > 0.08
 
 
+@pytest.mark.slow
 def test_soft_verdicts_recover_the_ranking_better_at_equal_calls() -> None:
     """Calibrated judges, replies whose quality varies by scenario (so that soft verdicts
     are noisy too), 384 judge calls on 8 models: mean Kendall tau over 16 populations

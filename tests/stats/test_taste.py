@@ -28,6 +28,7 @@ def _covers(ci: tuple[float | None, float | None] | None, value: float) -> bool:
     return low is not None and high is not None and low <= value <= high
 
 
+@pytest.mark.slow
 def test_each_judges_planted_taste_is_recovered_in_the_fits_units() -> None:
     """Half the judges add 3 log-odds per unit of normalised length difference, half
     none; lengthened by one standard deviation, each is measured within its interval

@@ -4,7 +4,9 @@ It answers deterministically ("reply to: <last user message>"), after a fixed
 latency, and injects faults at chosen rates: 429 with Retry-After, 500/503, hangs
 past any sensible timeout, malformed or truncated JSON, and empty choices. It counts
 every request and every successful reply per distinct request body, so a test can
-check that nothing was asked twice. It binds to loopback only.
+check that nothing was asked twice. A test can also make it hold requests (`hold`) until
+it says so (`release`): a run it interrupts is then provably in the middle, whatever the
+load on the machine. It binds to loopback only.
 
 It can also judge (see `Judging`): enforce, refuse or ignore a verdict schema in
 `response_format`, answer a forced Anthropic tool call, and return log-probabilities
@@ -219,6 +221,10 @@ class FaultServer:
         self.successes: Counter[str] = Counter()
         self.successes_by_prompt: Counter[str] = Counter()
         self.bodies: list[dict[str, Any]] | None = [] if keep_bodies else None
+        self.held = 0  # requests waiting now for `release()`
+        self._passes: int | None = None  # requests still answered before holding; None: all
+        self._gate = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -238,7 +244,21 @@ class FaultServer:
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
+        self._loop = asyncio.get_running_loop()
         return self.base_url
+
+    def hold(self, after: int = 0) -> None:
+        """Answer `after` more requests, then keep every later one waiting (counted in
+        `held`) until `release()`. Both may be called from any thread (a test's, while
+        `ServerThread` serves on its own)."""
+        self._gate = asyncio.Event()
+        self._passes = after
+
+    def release(self) -> None:
+        """Answer the held requests, and every later one, as usual."""
+        self._passes, gate = None, self._gate
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(gate.set)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -262,6 +282,16 @@ class FaultServer:
     async def _serve(self, request: web.Request, answer: Any) -> web.StreamResponse:
         self.requests += 1
         self.paths[request.path_qs] += 1
+        if self._passes is not None:
+            if self._passes > 0:
+                self._passes -= 1
+            else:
+                gate = self._gate
+                self.held += 1
+                try:
+                    await gate.wait()
+                finally:
+                    self.held -= 1
         raw = await request.read()
         if self.api_key is not None:
             sent = request.headers.get("x-api-key") or request.headers.get(
