@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from eigenjury.commands.options import (
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
-    from eigenjury.peer.run import Inputs, RankRun
+    from eigenjury.peer.run import RankRun
     from eigenjury.stats.simulate import Population
     from eigenjury.verdict_files import Collapse, Features
 
@@ -623,86 +622,6 @@ def read_truth(path: Path, models: tuple[str, ...]) -> Population:
     return population
 
 
-def _adopt_run_store(inputs: Inputs) -> None:
-    """eigenjury 0.1 kept a rank run's calls in a store inside its output folder. Where
-    the folder is such a run's (its results.json is a ranking as 0.1 wrote it) and the
-    config names no store, that store's results move into the shared store once, and
-    the old file is renamed, not deleted: a rerun pays for nothing. A folder is known by
-    its record, never by a file called store.sqlite: a store kept there by other means
-    (a `batch --store`, the shared store itself under `--out .eigenjury`) is live, and
-    never touched."""
-    from eigenjury.engine.store import Store
-
-    old = inputs.out / "store.sqlite"
-    if inputs.config.engine.store is not None or not _written_by_0_1(inputs.out):
-        return
-    if not old.is_file() or old.is_symlink():
-        return
-    shared = inputs.config.engine.store_path(inputs.path.parent)
-    if shared.exists() and old.samefile(shared):
-        return
-    with Store(shared) as store:
-        moved = store.absorb(old)
-    kept = old.with_name("store.sqlite.moved")
-    old.rename(kept)
-    print(
-        f"note: moved {moved} stored calls of this run folder ({old}, from eigenjury 0.1) "
-        f"into the shared store {shared}; the old file is kept as {kept}",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-def _written_by_0_1(folder: Path) -> bool:
-    """Whether `folder` holds a ranking record as eigenjury 0.1 wrote it (no `kind`)."""
-    from eigenjury.files import load_json, read_text
-    from eigenjury.peer.record import RankingRecord
-    from eigenjury.records import record_kind
-
-    path = folder / RankingRecord.FILE
-    try:
-        data = load_json(read_text(path), path)
-    except (InputError, OSError):
-        return False
-    return isinstance(data, dict) and "kind" not in data and record_kind(data) == RankingRecord.KIND
-
-
-def run_rank(
-    config_path: Path, *, out: Path | None = None, progress: bool = True, seed: int | None = None
-) -> RankRun:
-    """A rank config's whole run: check it, collect through the engine, fit, and write
-    results.json, verdicts.csv, transcripts.jsonl and report.html. `seed` replaces every
-    seed of the config."""
-    from eigenjury.engine.runner import run_engine
-    from eigenjury.peer.run import assemble, collect, member_error, prepare
-    from eigenjury.records import LinesFile
-    from eigenjury.reports.output import write_outputs
-    from eigenjury.reports.ranking import outputs
-
-    inputs = prepare(config_path, out, seed=seed)
-    config = inputs.config
-    # the run's output is taken first: a second run writing the same folder is refused
-    # before either touches a store
-    with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:
-        _adopt_run_store(inputs)
-        try:
-            ran = run_engine(
-                config.engine,
-                [m.spec for m in config.population],
-                lambda engine: collect(engine, inputs, transcripts),
-                base=inputs.path.parent,
-                progress=progress,
-                describe=member_error(inputs),
-            )
-        except InputError as exc:
-            if exc.field == "backend":  # the config's engine section names the backend
-                raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
-            raise
-        run = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
-        write_outputs(run.out, outputs(run, transcripts))
-    return run
-
-
 def style_check_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
@@ -736,12 +655,16 @@ def style_check_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def rank_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.peer.run import run_rank
+
     run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed)
     return _report(run, console)
 
 
 def demo_command(args: argparse.Namespace, console: Console) -> int:
     from importlib import resources
+
+    from eigenjury.peer.run import run_rank
 
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:
