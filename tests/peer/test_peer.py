@@ -710,3 +710,32 @@ def test_run_collects_and_fits_on_the_engine_it_is_given_and_writes_nothing(
         ranked.run.comparisons,
         ranked.run.verdicts,
     )
+
+
+def test_a_rank_config_takes_every_fit_option_and_refuses_what_cannot_apply_at_once(
+    tmp_path: Path,
+) -> None:
+    small = {"scenarios": {"limit": 4}, "judging": {"reflections": False}}
+    fit = {"bootstrap": 0, "prior": [3, 1, 10], "self_preference": False, "restarts": 2}
+    path = config(tmp_path, **small, fit={**fit, "anchor": "bo", "anchor_value": 1000})
+    record = run_rank(path, progress=False).record
+    assert record.settings.prior is not None and record.settings.prior.consensus_sd == 3
+    assert not record.settings.self_preference and record.settings.restarts == 2
+    assert next(m.elo for m in record.models if m.name == "bo") == 1000
+    refusals = {
+        "prior": "some",
+        "anchor_value": 1e12,
+        "anchor": "nobody",
+        "external_weight": {"crowd": 2},
+        "damping": 1,
+        "cv": 1,
+        "fold": 2,
+    }
+    for key, value in refusals.items():
+        path = config(tmp_path, **small, fit={key: value})
+        with pytest.raises(InputError) as refused:
+            prepare(path, None)
+        assert refused.value.field == f"fit.{key}" and refused.value.line is not None
+    with pytest.raises(InputError, match="use at most 4") as refused:
+        prepare(config(tmp_path, **small, fit={"cv": 5}), None)
+    assert refused.value.field == "fit.cv"

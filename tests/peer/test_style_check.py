@@ -265,7 +265,7 @@ def test_the_runs_verdicts_refit_as_the_run_fitted_them(tasteful: Checked) -> No
     coefficient held, that refit is the run's own leaderboard."""
     config = prepare(tasteful.ranking.source or "", tasteful.run).config
     table = read_verdicts(tasteful.run / "verdicts.csv")
-    ranking = fit_config(config, table, bootstrap=False)
+    ranking = fit_config(config, table, bootstrap=0)
     elo = dict(zip(ranking.models_, ranking.elo_, strict=True))
     for model in tasteful.ranking.models:
         assert elo[model.name] == pytest.approx(model.elo, abs=0.01)

@@ -41,15 +41,16 @@ from eigenjury.peer.designs import (
     design_balanced,
     design_random_groups,
 )
-from eigenjury.peer.fitting import fit_config, greenbeard_shift, ranking_record
+from eigenjury.peer.fitting import POINT_ESTIMATE, fit_config, greenbeard_shift, ranking_record
 from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
 from eigenjury.peer.outcomes import Outcomes
 from eigenjury.peer.record import RankingRecord, RunSummary, TranscriptLine
+from eigenjury.peer.settings import setting_key
 from eigenjury.records import LinesFile, VerdictModes, record_kind
 from eigenjury.reports.output import write_outputs
 from eigenjury.reports.ranking import outputs
 from eigenjury.stats.bootstrap import RoundMap
-from eigenjury.stats.consensus import PeerRanking
+from eigenjury.stats.consensus import PeerRanking, SettingError
 from eigenjury.stats.verdicts import DataError, VerdictTable
 
 
@@ -182,9 +183,8 @@ async def _adaptive(
             break
         try:
             table, _ = outcomes.table(per_criterion)
-            ranking = PeerRanking(  # every member is an evaluee: none is an external judge
-                config.fit.dim, bootstrap=0, seed=s.seed + r, external_judges=False
-            ).fit(table)
+            # the replies are not measured here: the choice ignores their style
+            ranking = fit_config(config, table, seed=s.seed + r, style="none", **POINT_ESTIMATE)
         except DataError as exc:
             raise unfittable(exc, outcomes, path) from None
         batch = adaptive.choose(
@@ -245,6 +245,9 @@ def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None
         if exc.path is None:
             exc.path = str(path)
         raise
+    problem = config.cv_problem(len(scenarios))
+    if problem:
+        raise InputError(problem, path=path, field="fit.cv")
     # the config's output is relative to the config (`--out` to the working directory)
     out_dir = Path(out) if out is not None else base / config.output
     check_output_folder(out_dir)
@@ -316,9 +319,7 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
         ranking = fit_config(config, table, map_rounds=map_rounds)
     except DataError as exc:
         raise unfittable(exc, got.outcomes, path) from None
-    record = ranking_record(
-        ranking, source=str(path), style_named=isinstance(config.fit.style, list)
-    )
+    record = ranking_record(ranking, source=str(path), style_named=config.fit.style_named)
     record.run = run_summary(inputs, got)
     if inputs.questions is not None:
         record.objective = objective_record(
@@ -357,7 +358,8 @@ def unfittable(exc: DataError, outcomes: Outcomes, path: Path) -> InputError:
         if failed
         else ""
     )
-    return InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path)
+    field = f"fit.{setting_key(exc.setting)}" if isinstance(exc, SettingError) else None
+    return InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path, field=field)
 
 
 def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
