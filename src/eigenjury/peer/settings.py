@@ -2,7 +2,8 @@
 the `fit` command's options, so the two always offer the same fit. A config key is its
 option's name with underscores (`--exclude-self`: `exclude_self`); a setting left
 unset (None) is the estimator's default. peer.fitting.peer_ranking builds the estimator
-from them. Light on purpose (pydantic only): the command line declares its options from it.
+from them. Light on purpose (pydantic only): the command line imports it to declare
+`fit`.
 """
 
 from __future__ import annotations
