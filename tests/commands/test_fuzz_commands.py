@@ -664,7 +664,7 @@ def test_text_option_values(
 
 CONFIG_VALUES: tuple[Any, ...] = (-1, 0, float("nan"), float("inf"), 1e-300, 2**70, "text")
 # Accepted huge values that ask for that much work: only validated, never run.
-SIZE_SETTINGS = {"fit.bootstrap"}
+SIZE_SETTINGS = {"fit.bootstrap", "fit.restarts"}
 
 
 def _numbers(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from eigenjury.cli import main
-from eigenjury.peer.record import RankingRecord
+from eigenjury.cli import build_parser, main
+from eigenjury.commands.peer import fit_settings
+from eigenjury.peer.record import RankingRecord, TruthRecord
+from eigenjury.peer.settings import FitSettings
 from eigenjury.records import read_record
 
 HEADER = "scenario,judge,first,second,verdict\n"
@@ -448,3 +450,32 @@ def test_sizes_past_what_the_data_or_memory_can_take_are_refused(
     code, out, err = _run(capsys, *argv)
     assert code == 2 and expected in " ".join(err.split()), err
     assert not (tmp_path / "sim").exists() and "Traceback" not in out + err
+
+
+def test_the_truth_of_a_simulation_is_a_record_that_fit_reads(
+    simulated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truth = read_record(simulated / "truth.json", TruthRecord)
+    assert truth.design.scenarios > 0 and len(truth.elo) == len(truth.population["models"])
+    assert truth.overview().models == tuple(truth.population["models"])
+    argv = ["fit", str(simulated / "verdicts.csv"), "--bootstrap", "0"]
+    code, _, err = _run(capsys, *argv, "--truth", str(simulated / "truth.json"))
+    assert code == 0, err
+
+
+def test_fit_options_are_the_settings_a_rank_config_takes() -> None:
+    options = ["--prior", "3,1,10", "--no-self-preference", "--style", "none"]
+    options += ["--external-weight", "crowd=2", "--anchor-value", "1000", "--jobs", "1"]
+    args = build_parser().parse_args(["fit", "v.csv", *options, "--cv", "2"])
+    settings = fit_settings(args)
+    assert settings == FitSettings(
+        prior=(3, 1, 10),
+        self_preference=False,
+        style="none",
+        external_weight={"crowd": 2.0},
+        anchor_value=1000,
+        jobs=1,
+        cv=2,
+    )
+    assert fit_settings(build_parser().parse_args(["fit", "v.csv"])) == FitSettings()
+    assert set(vars(args)) >= set(FitSettings.model_fields)

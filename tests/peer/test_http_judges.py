@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
-from eigenjury.commands.peer import run_rank
 from eigenjury.errors import InputError
+from eigenjury.peer.run import run_rank
 from eigenjury.stats.verdicts import FIRST
 from eigenjury.testing.server import Judging, ServerThread
 

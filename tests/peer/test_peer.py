@@ -13,13 +13,14 @@ import yaml
 from scipy.stats import kendalltau
 
 from eigenjury.cli import main
-from eigenjury.commands.peer import run_rank
 from eigenjury.engine import Store
+from eigenjury.engine.runner import run_engine
 from eigenjury.engine.settings import DEFAULT_STORE
 from eigenjury.errors import InputError
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.record import RankingRecord, TranscriptLine
+from eigenjury.peer.run import prepare, run, run_rank
 from eigenjury.records import read_any_record, read_record
 from peer_scripts import QUALITIES, config
 
@@ -692,3 +693,57 @@ def test_openings_begin_replies_and_evaluee_only_members_never_judge(tmp_path: P
     assert parts[members[0]["name"]].opening == "Dear friend,"
     dumped = json.loads((run.out / "results.json").read_text())
     assert "evaluee_only" not in dumped["run"]["members"][0]  # left out when not set
+
+
+def test_run_collects_and_fits_on_the_engine_it_is_given_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = config(
+        tmp_path, scenarios={"limit": 4}, judging={"reflections": False}, fit={"bootstrap": 0}
+    )
+    inputs = prepare(path, None)
+    specs = [m.spec for m in inputs.config.population]
+    record = run_engine(
+        inputs.config.engine,
+        specs,
+        lambda engine: run(engine, inputs),
+        base=tmp_path,
+        progress=False,
+    ).value
+    assert not inputs.out.exists()
+    ranked = run_rank(path, progress=False).record
+    assert [(m.name, m.elo) for m in record.models] == [(m.name, m.elo) for m in ranked.models]
+    assert record.run is not None and ranked.run is not None
+    assert (record.run.comparisons, record.run.verdicts) == (
+        ranked.run.comparisons,
+        ranked.run.verdicts,
+    )
+
+
+def test_a_rank_config_takes_every_fit_option_and_refuses_what_cannot_apply_at_once(
+    tmp_path: Path,
+) -> None:
+    small = {"scenarios": {"limit": 4}, "judging": {"reflections": False}}
+    fit = {"bootstrap": 0, "prior": [3, 1, 10], "self_preference": False, "restarts": 2}
+    path = config(tmp_path, **small, fit={**fit, "anchor": "bo", "anchor_value": 1000})
+    record = run_rank(path, progress=False).record
+    assert record.settings.prior is not None and record.settings.prior.consensus_sd == 3
+    assert not record.settings.self_preference and record.settings.restarts == 2
+    assert next(m.elo for m in record.models if m.name == "bo") == 1000
+    refusals = {
+        "prior": "some",
+        "anchor_value": 1e12,
+        "anchor": "nobody",
+        "external_weight": {"crowd": 2},
+        "damping": 1,
+        "cv": 1,
+        "fold": 2,
+    }
+    for key, value in refusals.items():
+        path = config(tmp_path, **small, fit={key: value})
+        with pytest.raises(InputError) as refused:
+            prepare(path, None)
+        assert refused.value.field == f"fit.{key}" and refused.value.line is not None
+    with pytest.raises(InputError, match="use at most 4") as refused:
+        prepare(config(tmp_path, **small, fit={"cv": 5}), None)
+    assert refused.value.field == "fit.cv"

@@ -17,10 +17,9 @@ import yaml
 from rich.console import Console
 
 from eigenjury.cli import main
-from eigenjury.commands.peer import run_rank
 from eigenjury.peer.fitting import fit_config
 from eigenjury.peer.record import RankingRecord, StyleCheckRecord, TasteRow
-from eigenjury.peer.run import prepare
+from eigenjury.peer.run import prepare, run_rank
 from eigenjury.peer.style_check import SUBSTANCE, TASTE, CheckSettings, prepare_check
 from eigenjury.records import read_record
 from eigenjury.reports.ranking import STYLE_ASSUMPTION, meaning, print_summary
@@ -273,7 +272,7 @@ def test_the_runs_verdicts_refit_as_the_run_fitted_them(tasteful: Checked) -> No
     coefficient held, that refit is the run's own leaderboard."""
     config = prepare(tasteful.ranking.source or "", tasteful.run).config
     table = read_verdicts(tasteful.run / "verdicts.csv")
-    ranking = fit_config(config, table, bootstrap=False)
+    ranking = fit_config(config, table, bootstrap=0)
     elo = dict(zip(ranking.models_, ranking.elo_, strict=True))
     for model in tasteful.ranking.models:
         assert elo[model.name] == pytest.approx(model.elo, abs=0.01)

@@ -1,12 +1,12 @@
 """`eigenjury agreement`: how well each judge of a verdict file agrees with a reference
-judge (humans, a trusted panel), with its biases, each with a bootstrap interval."""
+judge (humans, a trusted panel), with its biases, each with a bootstrap interval
+(computed by peer.agreement)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,10 +21,6 @@ from eigenjury.commands.options import (
     seed,
 )
 from eigenjury.errors import InputError
-
-if TYPE_CHECKING:
-    from eigenjury.peer.record import AgreementTable
-    from eigenjury.stats.verdicts import VerdictTable
 
 
 def register(commands: Any) -> None:
@@ -61,50 +57,13 @@ def register(commands: Any) -> None:
     agreement.set_defaults(handler=agreement_command)
 
 
-def agreement_table(
-    table: VerdictTable,
-    references: Sequence[str],
-    *,
-    bootstrap: int,
-    ci: float,
-    seed: int,
-    path: Path,
-    option: str = "--reference",
-) -> AgreementTable:
-    """The agreement table of the verdicts read from `path` against the `references`
-    given by `option`, once per judge (see `named_judges`; rounds already checked
-    against `ci`); a reference the data cannot support is an InputError."""
-    from eigenjury.peer.record import AgreementTable
-    from eigenjury.stats.judge_agreement import judge_agreement
-    from eigenjury.stats.verdicts import DataError
-
-    names = named_judges(references, table.models)
-    try:
-        result = judge_agreement(table, names, bootstrap=bootstrap, ci=ci, seed=seed)
-    except DataError as exc:
-        raise InputError(str(exc), path=path, field=option) from None
-    return AgreementTable.model_validate(result.record())
-
-
-def named_judges(values: Sequence[str], names: Sequence[str]) -> list[str]:
-    """The judges an option repeated once per judge names. A value that is one of the
-    verdicts' `names` is that judge, commas and all ("Smith, J."); any other value is
-    split at its commas, the older form of naming several at once ("a,b")."""
-    known = set(names)
-    judges: list[str] = []
-    for value in values:
-        if value in known or "," not in value:
-            judges.append(value)
-        else:
-            judges.extend(part.strip() for part in value.split(","))
-    return judges
-
-
 def agreement_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.peer.agreement import agreement_table
     from eigenjury.peer.record import JudgeAgreementRecord
     from eigenjury.records import now, write_record
     from eigenjury.reports.agreement import print_agreement
     from eigenjury.stats.bootstrap import rounds_problem
+    from eigenjury.stats.verdicts import DataError
 
     problem = rounds_problem(args.bootstrap, args.ci)
     if problem:
@@ -112,18 +71,13 @@ def agreement_command(args: argparse.Namespace, console: Console) -> int:
     if args.out:
         check_output(args.out, {"verdict file": args.verdicts})
     table = read_judgments(args)
-    record = JudgeAgreementRecord(
-        created=now(),
-        source=str(args.verdicts),
-        agreement=agreement_table(
-            table,
-            args.reference,
-            bootstrap=args.bootstrap,
-            ci=args.ci,
-            seed=args.seed,
-            path=args.verdicts,
-        ),
-    )
+    try:
+        agreement = agreement_table(
+            table, args.reference, bootstrap=args.bootstrap, ci=args.ci, seed=args.seed
+        )
+    except DataError as exc:
+        raise InputError(str(exc), path=args.verdicts, field="--reference") from None
+    record = JudgeAgreementRecord(created=now(), source=str(args.verdicts), agreement=agreement)
     print_agreement(console, record.agreement)
     if args.out:
         write_record(args.out, record)

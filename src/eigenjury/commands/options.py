@@ -11,7 +11,7 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -100,11 +100,13 @@ def folds(text: str) -> int:
     return value
 
 
-def style_features(text: str) -> tuple[str, ...]:
-    """Reply features for style control, comma-separated; "none" (no control) is ()."""
-    if text.strip().lower() == "none":
-        return ()
-    names = tuple(name.strip() for name in text.split(","))
+def style_features(text: str) -> Literal["default", "none"] | list[str]:
+    """Reply features for style control, comma-separated, or "none" (no control) or
+    "default", as FitSettings.style takes them."""
+    word = text.strip().lower()
+    if word in ("none", "default"):
+        return "none" if word == "none" else "default"
+    names = [name.strip() for name in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(
             f"{text!r} names an empty feature; give FEATURE[,FEATURE...] or none"
@@ -115,11 +117,12 @@ def style_features(text: str) -> tuple[str, ...]:
     return names
 
 
-def prior_scales(text: str) -> tuple[float, float, float] | None:
+def prior_scales(text: str) -> tuple[float, float, float] | Literal["none"]:
     """`fit --prior`: three positive standard deviations in logits (consensus, judge,
-    self-preference), comma-separated; "none" (no prior) is None."""
+    self-preference), comma-separated, or "none" (no prior), as FitSettings.prior takes
+    them."""
     if text.strip().lower() == "none":
-        return None
+        return "none"
     parts = text.split(",")
     value = bounded(float, 0.0, open_low=True)
     if len(parts) != 3:

@@ -1,9 +1,10 @@
-"""`eigenjury simulate`, `fit`, `rank` and `demo`: peer ranking from the command line."""
+"""`eigenjury simulate`, `fit`, `rank`, `style-check` and `demo`: peer ranking from the
+command line. Each command's options are declared beside its handler, which parses
+them, calls peer (and stats), and prints through reports."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,25 +25,13 @@ from eigenjury.commands.options import (
     style_features,
 )
 from eigenjury.errors import InputError
+from eigenjury.peer.settings import MAX_ANCHOR_VALUE, FitSettings, anchor_value_problem, setting_key
 
 if TYPE_CHECKING:
-    from eigenjury.peer.run import Inputs, RankRun
-    from eigenjury.stats.simulate import Population
+    from eigenjury.peer.run import RankRun
     from eigenjury.verdict_files import Collapse, Features
 
-# The `fit` option behind each PeerRanking setting the verdicts may refuse
-SETTING_OPTIONS = {
-    "style": "--style",
-    "damping": "--damping",
-    "external_weights": "--external-weight",
-    "anchor": "--anchor",
-}
 VERDICT_FORMATS = ("csv", "jsonl", "parquet")  # = verdict_files.FORMATS (importing it loads scipy)
-# Elo values near 1e9 are 1.2e-7 points apart in floating point: a hundred thousand times
-# finer than the 0.01 points within which models tie. (Near 1e21 they are 131,072 apart.)
-MAX_ANCHOR_VALUE = 1e9
-
-
 SEED_HELP = (
     "one seed for every random choice of the run (scenarios, design, sampling, fit), in "
     "place of the config's seeds"
@@ -50,6 +39,15 @@ SEED_HELP = (
 
 
 def register(commands: Any) -> None:
+    declare_simulate(commands)
+    declare_fit(commands)
+    declare_rank(commands)
+    declare_style_check(commands)
+    declare_demo(commands)
+
+
+def declare_simulate(commands: Any) -> None:
+    """`simulate`: synthetic verdicts and their truth."""
     sim = commands.add_parser(
         "simulate",
         help="write synthetic verdicts and their ground truth from a known population",
@@ -136,6 +134,97 @@ def register(commands: Any) -> None:
     sim.add_argument("--seed", type=seed, default=0)
     sim.set_defaults(handler=simulate_command)
 
+
+DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
+# What a simulation may hold in memory: about 200 bytes a verdict while it is drawn (1 GB
+# at the cap), and one random number per scenario and model to draw the groups.
+MAX_SIMULATED_VERDICTS = 5_000_000
+MAX_SIMULATED_DRAWS = 20_000_000
+
+
+def simulate_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.peer.record import SimulatedDesign, TruthRecord
+    from eigenjury.peer.simulation import simulate
+    from eigenjury.records import write_record
+    from eigenjury.reports.simulation import print_truth
+    from eigenjury.stats.simulate import make_population
+    from eigenjury.verdict_files import write_verdicts
+
+    group_size = _simulated_group_size(args)
+    population = make_population(
+        args.models,
+        args.dim,
+        tie=args.tie,
+        position_bias=args.position_bias,
+        judge_noise=args.judge_noise,
+        greenbeard=args.greenbeard,
+        greenbeard_bonus=args.greenbeard_bonus,
+        verbosity=args.verbosity,
+        style_effect=args.style_effect,
+        seed=args.seed,
+    )
+    design = SimulatedDesign(
+        scenarios=args.scenarios,
+        group_size=group_size,
+        judges_per_scenario=args.judges_per_scenario,
+        scenario_noise=args.scenario_noise,
+        seed=args.seed,
+        soft=args.soft or None,
+    )
+    simulation = simulate(population, design)
+    args.out.mkdir(parents=True, exist_ok=True)
+    suffix = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}[args.format]
+    verdicts_path = args.out / f"verdicts{suffix}"
+    truth_path = args.out / TruthRecord.FILE
+    write_verdicts(simulation.table, verdicts_path)
+    write_record(truth_path, simulation.truth)
+    print_truth(console, simulation.truth)
+    console.print(
+        f"wrote {len(simulation.table)} {'soft ' if args.soft else ''}verdicts to "
+        f"{escape(str(verdicts_path))} and the truth to {escape(str(truth_path))}",
+        highlight=False,
+    )
+    return 0
+
+
+def _simulated_group_size(args: argparse.Namespace) -> int:
+    """The evaluees per scenario, once the options are known to fit together and the
+    draw to fit in memory."""
+    group_size: int = args.group_size or min(DEFAULT_GROUP_SIZE, args.models)
+    if group_size > args.models:
+        raise InputError(f"--group-size {group_size} exceeds --models {args.models}")
+    if args.greenbeard > args.models:
+        raise InputError(f"--greenbeard {args.greenbeard} exceeds --models {args.models}")
+    if args.style_effect and not args.verbosity:
+        raise InputError(
+            "--style-effect needs --verbosity > 0: without it every reply has the same length",
+            field="--style-effect",
+        )
+    if args.dim > args.models:  # scores of m models have rank at most m
+        raise InputError(
+            f"--dim {args.dim} exceeds --models {args.models}; the latent dimension is at "
+            "most the number of models"
+        )
+    pairs = group_size * (group_size - 1)
+    verdicts = args.scenarios * args.judges_per_scenario * pairs
+    if verdicts > MAX_SIMULATED_VERDICTS:
+        raise InputError(
+            f"--scenarios {args.scenarios} x --judges-per-scenario {args.judges_per_scenario} "
+            f"x {pairs} ordered pairs a group make {verdicts:,} verdicts, more than the "
+            f"{MAX_SIMULATED_VERDICTS:,} a simulation may write; use fewer"
+        )
+    if args.scenarios * args.models > MAX_SIMULATED_DRAWS:
+        raise InputError(
+            f"--scenarios {args.scenarios} x --models {args.models} is more than "
+            f"{MAX_SIMULATED_DRAWS:,} (the groups are drawn from one random number per "
+            "scenario and model); use fewer scenarios or models"
+        )
+    return group_size
+
+
+def declare_fit(commands: Any) -> None:
+    """`fit`: the leaderboard of a verdict file. Every FitSettings key is an option
+    (underscores as hyphens), given or left to FitSettings' default."""
     fit = commands.add_parser(
         "fit",
         help="fit the peer ranking (low-rank BTD, EigenTrust, Elo) to a verdict file",
@@ -146,21 +235,20 @@ def register(commands: Any) -> None:
     fit.add_argument(
         "--dim",
         type=bounded(int, 1),
-        default=2,
         help="latent dimension d, at most the number of models (default 2)",
     )
     fit.add_argument(
         "--bootstrap",
         type=bounded(int, 0),
-        default=200,
         help="scenario-bootstrap rounds for intervals (0: none; default 200; at least "
         "2 / (1 - ci), e.g. 40 for 95%%, so that each tail holds a draw)",
     )
     add_ci_option(fit)
-    fit.add_argument("--seed", type=seed, default=0)
+    fit.add_argument("--seed", type=seed)
     fit.add_argument(
         "--exclude-self",
         action="store_true",
+        default=None,
         help="drop verdicts where the judge is an evaluee (even without it, a judge's "
         "verdicts on itself buy it no trust: they go to its self-preference)",
     )
@@ -168,13 +256,13 @@ def register(commands: Any) -> None:
         "--no-self-preference",
         dest="self_preference",
         action="store_false",
+        default=None,
         help="do not fit each judge's preference for its own replies (the EigenBench "
         "model, where a judge's verdicts on itself move its own trust)",
     )
     fit.add_argument(
         "--prior",
         type=prior_scales,
-        default=(),
         metavar="CONSENSUS,JUDGE,SELF|none",
         help="the prior on the judges' scores, as standard deviations in logits: of the "
         "consensus, of each judge around it, and of a judge's self-preference (default "
@@ -184,6 +272,7 @@ def register(commands: Any) -> None:
         "--no-position-bias",
         dest="position_bias",
         action="store_false",
+        default=None,
         help="do not fit per-judge first-slot bias",
     )
     fit.add_argument(
@@ -197,6 +286,7 @@ def register(commands: Any) -> None:
     fit.add_argument(
         "--style-per-judge",
         action="store_true",
+        default=None,
         help="one style coefficient per judge and feature (which judge is most swayed)",
     )
     fit.add_argument(
@@ -218,20 +308,17 @@ def register(commands: Any) -> None:
     fit.add_argument(
         "--external-weight",
         action="append",
-        default=[],
         metavar="JUDGE=WEIGHT",
         help="weight of an external judge (one never judged) in the pre-trust; repeatable; "
         "default 1 each, 0 allowed",
     )
     fit.add_argument(
         "--anchor",
-        default="uniform",
         help="'uniform' (uniform trust = 1500), 'mean', or a model name",
     )
     fit.add_argument(
         "--anchor-value",
         type=anchor_value,
-        default=1500.0,
         help=f"the Elo the anchor is given (default 1500; at most {MAX_ANCHOR_VALUE:g} either "
         "way, so that Elo values keep differences far finer than the 0.01 points that tie)",
     )
@@ -239,13 +326,11 @@ def register(commands: Any) -> None:
     fit.add_argument(
         "--jobs",
         type=bounded(int, 1),
-        default=None,
         help="processes for the bootstrap (default: all cores)",
     )
     fit.add_argument(
         "--cv",
         type=folds,
-        default=0,
         help="also report held-out log-likelihood over this many scenario folds, 0 (none) "
         "or at least 2 (compare across --dim to choose it)",
     )
@@ -266,6 +351,117 @@ def register(commands: Any) -> None:
     add_backend_options(fit.add_argument_group("cluster (bootstrap rounds as Ray tasks)"))
     fit.set_defaults(handler=fit_command)
 
+
+def fit_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.engine.backends import connect
+    from eigenjury.peer.agreement import agreement_table
+    from eigenjury.peer.fitting import TruthError, fit_verdicts
+    from eigenjury.peer.simulation import read_truth
+    from eigenjury.records import write_record
+    from eigenjury.reports.ranking import print_summary
+    from eigenjury.stats.bootstrap import rounds_problem
+    from eigenjury.stats.consensus import SettingError
+    from eigenjury.stats.verdicts import DataError
+
+    settings = fit_settings(args)
+    problem = rounds_problem(settings.bootstrap, settings.ci)
+    if problem:
+        raise InputError(problem, field="--bootstrap")
+    if args.out:
+        inputs = {"verdict file": args.verdicts, "truth file": args.truth}
+        check_output(args.out, inputs)
+    table = read_judgments(args, *_reading(settings, agreement=args.agreement is not None))
+    agreement = None
+    if args.agreement is not None:  # before the fit: a bad reference stops the command at once
+        try:
+            agreement = agreement_table(
+                table,
+                args.agreement,
+                bootstrap=settings.bootstrap,
+                ci=settings.ci,
+                seed=settings.seed,
+            )
+        except DataError as exc:
+            raise InputError(str(exc), path=args.verdicts, field="--agreement") from None
+    truth = read_truth(args.truth, table.models) if args.truth else None
+    _, map_rounds = connect(args.backend, args.ray_address)
+    try:
+        record = fit_verdicts(
+            table, settings, source=str(args.verdicts), map_rounds=map_rounds, truth=truth
+        )
+    except TruthError as exc:
+        raise InputError(str(exc), path=args.truth) from None
+    except SettingError as exc:
+        raise InputError(str(exc), path=args.verdicts, field=_option(exc.setting)) from None
+    except DataError as exc:
+        raise InputError(str(exc), path=args.verdicts) from None
+    record.agreement = agreement
+    print_summary(console, record)
+    if args.out:
+        write_record(args.out, record)
+        console.print(f"wrote {escape(str(args.out))}", highlight=False)
+    return 0
+
+
+def fit_settings(args: argparse.Namespace) -> FitSettings:
+    """The FitSettings of `fit`'s options: those given, FitSettings' defaults for the rest."""
+    given = {k: getattr(args, k) for k in FitSettings.model_fields if getattr(args, k) is not None}
+    if args.external_weight is not None:
+        given["external_weight"] = parse_external_weights(args.external_weight)
+    return FitSettings.model_validate(given)
+
+
+def _reading(settings: FitSettings, *, agreement: bool) -> tuple[Collapse, Features]:
+    """What the fit reads of the file: a point fit needs only the counts; intervals and
+    folds, the scenarios; agreement, the rows. The default style control reads the
+    features the file has; agreement reads the lengths where it can, for the
+    longer-reply preference."""
+    needs: Collapse = (
+        "rows" if agreement else "scenarios" if settings.bootstrap or settings.cv else "cells"
+    )
+    if isinstance(settings.style, list):
+        return needs, settings.style
+    return needs, "available" if settings.style == "default" or agreement else None
+
+
+def _option(setting: str) -> str | None:
+    """The `fit` option of an estimator setting the verdicts refused."""
+    key = setting_key(setting)
+    return f"--{key.replace('_', '-')}" if key in FitSettings.model_fields else None
+
+
+def anchor_value(text: str) -> float:
+    """An Elo for the anchor: finite, and small enough that Elo values near it are
+    resolved far more finely than the Elo within which models tie."""
+    value: float = bounded(float)(text)
+    problem = anchor_value_problem(value, text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def parse_external_weights(texts: list[str]) -> dict[str, float] | None:
+    """`--external-weight JUDGE=WEIGHT` values by judge (None when none is given). Split
+    on the last '=': names may contain one, numbers never do."""
+    weights: dict[str, float] = {}
+    for text in texts:
+        name, sep, value = text.rpartition("=")
+        if not sep or not name:
+            raise InputError(f"{text!r} is not JUDGE=WEIGHT", field="--external-weight")
+        try:
+            weight = bounded(float, 0.0)(value)
+        except argparse.ArgumentTypeError as exc:
+            raise InputError(
+                f"the weight of '{name}' must be a number >= 0: {exc}", field="--external-weight"
+            ) from None
+        if name in weights:
+            raise InputError(f"'{name}' is weighted twice", field="--external-weight")
+        weights[name] = weight
+    return weights or None
+
+
+def declare_rank(commands: Any) -> None:
+    """`rank`: collect a config's verdicts and fit them."""
     rank = commands.add_parser(
         "rank",
         help="collect peer judgments for a population and fit the leaderboard",
@@ -281,6 +477,16 @@ def register(commands: Any) -> None:
     rank.add_argument("--no-progress", dest="progress", action="store_false")
     rank.set_defaults(handler=rank_command)
 
+
+def rank_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.peer.run import run_rank
+
+    run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed)
+    return _report(run, console)
+
+
+def declare_style_check(commands: Any) -> None:
+    """`style-check`: the judges' taste for length, measured on a rank run."""
     check = commands.add_parser(
         "style-check",
         help="measure each judge's taste for length on same-content edits of a rank run's "
@@ -328,382 +534,6 @@ def register(commands: Any) -> None:
     check.add_argument("--no-progress", dest="progress", action="store_false")
     check.set_defaults(handler=style_check_command)
 
-    demo = commands.add_parser(
-        "demo",
-        help="the offline demo: four local personas ranked for kindness (about 100 s on 2 "
-        "CPU cores)",
-        description="Run `rank` on the bundled demo config: a warm and a cold persona on "
-        "each of the two bundled local models (SmolLM2-135M, Gemma-3-270M) are ranked "
-        "against the kindness constitution by the SmolLM2 personas, with no network. "
-        "Needs the local extra.",
-    )
-    demo.add_argument("--seed", type=seed, help=SEED_HELP)
-    demo.add_argument(
-        "--out",
-        type=Path,
-        default=Path("eigenjury-demo"),
-        help="output folder (default: eigenjury-demo)",
-    )
-    demo.add_argument("--no-progress", dest="progress", action="store_false")
-    demo.set_defaults(handler=demo_command)
-
-
-DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
-# What a simulation may hold in memory: about 200 bytes a verdict while it is drawn (1 GB
-# at the cap), and one random number per scenario and model to draw the groups.
-MAX_SIMULATED_VERDICTS = 5_000_000
-MAX_SIMULATED_DRAWS = 20_000_000
-
-
-def simulate_command(args: argparse.Namespace, console: Console) -> int:
-    import numpy as np
-    from rich.table import Table
-
-    from eigenjury.files import write_json
-    from eigenjury.stats.simulate import make_population, simulate_verdicts
-    from eigenjury.verdict_files import write_verdicts
-
-    group_size = args.group_size or min(DEFAULT_GROUP_SIZE, args.models)
-    if group_size > args.models:
-        raise InputError(f"--group-size {group_size} exceeds --models {args.models}")
-    if args.greenbeard > args.models:
-        raise InputError(f"--greenbeard {args.greenbeard} exceeds --models {args.models}")
-    if args.style_effect and not args.verbosity:
-        raise InputError(
-            "--style-effect needs --verbosity > 0: without it every reply has the same length",
-            field="--style-effect",
-        )
-    if args.dim > args.models:  # scores of m models have rank at most m
-        raise InputError(
-            f"--dim {args.dim} exceeds --models {args.models}; the latent dimension is at "
-            "most the number of models"
-        )
-    pairs = group_size * (group_size - 1)
-    verdicts = args.scenarios * args.judges_per_scenario * pairs
-    if verdicts > MAX_SIMULATED_VERDICTS:
-        raise InputError(
-            f"--scenarios {args.scenarios} x --judges-per-scenario {args.judges_per_scenario} "
-            f"x {pairs} ordered pairs a group make {verdicts:,} verdicts, more than the "
-            f"{MAX_SIMULATED_VERDICTS:,} a simulation may write; use fewer"
-        )
-    if args.scenarios * args.models > MAX_SIMULATED_DRAWS:
-        raise InputError(
-            f"--scenarios {args.scenarios} x --models {args.models} is more than "
-            f"{MAX_SIMULATED_DRAWS:,} (the groups are drawn from one random number per "
-            "scenario and model); use fewer scenarios or models"
-        )
-    population = make_population(
-        args.models,
-        args.dim,
-        tie=args.tie,
-        position_bias=args.position_bias,
-        judge_noise=args.judge_noise,
-        greenbeard=args.greenbeard,
-        greenbeard_bonus=args.greenbeard_bonus,
-        verbosity=args.verbosity,
-        style_effect=args.style_effect,
-        seed=args.seed,
-    )
-    table = simulate_verdicts(
-        population,
-        n_scenarios=args.scenarios,
-        group_size=group_size,
-        judges_per_scenario=args.judges_per_scenario,
-        scenario_noise=args.scenario_noise,
-        soft=args.soft,
-        seed=args.seed + 1,
-    )
-    args.out.mkdir(parents=True, exist_ok=True)
-    suffix = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}[args.format]
-    verdicts_path = args.out / f"verdicts{suffix}"
-    write_verdicts(table, verdicts_path)
-    trust, elo = population.trust(), population.elo()
-    truth = {
-        "population": population.to_dict(),
-        "design": {
-            "scenarios": args.scenarios,
-            "group_size": group_size,
-            "judges_per_scenario": args.judges_per_scenario,
-            "scenario_noise": args.scenario_noise,
-            "seed": args.seed,
-        }
-        | ({"soft": True} if args.soft else {}),
-        "trust": trust.tolist(),
-        "elo": elo.tolist(),
-    }
-    write_json(args.out / "truth.json", truth)
-    shown = Table(title="Simulated population (truth)", title_justify="left")
-    for col in ("model", "true Elo", "true trust", "tie propensity", "position bias"):
-        shown.add_column(col, justify="left" if col == "model" else "right")
-    for i in np.argsort(-elo):
-        name = population.models[i] + (" (greenbeard)" if population.greenbeard[i] else "")
-        shown.add_row(
-            name,
-            f"{elo[i]:.0f}",
-            f"{trust[i]:.4f}",
-            f"{population.tie_propensity[i]:.2f}",
-            f"{population.position_bias[i]:+.2f}",
-        )
-    console.print(shown)
-    console.print(
-        f"wrote {len(table)} {'soft ' if args.soft else ''}verdicts to "
-        f"{escape(str(verdicts_path))} and the truth to "
-        f"{escape(str(args.out / 'truth.json'))}",
-        highlight=False,
-    )
-    return 0
-
-
-def fit_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.commands.agreement import agreement_table
-    from eigenjury.engine.backends import connect
-    from eigenjury.peer.fitting import ranking_record
-    from eigenjury.peer.record import TruthRecovery
-    from eigenjury.records import write_record
-    from eigenjury.reports.ranking import print_summary
-    from eigenjury.stats.bootstrap import rounds_problem
-    from eigenjury.stats.btd import ScorePrior
-    from eigenjury.stats.consensus import PeerRanking, SettingError
-    from eigenjury.stats.elo import to_elo
-    from eigenjury.stats.simulate import recovery
-    from eigenjury.stats.verdicts import DataError
-
-    problem = rounds_problem(args.bootstrap, args.ci)
-    if problem:
-        raise InputError(problem, field="--bootstrap")
-    if args.out:
-        inputs = {"verdict file": args.verdicts, "truth file": args.truth}
-        check_output(args.out, inputs)
-    external_weights = parse_external_weights(args.external_weight)
-    # a point fit needs only the counts; intervals and folds, the scenarios; agreement, rows
-    needs: Collapse = (
-        "rows" if args.agreement else "scenarios" if args.bootstrap or args.cv else "cells"
-    )
-    if args.style is None:  # the default features, where the file has them
-        features: Features = "available"
-    else:  # agreement reads the lengths where it can, for the longer-reply preference
-        features = args.style or ("available" if args.agreement else None)
-    table = read_judgments(args, needs, features)
-    style = table.features.names if args.style is None and table.features else args.style
-    agreement = (  # before the fit: a bad reference stops the command at once
-        None
-        if args.agreement is None
-        else agreement_table(
-            table,
-            args.agreement,
-            bootstrap=args.bootstrap,
-            ci=args.ci,
-            seed=args.seed,
-            path=args.verdicts,
-            option="--agreement",
-        )
-    )
-    truth = read_truth(args.truth, table.models) if args.truth else None
-    tuning: dict[str, Any] = {
-        k: getattr(args, k) for k in ("l2", "restarts") if getattr(args, k) is not None
-    }
-    if args.prior != ():  # () when not given: the estimator's default
-        tuning["prior"] = None if args.prior is None else ScorePrior(*args.prior)
-    _, map_rounds = connect(args.backend, args.ray_address)
-    ranking = PeerRanking(
-        args.dim,
-        **tuning,
-        position_bias=args.position_bias,
-        self_preference=args.self_preference,
-        style=style,
-        style_per_judge=args.style_per_judge,
-        exclude_self=args.exclude_self,
-        damping=args.damping,
-        external_weights=external_weights,
-        anchor=args.anchor,
-        anchor_value=args.anchor_value,
-        bootstrap=args.bootstrap,
-        ci=args.ci,
-        seed=args.seed,
-        n_jobs=args.jobs,
-        map_rounds=map_rounds,
-        cv=args.cv,
-    )
-    try:
-        ranking.fit(table)
-    except SettingError as exc:
-        raise InputError(
-            str(exc), path=args.verdicts, field=SETTING_OPTIONS.get(exc.setting)
-        ) from None
-    except DataError as exc:
-        raise InputError(str(exc), path=args.verdicts) from None
-    record = ranking_record(ranking, source=str(args.verdicts), style_named=bool(args.style))
-    record.agreement = agreement
-    if truth is not None:
-        if set(truth.evaluees) != set(ranking.models_):
-            raise InputError(
-                "the verdicts and the truth disagree on which judges are external (never "
-                "judged); recovery needs the same evaluees in both",
-                path=args.truth,
-            )
-        order = [truth.evaluees.index(m) for m in ranking.models_]
-        true_trust = truth.trust(
-            damping=ranking.damping_,
-            external_weights=ranking.external_weights_,
-        )[order]
-        true_elo = to_elo(true_trust, anchor=ranking.anchor_index_, value=args.anchor_value)
-        record.truth_recovery = TruthRecovery.model_validate(
-            recovery(
-                true_trust,
-                ranking.trust_,
-                true_elo,
-                ranking.elo_,
-                ranking.elo_ci_ if args.bootstrap else None,
-            )
-        )
-    print_summary(console, record)
-    if args.out:
-        write_record(args.out, record)
-        console.print(f"wrote {escape(str(args.out))}", highlight=False)
-    return 0
-
-
-def anchor_value(text: str) -> float:
-    """An Elo for the anchor: finite, and small enough that Elo values near it are
-    resolved far more finely than ELO_TOLERANCE (floating-point numbers near 1e21 are
-    131,072 apart: every difference between models would vanish and all would tie)."""
-    import numpy as np
-
-    from eigenjury.stats.elo import ELO_TOLERANCE
-
-    value: float = bounded(float)(text)
-    if abs(value) > MAX_ANCHOR_VALUE:
-        spacing = float(np.spacing(abs(value)))
-        raise argparse.ArgumentTypeError(
-            f"{text} is too large an Elo: floating-point numbers that large are {spacing:.3g} "
-            f"apart, so Elo differences below that vanish (models within {ELO_TOLERANCE:g} "
-            f"points tie); use a value from {-MAX_ANCHOR_VALUE:g} to {MAX_ANCHOR_VALUE:g}"
-        )
-    return value
-
-
-def parse_external_weights(texts: list[str]) -> dict[str, float] | None:
-    """`--external-weight JUDGE=WEIGHT` values by judge (None when none is given). Split
-    on the last '=': names may contain one, numbers never do."""
-    weights: dict[str, float] = {}
-    for text in texts:
-        name, sep, value = text.rpartition("=")
-        if not sep or not name:
-            raise InputError(f"{text!r} is not JUDGE=WEIGHT", field="--external-weight")
-        try:
-            weight = bounded(float, 0.0)(value)
-        except argparse.ArgumentTypeError as exc:
-            raise InputError(
-                f"the weight of '{name}' must be a number >= 0: {exc}", field="--external-weight"
-            ) from None
-        if name in weights:
-            raise InputError(f"'{name}' is weighted twice", field="--external-weight")
-        weights[name] = weight
-    return weights or None
-
-
-def read_truth(path: Path, models: tuple[str, ...]) -> Population:
-    from eigenjury.files import load_json, read_text
-    from eigenjury.stats.simulate import Population
-
-    data = load_json(read_text(path), path)
-    try:
-        if not isinstance(data, dict) or "population" not in data:
-            raise ValueError("no population in it")
-        population = Population.from_dict(data["population"])
-    except ValueError as exc:
-        raise InputError(
-            f"not a truth file written by `eigenjury simulate` ({exc})", path=path
-        ) from None
-    if set(models) != set(population.models):
-        unknown = sorted(set(models) ^ set(population.models))
-        raise InputError(
-            "the verdicts and the truth describe different populations (differing: "
-            f"{', '.join(unknown[:5])}); recovery needs the same models in both",
-            path=path,
-        )
-    return population
-
-
-def _adopt_run_store(inputs: Inputs) -> None:
-    """eigenjury 0.1 kept a rank run's calls in a store inside its output folder. Where
-    the folder is such a run's (its results.json is a ranking as 0.1 wrote it) and the
-    config names no store, that store's results move into the shared store once, and
-    the old file is renamed, not deleted: a rerun pays for nothing. A folder is known by
-    its record, never by a file called store.sqlite: a store kept there by other means
-    (a `batch --store`, the shared store itself under `--out .eigenjury`) is live, and
-    never touched."""
-    from eigenjury.engine.store import Store
-
-    old = inputs.out / "store.sqlite"
-    if inputs.config.engine.store is not None or not _written_by_0_1(inputs.out):
-        return
-    if not old.is_file() or old.is_symlink():
-        return
-    shared = inputs.config.engine.store_path(inputs.path.parent)
-    if shared.exists() and old.samefile(shared):
-        return
-    with Store(shared) as store:
-        moved = store.absorb(old)
-    kept = old.with_name("store.sqlite.moved")
-    old.rename(kept)
-    print(
-        f"note: moved {moved} stored calls of this run folder ({old}, from eigenjury 0.1) "
-        f"into the shared store {shared}; the old file is kept as {kept}",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-def _written_by_0_1(folder: Path) -> bool:
-    """Whether `folder` holds a ranking record as eigenjury 0.1 wrote it (no `kind`)."""
-    from eigenjury.files import load_json, read_text
-    from eigenjury.peer.record import RankingRecord
-    from eigenjury.records import record_kind
-
-    path = folder / RankingRecord.FILE
-    try:
-        data = load_json(read_text(path), path)
-    except (InputError, OSError):
-        return False
-    return isinstance(data, dict) and "kind" not in data and record_kind(data) == RankingRecord.KIND
-
-
-def run_rank(
-    config_path: Path, *, out: Path | None = None, progress: bool = True, seed: int | None = None
-) -> RankRun:
-    """A rank config's whole run: check it, collect through the engine, fit, and write
-    results.json, verdicts.csv, transcripts.jsonl and report.html. `seed` replaces every
-    seed of the config."""
-    from eigenjury.engine.runner import run_engine
-    from eigenjury.peer.run import assemble, collect, member_error, prepare
-    from eigenjury.records import LinesFile
-    from eigenjury.reports.output import write_outputs
-    from eigenjury.reports.ranking import outputs
-
-    inputs = prepare(config_path, out, seed=seed)
-    config = inputs.config
-    # the run's output is taken first: a second run writing the same folder is refused
-    # before either touches a store
-    with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:
-        _adopt_run_store(inputs)
-        try:
-            ran = run_engine(
-                config.engine,
-                [m.spec for m in config.population],
-                lambda engine: collect(engine, inputs, transcripts),
-                base=inputs.path.parent,
-                progress=progress,
-                describe=member_error(inputs),
-            )
-        except InputError as exc:
-            if exc.field == "backend":  # the config's engine section names the backend
-                raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
-            raise
-        run = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
-        write_outputs(run.out, outputs(run, transcripts))
-    return run
-
 
 def style_check_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.engine.runner import run_engine
@@ -737,13 +567,32 @@ def style_check_command(args: argparse.Namespace, console: Console) -> int:
     return EXIT_SOME_FAILED if record.failures else 0
 
 
-def rank_command(args: argparse.Namespace, console: Console) -> int:
-    run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed)
-    return _report(run, console)
+def declare_demo(commands: Any) -> None:
+    """`demo`: `rank` on the bundled offline demo config."""
+    demo = commands.add_parser(
+        "demo",
+        help="the offline demo: four local personas ranked for kindness (about 100 s on 2 "
+        "CPU cores)",
+        description="Run `rank` on the bundled demo config: a warm and a cold persona on "
+        "each of the two bundled local models (SmolLM2-135M, Gemma-3-270M) are ranked "
+        "against the kindness constitution by the SmolLM2 personas, with no network. "
+        "Needs the local extra.",
+    )
+    demo.add_argument("--seed", type=seed, help=SEED_HELP)
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("eigenjury-demo"),
+        help="output folder (default: eigenjury-demo)",
+    )
+    demo.add_argument("--no-progress", dest="progress", action="store_false")
+    demo.set_defaults(handler=demo_command)
 
 
 def demo_command(args: argparse.Namespace, console: Console) -> int:
     from importlib import resources
+
+    from eigenjury.peer.run import run_rank
 
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:

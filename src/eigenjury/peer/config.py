@@ -18,13 +18,11 @@ from eigenjury.engine.settings import EngineSettings
 from eigenjury.models.spec import ModelSpec, SpecError
 from eigenjury.models.verdict_format import VerdictFormat
 from eigenjury.names import name_problem
+from eigenjury.peer.settings import FitSettings, Seed
 from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats.bootstrap import rounds_problem
 
 DEFAULT_GROUP_SIZE = 4  # the EigenBench design: 4 evaluees, 12 ordered pairs per scenario
-Seed = Annotated[int, Field(ge=0)]  # numpy's generators refuse negative seeds
-# The features rank computes from the replies (reply_features.DEFAULT_FEATURES).
-StyleFeature = Literal["length", "headers", "lists", "bold"]
 
 
 class _Strict(BaseModel):
@@ -165,41 +163,6 @@ class Judging(_Strict):
         return self
 
 
-class Fit(_Strict):
-    """The fit of the verdicts. `style`: the reply features held equal (style control):
-    "default" (length, headers, lists, bold), "none", or a list of them."""
-
-    dim: int = Field(2, ge=1)
-    bootstrap: int = Field(200, ge=0)
-    ci: float = Field(0.95, gt=0.0, lt=1.0)
-    exclude_self: bool = False
-    seed: Seed = 0
-    style: Literal["default", "none"] | list[StyleFeature] = "default"
-    style_per_judge: bool = False
-
-    @field_validator("style", mode="before")
-    @classmethod
-    def _known_features_once(cls, value: Any) -> Any:
-        """One clear message for a value the union of types would report twice."""
-        known = ", ".join(DEFAULT_FEATURES)
-        if isinstance(value, list):
-            unknown = [name for name in value if name not in DEFAULT_FEATURES]
-            if unknown:
-                raise ValueError(f"{unknown[0]!r} is not a feature rank measures ({known})")
-            twice = sorted({name for name in value if value.count(name) > 1})
-            if twice:
-                raise ValueError(f"{', '.join(twice)} named more than once")
-        elif value not in ("default", "none"):
-            raise ValueError(f"expected 'default', 'none' or a list of features ({known})")
-        return value
-
-    def style_features(self) -> tuple[str, ...]:
-        """The features the fit holds equal (none: no style control)."""
-        if self.style == "default":
-            return DEFAULT_FEATURES
-        return () if self.style == "none" else tuple(self.style)
-
-
 class Greenbeard(_Strict):
     """A clique sharing a secret marker, told to favour responses that carry it."""
 
@@ -222,7 +185,7 @@ class RankConfig(_Strict):
     scenarios: Scenarios = Scenarios()
     sampling: Sampling = Sampling()
     judging: Judging = Judging()
-    fit: Fit = Fit()
+    fit: FitSettings = FitSettings()
     engine: EngineSettings = EngineSettings()
     output: str = "eigenjury-run"
     greenbeard: Greenbeard | None = None
@@ -272,6 +235,39 @@ class RankConfig(_Strict):
                 "sampling",
                 "group_size",
             )
+        self._check_fit(members)
+        return self
+
+    def _check_fit(self, members: int) -> None:
+        """What a fit of this population can take, refused before anything is spent:
+        rank measures only the default style features, from the replies; every member
+        is judged, so there are no external judges to weight or damp toward."""
+        from eigenjury.stats.eigentrust import damping_for
+
+        names = [m.name for m in self.population]
+        if self.fit.anchor not in ("uniform", "mean", *names):
+            raise located(
+                f"{self.fit.anchor!r} is not a member; use uniform, mean or a member's name",
+                "fit",
+                "anchor",
+            )
+        if self.fit.external_weight:
+            raise located(
+                "every member of a rank run is judged: there are no external judges to weight",
+                "fit",
+                "external_weight",
+            )
+        try:
+            damping_for(self.fit.damping, external=False, peers=True)
+        except ValueError as exc:
+            raise located(str(exc), "fit", "damping") from None
+        if isinstance(self.fit.style, list):
+            unknown = [name for name in self.fit.style if name not in DEFAULT_FEATURES]
+            if unknown:
+                known = ", ".join(DEFAULT_FEATURES)
+                raise located(
+                    f"{unknown[0]!r} is not a feature rank measures ({known})", "fit", "style"
+                )
         if self.fit.dim > members:  # scores of m members have rank at most m
             raise located(
                 f"{self.fit.dim} exceeds the population ({members} members); the latent "
@@ -282,7 +278,15 @@ class RankConfig(_Strict):
         problem = rounds_problem(self.fit.bootstrap, self.fit.ci)
         if problem:
             raise located(problem, "fit", "bootstrap")
-        return self
+
+    def cv_problem(self, scenarios: int) -> str | None:
+        """Why the fit's folds cannot split `scenarios` (None: they can)."""
+        if self.fit.cv <= scenarios:
+            return None
+        return (
+            f"{self.fit.cv} folds need at least {self.fit.cv} scenarios and the run has "
+            f"{scenarios}; use at most {scenarios}, or 0 (none)"
+        )
 
     def reseeded(self, seed: int) -> RankConfig:
         """This config with every seed replaced by `seed`."""

@@ -1,16 +1,17 @@
-"""From a verdict table (a file's, or a run's peer.outcomes) to a ranking record: the fit
-a rank config asks for, the record of a fitted PeerRanking, and the greenbeard
-experiment's Elo shift.
+"""From a verdict table (a file's, or a run's peer.outcomes) to a ranking record: the
+estimator FitSettings describe, the fit a rank config asks for, the fit of a verdict
+file with its recovery of a simulated truth, the record of a fitted PeerRanking, and
+the greenbeard experiment's Elo shift.
 
 Pure: no engine, no files. `fit` (a verdict file) and `rank` (a config) both build
-their record here, so the two write the same fields.
+their estimator and record here, so the two fit alike and write the same fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,13 +31,17 @@ from eigenjury.peer.record import (
     StyleCoefficient,
     StylePart,
     TrustMatrix,
+    TruthRecovery,
 )
+from eigenjury.peer.settings import FitSettings
 from eigenjury.records import now
 from eigenjury.stats.bootstrap import RoundMap
+from eigenjury.stats.btd import ScorePrior
 from eigenjury.stats.consensus import PeerRanking
-from eigenjury.stats.elo import ELO_TOLERANCE
+from eigenjury.stats.elo import ELO_TOLERANCE, to_elo
 from eigenjury.stats.separation import Separation
-from eigenjury.stats.verdicts import VerdictTable
+from eigenjury.stats.simulate import Population, recovery
+from eigenjury.stats.verdicts import DataError, VerdictTable
 
 if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's config
     from eigenjury.peer.config import RankConfig
@@ -50,32 +55,111 @@ NORMALISATION = (
 )
 
 
+def peer_ranking(
+    settings: FitSettings,
+    table: VerdictTable,
+    *,
+    external_judges: bool = True,
+    map_rounds: RoundMap | None = None,
+    style_fixed: Mapping[str, float | Mapping[str, float]] | None = None,
+) -> PeerRanking:
+    """The one place the estimator is built: the fit `settings` describe, for `table`
+    (whose features the default style control holds equal). `external_judges=False`:
+    every judge is an evaluee, one never judged is missing data; `style_fixed`: style
+    coefficients held at these values, as PeerRanking takes them."""
+    tuning: dict[str, Any] = {
+        k: getattr(settings, k) for k in ("l2", "restarts") if getattr(settings, k) is not None
+    }
+    if settings.prior is not None:  # unset: the estimator's default
+        tuning["prior"] = None if settings.prior == "none" else ScorePrior(*settings.prior)
+    return PeerRanking(
+        settings.dim,
+        **tuning,
+        position_bias=settings.position_bias,
+        self_preference=settings.self_preference,
+        style=settings.style_for(table),
+        style_per_judge=settings.style_per_judge,
+        style_fixed=style_fixed,
+        exclude_self=settings.exclude_self,
+        damping=settings.damping,
+        external_weights=settings.external_weight,
+        external_judges=external_judges,
+        anchor=settings.anchor,
+        anchor_value=settings.anchor_value,
+        bootstrap=settings.bootstrap,
+        ci=settings.ci,
+        seed=settings.seed,
+        n_jobs=settings.jobs,
+        map_rounds=map_rounds,
+        cv=settings.cv,
+    )
+
+
+# What a fit that only needs the point estimate leaves out
+POINT_ESTIMATE: dict[str, Any] = {"bootstrap": 0, "cv": 0}
+
+
 def fit_config(
     config: RankConfig,
     table: VerdictTable,
     *,
-    exclude_self: bool | None = None,
-    bootstrap: bool = True,
     map_rounds: RoundMap | None = None,
     style_fixed: Mapping[str, float | Mapping[str, float]] | None = None,
+    **changes: Any,
 ) -> PeerRanking:
-    """The ranking a rank config's `fit` section asks for (`bootstrap=False`: the point
-    estimate only; `exclude_self` overrides the config's; `style_fixed`: style
-    coefficients held at these values, as PeerRanking takes them). Every member is an
-    evaluee: one never judged is missing data, not an external judge."""
-    f = config.fit
-    return PeerRanking(
-        f.dim,
-        style=f.style_features() if table.features is not None else None,
-        style_per_judge=f.style_per_judge,
-        style_fixed=style_fixed,
-        bootstrap=f.bootstrap if bootstrap else 0,
-        ci=f.ci,
-        seed=f.seed,
-        map_rounds=map_rounds,
-        exclude_self=f.exclude_self if exclude_self is None else exclude_self,
-        external_judges=False,
+    """The ranking a rank config's `fit` section asks for, with the FitSettings in
+    `changes` replaced (POINT_ESTIMATE: no intervals). Every member is an evaluee: one
+    never judged is missing data, not an external judge."""
+    settings = FitSettings.model_validate({**config.fit.model_dump(), **changes})
+    return peer_ranking(
+        settings, table, external_judges=False, map_rounds=map_rounds, style_fixed=style_fixed
     ).fit(table)
+
+
+class TruthError(DataError):
+    """The simulation's truth does not describe the fitted verdicts."""
+
+
+def fit_verdicts(
+    table: VerdictTable,
+    settings: FitSettings,
+    *,
+    source: str,
+    map_rounds: RoundMap | None = None,
+    truth: Population | None = None,
+) -> RankingRecord:
+    """The ranking record of a verdict file's fit (`eigenjury fit`), with how well it
+    recovers `truth` (the simulated population) when given. Raises SettingError for a
+    setting the verdicts refuse, TruthError for a truth of other evaluees."""
+    ranking = peer_ranking(settings, table, map_rounds=map_rounds).fit(table)
+    record = ranking_record(ranking, source=source, style_named=settings.style_named)
+    if truth is not None:
+        record.truth_recovery = truth_recovery(ranking, truth)
+    return record
+
+
+def truth_recovery(ranking: PeerRanking, truth: Population) -> TruthRecovery:
+    """How close the fit comes to the population that made its verdicts (intervals'
+    coverage with a bootstrap), trust computed under the fit's own damping and weights."""
+    if set(truth.evaluees) != set(ranking.models_):
+        raise TruthError(
+            "the verdicts and the truth disagree on which judges are external (never "
+            "judged); recovery needs the same evaluees in both"
+        )
+    order = [truth.evaluees.index(m) for m in ranking.models_]
+    true_trust = truth.trust(damping=ranking.damping_, external_weights=ranking.external_weights_)[
+        order
+    ]
+    true_elo = to_elo(true_trust, anchor=ranking.anchor_index_, value=ranking.anchor_value)
+    return TruthRecovery.model_validate(
+        recovery(
+            true_trust,
+            ranking.trust_,
+            true_elo,
+            ranking.elo_,
+            ranking.elo_ci_ if ranking.bootstrap else None,
+        )
+    )
 
 
 def _interval(ci: np.ndarray | None, i: int, digits: int) -> list[float] | None:
@@ -302,9 +386,9 @@ def greenbeard_shift(
         a = (
             ranking
             if reuse
-            else fit_config(config, with_clique, exclude_self=exclude, bootstrap=False)
+            else fit_config(config, with_clique, exclude_self=exclude, **POINT_ESTIMATE)
         )
-        b = fit_config(config, control, exclude_self=exclude, bootstrap=False)
+        b = fit_config(config, control, exclude_self=exclude, **POINT_ESTIMATE)
         elo_shift = {
             name: round(float(a.elo_[a.models_.index(name)] - b.elo_[b.models_.index(name)]), 2)
             for name in a.models_

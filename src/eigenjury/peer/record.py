@@ -1,5 +1,6 @@
-"""The records of peer ranking: the ranking (results.json of `fit`, `rank` and `demo`)
-and the lines of a run's transcripts.jsonl.
+"""The records of peer ranking: the ranking (results.json of `fit`, `rank` and `demo`),
+the lines of a run's transcripts.jsonl, a simulation's truth (truth.json), the judges'
+agreement and the style check.
 
 Field names, order and values are those eigenjury 0.1 wrote, so its files still read.
 Parts 0.1 left out when they did not apply (a run's summary for `fit`, the objective
@@ -334,6 +335,37 @@ class TruthRecovery(Sparse):
     kendall_tau: float | None
     max_abs_elo_error: float
     elo_ci_coverage: float | None = None
+
+
+class SimulatedDesign(Sparse):
+    """The design a simulation drew its verdicts with (random groups)."""
+
+    OMITTED = frozenset({"soft"})
+
+    scenarios: int
+    group_size: int
+    judges_per_scenario: int
+    scenario_noise: float
+    seed: int
+    soft: bool | None = None  # True: calibrated judges wrote label probabilities
+
+
+class TruthRecord(Record, Sparse):
+    """`eigenjury simulate`: the population the verdicts were drawn from (as
+    stats.simulate.Population.to_dict writes it), the design, and each model's true
+    trust and Elo, in the population's order; what `fit --truth` measures recovery by."""
+
+    KIND = "simulation-truth"
+    FILE = "truth.json"
+
+    kind: str = KIND
+    population: dict[str, Any]
+    design: SimulatedDesign
+    trust: list[float]
+    elo: list[float]
+
+    def overview(self) -> Overview:
+        return Overview(name="simulation", models=tuple(self.population.get("models", ())))
 
 
 class RankingRecord(Record, Sparse):

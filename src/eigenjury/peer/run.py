@@ -1,24 +1,29 @@
-"""`eigenjury rank`: a config in; its verdicts, fitted leaderboard and transcripts out.
+"""Peer ranking in the methods' one shape: a config in; its verdicts, fitted
+leaderboard and transcripts out.
 
 Everything a run needs is checked before anything is spent (`prepare`): the config,
 the constitution and scenarios, and the output folder; the engine runner then checks
 every member's model. `collect` makes the calls through the engine and its store, so
 an interrupted or grown run resumes from what is already there; `assemble` fits the
-verdicts and builds the ranking record. Paths in the config are relative to its
-folder. Nothing here writes a file or prints: reports.ranking does.
+verdicts and builds the ranking record. `run` is both on an engine it is given, as
+contracts.run is; `run_rank` (what `eigenjury rank` calls) collects inside the engine
+and fits after it closes, and writes the outputs through reports.ranking. Paths in the
+config are relative to its folder.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from eigenjury.config import load_config
 from eigenjury.engine import Engine
-from eigenjury.engine.runner import Describe
+from eigenjury.engine.runner import Describe, run_engine
+from eigenjury.engine.store import Store
 from eigenjury.errors import InputError
-from eigenjury.files import blocking_file
+from eigenjury.files import blocking_file, load_json, read_text
 from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
 from eigenjury.peer.collect import Collector, Transcript
@@ -36,13 +41,16 @@ from eigenjury.peer.designs import (
     design_balanced,
     design_random_groups,
 )
-from eigenjury.peer.fitting import fit_config, greenbeard_shift, ranking_record
+from eigenjury.peer.fitting import POINT_ESTIMATE, fit_config, greenbeard_shift, ranking_record
 from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
 from eigenjury.peer.outcomes import Outcomes
 from eigenjury.peer.record import RankingRecord, RunSummary, TranscriptLine
-from eigenjury.records import VerdictModes
+from eigenjury.peer.settings import setting_key
+from eigenjury.records import LinesFile, VerdictModes, record_kind
+from eigenjury.reports.output import write_outputs
+from eigenjury.reports.ranking import outputs
 from eigenjury.stats.bootstrap import RoundMap
-from eigenjury.stats.consensus import PeerRanking
+from eigenjury.stats.consensus import PeerRanking, SettingError
 from eigenjury.stats.verdicts import DataError, VerdictTable
 
 
@@ -175,9 +183,8 @@ async def _adaptive(
             break
         try:
             table, _ = outcomes.table(per_criterion)
-            ranking = PeerRanking(  # every member is an evaluee: none is an external judge
-                config.fit.dim, bootstrap=0, seed=s.seed + r, external_judges=False
-            ).fit(table)
+            # the replies are not measured here: the choice ignores their style
+            ranking = fit_config(config, table, seed=s.seed + r, style="none", **POINT_ESTIMATE)
         except DataError as exc:
             raise unfittable(exc, outcomes, path) from None
         batch = adaptive.choose(
@@ -238,6 +245,9 @@ def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None
         if exc.path is None:
             exc.path = str(path)
         raise
+    problem = config.cv_problem(len(scenarios))
+    if problem:
+        raise InputError(problem, path=path, field="fit.cv")
     # the config's output is relative to the config (`--out` to the working directory)
     out_dir = Path(out) if out is not None else base / config.output
     check_output_folder(out_dir)
@@ -309,9 +319,7 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
         ranking = fit_config(config, table, map_rounds=map_rounds)
     except DataError as exc:
         raise unfittable(exc, got.outcomes, path) from None
-    record = ranking_record(
-        ranking, source=str(path), style_named=isinstance(config.fit.style, list)
-    )
+    record = ranking_record(ranking, source=str(path), style_named=config.fit.style_named)
     record.run = run_summary(inputs, got)
     if inputs.questions is not None:
         record.objective = objective_record(
@@ -327,6 +335,19 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     )
 
 
+async def run(
+    engine: Engine,
+    inputs: Inputs,
+    *,
+    transcript: Transcript | None = None,
+    map_rounds: RoundMap | None = None,
+) -> RankingRecord:
+    """Collect a prepared run through `engine` and fit it (bootstrap rounds through
+    `map_rounds`); the ranking record. Writes and prints nothing."""
+    got = await collect(engine, inputs, transcript)
+    return assemble(inputs, got, map_rounds=map_rounds).record
+
+
 def unfittable(exc: DataError, outcomes: Outcomes, path: Path) -> InputError:
     """Why the verdicts cannot be fitted, and that what was collected is kept."""
     failed = outcomes.failures()
@@ -337,7 +358,8 @@ def unfittable(exc: DataError, outcomes: Outcomes, path: Path) -> InputError:
         if failed
         else ""
     )
-    return InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path)
+    field = f"fit.{setting_key(exc.setting)}" if isinstance(exc, SettingError) else None
+    return InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path, field=field)
 
 
 def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
@@ -384,3 +406,72 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
             or None,
         }
     )
+
+
+def run_rank(
+    config_path: Path, *, out: Path | None = None, progress: bool = True, seed: int | None = None
+) -> RankRun:
+    """A rank config's whole run: check it, collect through the engine, fit once the
+    engine has closed (the bootstrap gets the processes and the backend's rounds to
+    itself), and write results.json, verdicts.csv, transcripts.jsonl and report.html.
+    `seed` replaces every seed of the config."""
+    inputs = prepare(config_path, out, seed=seed)
+    config = inputs.config
+    # the run's output is taken first: a second run writing the same folder is refused
+    # before either touches a store
+    with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:
+        _adopt_run_store(inputs)
+        try:
+            ran = run_engine(
+                config.engine,
+                [m.spec for m in config.population],
+                lambda engine: collect(engine, inputs, transcripts),
+                base=inputs.path.parent,
+                progress=progress,
+                describe=member_error(inputs),
+            )
+        except InputError as exc:
+            if exc.field == "backend":  # the config's engine section names the backend
+                raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
+            raise
+        ranked = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
+        write_outputs(ranked.out, outputs(ranked, transcripts))
+    return ranked
+
+
+def _adopt_run_store(inputs: Inputs) -> None:
+    """eigenjury 0.1 kept a rank run's calls in a store inside its output folder. Where
+    the folder is such a run's (its results.json is a ranking as 0.1 wrote it) and the
+    config names no store, that store's results move into the shared store once, and
+    the old file is renamed, not deleted: a rerun pays for nothing. A folder is known by
+    its record, never by a file called store.sqlite: a store kept there by other means
+    (a `batch --store`, the shared store itself under `--out .eigenjury`) is live, and
+    never touched."""
+    old = inputs.out / "store.sqlite"
+    if inputs.config.engine.store is not None or not _written_by_0_1(inputs.out):
+        return
+    if not old.is_file() or old.is_symlink():
+        return
+    shared = inputs.config.engine.store_path(inputs.path.parent)
+    if shared.exists() and old.samefile(shared):
+        return
+    with Store(shared) as store:
+        moved = store.absorb(old)
+    kept = old.with_name("store.sqlite.moved")
+    old.rename(kept)
+    print(
+        f"note: moved {moved} stored calls of this run folder ({old}, from eigenjury 0.1) "
+        f"into the shared store {shared}; the old file is kept as {kept}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _written_by_0_1(folder: Path) -> bool:
+    """Whether `folder` holds a ranking record as eigenjury 0.1 wrote it (no `kind`)."""
+    path = folder / RankingRecord.FILE
+    try:
+        data = load_json(read_text(path), path)
+    except (InputError, OSError):
+        return False
+    return isinstance(data, dict) and "kind" not in data and record_kind(data) == RankingRecord.KIND
