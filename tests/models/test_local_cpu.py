@@ -58,6 +58,20 @@ def test_the_fast_path_is_probed_once_and_cached(
     assert local_cpu.use_extra_buffers(model) is True and probed == []  # from the cache
 
 
+@pytest.mark.parametrize("occupant", ["folder", "named pipe"])
+def test_a_cache_that_cannot_be_a_file_costs_a_probe_not_the_run(
+    cache: Path, occupant: str
+) -> None:
+    cache.parent.mkdir(parents=True)
+    if occupant == "folder":
+        cache.mkdir()
+    else:
+        os.mkfifo(cache)
+    model = model_path("smollm2-135m")
+    assert local_cpu.use_extra_buffers(model) is True  # probed, neither blocked nor refused
+    assert local_cpu.use_extra_buffers(model) is True  # and probed again: nothing cached
+
+
 def test_a_crashing_fast_path_falls_back_to_plain_kernels(
     cache: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:

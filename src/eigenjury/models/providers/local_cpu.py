@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eigenjury.errors import InputError
 from eigenjury.files import write_json
 from eigenjury.models.spec import SpecError
 
@@ -150,6 +151,8 @@ def _cache_path() -> Path:
 
 
 def _read_cache() -> dict[str, Any]:
+    if not _cache_path().is_file():  # (a named pipe there would block the read)
+        return {}
     try:
         data = json.loads(_cache_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -160,7 +163,8 @@ def _read_cache() -> dict[str, Any]:
 def _write_cache(key: str, entry: dict[str, Any]) -> None:
     data = _read_cache()
     data[key] = entry
-    with contextlib.suppress(OSError):  # a read-only home only costs a probe per process
+    # a read-only home, or a folder or pipe where the cache goes, costs a probe per process
+    with contextlib.suppress(OSError, InputError):
         _cache_path().parent.mkdir(parents=True, exist_ok=True)
         write_json(_cache_path(), data, wait=True)  # another process may be writing it too
 
