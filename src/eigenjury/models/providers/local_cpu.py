@@ -151,10 +151,11 @@ def _cache_path() -> Path:
 
 
 def _read_cache() -> dict[str, Any]:
-    if not _cache_path().is_file():  # (a named pipe there would block the read)
+    path = _cache_path()
+    if not path.is_file():  # (a named pipe there would block the read)
         return {}
     try:
-        data = json.loads(_cache_path().read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}  # no cache yet, or a damaged one: probe again
     return data if isinstance(data, dict) else {}
