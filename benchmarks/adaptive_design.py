@@ -26,9 +26,9 @@ import yaml
 from scipy.stats import kendalltau
 
 from _common import environment, table, timed
+from eigenjury.jobs import run_rank
 from eigenjury.models.providers.scripted import register_script
 from eigenjury.models.types import ChatRequest
-from eigenjury.peer.run import run_rank
 from eigenjury.stats import Population, make_population
 
 MEMBER = re.compile(r"\[member (\S+)\]")

@@ -8,8 +8,7 @@ import dataclasses
 import numpy as np
 
 from eigenjury.peer.fitting import ranking_record
-from eigenjury.peer.record import RankingRecord, StyleCheckRecord
-from eigenjury.peer.style_check import SUBSTANCE
+from eigenjury.peer.record import SUBSTANCE, RankingRecord, StyleCheckRecord
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.simulate import make_population, simulate_verdicts
 from eigenjury.stats.verdicts import ReplyFeatures

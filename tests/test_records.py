@@ -64,3 +64,63 @@ def test_a_search_passes_over_json_of_other_tools_and_finds_old_records(tmp_path
     [found] = find_records([tmp_path])
     assert found.path == tmp_path / "old" / "certificate.json" and found.problem is not None
     assert "bound-certificate" in str(found.problem)
+
+
+def test_a_record_states_its_schema_and_files_are_read_by_it(tmp_path: Path) -> None:
+    """Written: kind, version, schema first. Read: no schema_version is schema 1 (0.2 and
+    0.3.0 wrote none); a newer schema than this eigenjury knows is refused by name."""
+    from eigenjury.peer.record import SimulatedDesign, TruthRecord
+    from eigenjury.records import record_text
+
+    design = SimulatedDesign(
+        scenarios=3, group_size=2, judges_per_scenario=2, scenario_noise=0.0, seed=1
+    )
+    record = TruthRecord(
+        population={"models": ["a", "b"]}, design=design, trust=[0.6, 0.4], elo=[1510, 1490]
+    )
+    written = json.loads(record_text(record))
+    assert list(written)[:3] == ["kind", "eigenjury", "schema_version"]
+    assert written["schema_version"] == TruthRecord.SCHEMA == 1
+    del written["schema_version"]
+    assert read_any_record(_write(tmp_path / "old.json", written)) == record
+    newer = _write(tmp_path / "new.json", {**written, "schema_version": 2, "eigenjury": "0.9"})
+    with pytest.raises(InputError) as error:
+        read_any_record(newer)
+    assert str(error.value) == (
+        f"{newer}, field 'schema_version': this simulation-truth record has schema 2 (written "
+        f"by eigenjury 0.9; this is {__version__}), and this eigenjury reads schemas up to 1; "
+        "upgrade eigenjury to read it"
+    )
+    for bad in ("1", True, 1.5):
+        with pytest.raises(InputError, match="schema_version must be a whole number"):
+            read_any_record(_write(tmp_path / "bad.json", {**written, "schema_version": bad}))
+
+
+def test_every_field_of_every_record_says_what_it_is() -> None:
+    """Every field of every record and part model has a description (its attribute
+    docstring): what a reader of the JSON file needs to know of it."""
+    import importlib
+    import inspect
+
+    from pydantic import BaseModel
+
+    from eigenjury.records import RECORD_MODULES
+
+    missing, models = [], 0
+    for name in ("eigenjury.records", *RECORD_MODULES):
+        module = importlib.import_module(name)
+        for cls in vars(module).values():
+            if not (
+                inspect.isclass(cls)
+                and issubclass(cls, BaseModel)
+                and cls.__module__ == module.__name__
+            ):
+                continue
+            models += 1
+            missing += [
+                f"{cls.__name__}.{field}"
+                for field, info in cls.model_fields.items()
+                if not (info.description or "").strip()
+            ]
+    assert models > 50, "the record modules' models were not found"
+    assert not missing, f"fields without a docstring: {', '.join(missing)}"

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from eigenjury._version import __version__
 from eigenjury.lazy import exports
-
-__version__ = "0.3.0"
 
 _EXPORTS = {
     "BradleyTerry": "eigenjury.stats",

@@ -20,9 +20,9 @@ from types import FrameType
 from rich.console import Console
 from rich.markup import escape
 
-from eigenjury import __version__
+from eigenjury._version import __version__
 from eigenjury.commands import COMMANDS
-from eigenjury.errors import InputError, Interrupted
+from eigenjury.errors import EigenjuryError, Interrupted
 from eigenjury.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
 
 
@@ -75,9 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             status: int = args.handler(args, console)
             return status
-        except InputError as exc:  # user text (names, paths, install hints) is never markup
+        except EigenjuryError as exc:  # user text (names, paths, hints) is never markup
             errors.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-            return EXIT_USAGE
+            return exc.exit_code
         except OSError as exc:  # unwritable output, a directory where a file is expected, ...
             where = f"{exc.filename}: " if exc.filename else ""
             errors.print(

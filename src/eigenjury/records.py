@@ -1,12 +1,19 @@
 """Typed, versioned records: what every method produces, and the only thing reports and
 the viewer read.
 
-A record is a pydantic model whose JSON starts with `kind` (what it is) and `eigenjury`
-(the version that wrote it). Each method declares its kinds in its own `record` module
-(listed in RECORD_MODULES); importing those modules registers them. Files written before
-records carried a kind (eigenjury 0.1) are still read: each kind says how to recognise
-its older files (`legacy`). A file that is not a record, of an unknown kind, or that
-does not match its kind's model is refused with a message naming the file and field.
+A record is a pydantic model whose JSON starts with `kind` (what it is), `eigenjury`
+(the version that wrote it) and `schema_version` (the layout of its kind, counted per
+kind). Each method declares its kinds in its own `record` module (listed in
+RECORD_MODULES); importing those modules registers them.
+
+Old files are read by their schema, never by guessing at their fields: a file with a
+kind and no `schema_version` (eigenjury 0.2 and 0.3.0) is schema 1; a file with no
+kind at all is schema 0, as only eigenjury 0.1 wrote them, and its kind is the one
+whose 0.1 layout (`SHAPE_0_1`, the fields that kind alone had) it carries. A kind whose
+layout changes raises its `SCHEMA` and says in `upgrade` how to read the older one; a
+file of a newer schema than this eigenjury knows is refused with the versions named.
+A file that is not a record, of an unknown kind, or that does not match its kind's
+model is refused with a message naming the file and field.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TextIO, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -26,9 +33,10 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     ValidationError,
     model_serializer,
+    model_validator,
 )
 
-from eigenjury import __version__
+from eigenjury._version import __version__
 from eigenjury.errors import InputError
 from eigenjury.files import (
     OutputFile,
@@ -63,27 +71,43 @@ class Record(BaseModel):
     """Base of every record. Unknown fields and non-finite numbers are refused: a record
     is read back by reports, `bound apply` and the viewer, and must mean one thing."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True)
 
     KIND: ClassVar[str] = ""
     FILE: ClassVar[str] = ""  # the file name it is usually written under
     ALIASES: ClassVar[tuple[str, ...]] = ()  # names this kind had in older versions
+    SCHEMA: ClassVar[int] = 1  # this kind's layout, raised when it changes
+    SHAPE_0_1: ClassVar[frozenset[str]] = frozenset()  # fields only this kind had in 0.1
     KINDS: ClassVar[dict[str, type[Record]]] = {}
 
     kind: str
+    """What the record is ("ranking", "grading", ...): the first field of its file."""
     eigenjury: str = __version__
-    created: str | None = None  # when the record was made (records of 0.1 have none)
+    """The version of eigenjury that wrote the file."""
+    schema_version: int = 1
+    """The layout of its kind, counted per kind (`SCHEMA`); files of 0.2 and 0.3.0 have none and are
+    read as 1."""
+    created: str | None = None
+    """When the record was made: ISO 8601 in UTC, to the second (None in records of 0.1, which have
+    none)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.KIND:
             Record.KINDS[cls.KIND] = cls
 
+    @model_validator(mode="after")
+    def _current_layout(self) -> Self:
+        """A record in memory is in its kind's current layout (files are upgraded as
+        they are read), so that is the schema it writes."""
+        self.schema_version = self.SCHEMA
+        return self
+
     @classmethod
-    def legacy(cls, data: dict[str, Any]) -> bool:
-        """Whether `data`, a JSON object with no `kind`, is this kind as eigenjury 0.1
-        wrote it."""
-        return False
+    def upgrade(cls, data: dict[str, Any], schema: int) -> dict[str, Any]:
+        """`data`, a file of this kind in layout `schema` (0 to SCHEMA - 1), as the
+        current layout. Every schema so far only added fields, so nothing moves."""
+        return data
 
     def overview(self) -> Overview:
         """What a list of runs shows of this record."""
@@ -93,7 +117,7 @@ class Record(BaseModel):
 class Part(BaseModel):
     """A part of a record: strict like the record itself."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True)
 
 
 class Sparse(Part):
@@ -108,15 +132,31 @@ class Sparse(Part):
         return {k: v for k, v in data.items() if not (v is None and k in self.OMITTED)}
 
 
+class EstimatePart(Part):
+    """A bootstrap estimate (stats.agreement.Estimate.record()); None where undefined."""
+
+    value: float | None
+    """The statistic on the data itself, to 4 decimals (a mean task score to 2); None where
+    undefined."""
+    ci: tuple[float | None, float | None]
+    """Its bootstrap percentile interval [low, high] at the record's confidence (95% in a grading's
+    summary); an end is None where undefined."""
+
+
 class VerdictModes(Part):
     """How one judge's first replies gave their verdicts (models.verdict_format.
     verdict_mode), and how many of them no reading could grade, before any repair."""
 
     structured: int
+    """First replies that gave a structured verdict (JSON naming one of the choices)."""
     scores: int
+    """First replies in free text whose call also scored the choices (log-probabilities)."""
     text: int
+    """First replies in free text alone."""
     unread: int
-    unread_rate: float | None  # None: no reply
+    """First replies, of the three kinds above, that no reading could grade (before any repair)."""
+    unread_rate: float | None
+    """`unread` over all first replies, from 0 to 1; None: no reply."""
 
     @classmethod
     def tally(cls, replies: Iterable[tuple[VerdictMode, bool]]) -> VerdictModes:
@@ -139,28 +179,43 @@ class VerdictModes(Part):
 
 class Latency(Part):
     mean: float
+    """Mean seconds per call, over the calls answered and not from the store."""
     p50: float
+    """Median seconds per call, over the same calls."""
     p95: float
+    """95th percentile of seconds per call, over the same calls."""
 
 
 class _Counts(Part):
     calls: int
+    """Calls, those answered from the store and those that failed or were not sent (a budget stop)
+    included."""
     cached: int
+    """Of them, those answered from the store (or by the same call earlier in the run)."""
     errors: dict[str, int]
+    """Calls that failed or were not sent, by error kind ("timeout", "budget", ...)."""
     input_tokens: int
+    """Prompt tokens of the answered calls, those from the store included."""
     output_tokens: int
+    """Reply tokens of the answered calls, those from the store included."""
     cost_usd: float | None
+    """US dollars of the answered calls with a known price (those from the store at what they cost
+    when made); None when some had no known price and the rest cost nothing."""
     cost_complete: bool
+    """Whether every answered call had a known price (else `cost_usd` leaves some out)."""
     latency_s: Latency | None
+    """Seconds per call, of the calls answered and not from the store; None: no such call."""
 
 
-class Tally(_Counts):
+class TallyPart(_Counts):
     """Calls, tokens, cost and latency of some calls (engine.accounting.Tally.record())."""
 
 
 class _Labels(Part):
     model: str
+    """The model, as its spec; in a `rank` run or a style check, the member's name instead."""
     role: str
+    """What its calls were for ("juror", "candidate", "comparison", ...; "-": not said)."""
 
 
 class TallyByRole(_Counts, _Labels):
@@ -170,8 +225,10 @@ class TallyByRole(_Counts, _Labels):
 class AccountingRecord(Part):
     """What a run's calls cost, in total and per model and role (Accounting.record())."""
 
-    total: Tally
+    total: TallyPart
+    """Every call of the run."""
     by_model_and_role: list[TallyByRole]
+    """The same calls per model and role, sorted by model, then role."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +247,15 @@ def kinds() -> dict[str, type[Record]]:
     return dict(Record.KINDS)
 
 
+def schema_of(data: dict[str, Any]) -> int:
+    """The layout a record file says it has: 0 without a kind (eigenjury 0.1), 1 with a
+    kind and no schema_version (0.2 and 0.3.0), else what it states."""
+    if "kind" not in data:
+        return 0
+    stated = data.get("schema_version", 1)
+    return stated if isinstance(stated, int) and not isinstance(stated, bool) else -1
+
+
 def record_kind(data: Any) -> str | None:
     """The kind of a parsed JSON value: its `kind` (or the newer name of an older one),
     or the 0.1 kind its shape matches; None when it is no record."""
@@ -198,13 +264,17 @@ def record_kind(data: Any) -> str | None:
     known = kinds()
     kind = data.get("kind")
     if kind is None:
-        return next((name for name, cls in known.items() if cls.legacy(data)), None)
+        return next((name for name, cls in known.items() if _shaped_0_1(cls, data)), None)
     if not isinstance(kind, str):
         return None
     named = next((name for name, cls in known.items() if kind in (name, *cls.ALIASES)), None)
     if named is None and "eigenjury" not in data:
         return None  # someone else's JSON with a field called kind
     return named or kind
+
+
+def _shaped_0_1(cls: type[Record], data: dict[str, Any]) -> bool:
+    return bool(cls.SHAPE_0_1) and data.keys() >= cls.SHAPE_0_1
 
 
 def parse_record(data: Any, path: Path, expect: type[R] | None = None) -> Record:
@@ -227,6 +297,21 @@ def parse_record(data: Any, path: Path, expect: type[R] | None = None) -> Record
         )
     if expect is not None and cls is not expect:
         raise InputError(f"this is a {kind} record, not {wanted}", path=path, field="kind")
+    schema = schema_of(data)
+    if schema < 0:
+        raise InputError(
+            f"schema_version must be a whole number, not {data['schema_version']!r}",
+            path=path,
+            field="schema_version",
+        )
+    if schema > cls.SCHEMA:
+        raise InputError(
+            f"this {kind} record has schema {schema}{by}, and this eigenjury reads schemas "
+            f"up to {cls.SCHEMA}; upgrade eigenjury to read it",
+            path=path,
+            field="schema_version",
+        )
+    data = cls.upgrade(dict(data), schema)
     try:
         return cls.model_validate({**data, "kind": cls.KIND})
     except ValidationError as exc:

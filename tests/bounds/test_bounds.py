@@ -664,7 +664,10 @@ def test_a_profile_and_a_certificate_are_records_that_read_back_unchanged(
     certificate_path = tmp_path / "o" / "certificate.json"
     for path, kind in ((profile_path, SensitivityProfile), (certificate_path, BoundCertificate)):
         data = json.loads(path.read_text())
-        assert list(data)[:3] == ["kind", "eigenjury", "created"] and data["kind"] == kind.KIND
+        assert (
+            list(data)[:4] == ["kind", "eigenjury", "schema_version", "created"]
+            and data["kind"] == kind.KIND
+        )
         record = read_record(path, kind)
         write_record(tmp_path / "again.json", record)
         assert read_any_record(tmp_path / "again.json") == record

@@ -52,7 +52,7 @@ def test_agreement_prints_the_table_and_writes_a_record_that_reads_back(
     assert "[red]J[/red]" in out  # a name is text, never markup
     assert "a tie is a third outcome" in out and "0.5 = no position bias" in out
     data = json.loads(out_file.read_text())
-    assert list(data)[:3] == ["kind", "eigenjury", "created"]
+    assert list(data)[:4] == ["kind", "eigenjury", "schema_version", "created"]
     assert data["kind"] == "judge-agreement"
     rows = {r["judge"]: r for r in data["agreement"]["judges"]}
     # J says a, tie, a where the crowd says a, tie, a; K says b, a, a

@@ -124,7 +124,10 @@ def test_the_grading_record_reads_back_old_files_and_refuses_damaged_or_foreign_
     assert main(args) == 0
     path = tmp_path / "out" / "results.json"
     written = json.loads(path.read_text())
-    assert list(written)[:3] == ["kind", "eigenjury", "created"] and written["kind"] == "grading"
+    assert (
+        list(written)[:4] == ["kind", "eigenjury", "schema_version", "created"]
+        and written["kind"] == "grading"
+    )
     record = read_record(path, GradingRecord)
     assert record.model_dump(mode="json") == written  # the trace is not in results.json
     assert record.judgements == [] and record.tasks[0].submission == "lovely\nAnswer: Paris"
@@ -363,7 +366,11 @@ def test_juries_compare_command(
     html = render_comparison(hostile)
     assert XSS not in html and html.count("&lt;script&gt;") == 3  # title, heading, note
     # a comparison written before records had a kind is still read
-    legacy = {k: v for k, v in record.items() if k not in ("kind", "eigenjury", "created")}
+    legacy = {
+        k: v
+        for k, v in record.items()
+        if k not in ("kind", "eigenjury", "schema_version", "created")
+    }
     (tmp_path / "old.json").write_text(json.dumps(legacy))
     assert read_any_record(tmp_path / "old.json") == comparison.model_copy(update={"created": None})
 

@@ -81,7 +81,10 @@ def test_simulate_then_fit_writes_the_documented_record(
     heldout = fit["heldout_loglik_per_verdict"]
     assert heldout["folds"] == 3 and -np.log(3) < heldout["mean"] < 0
     assert "held-out log-lik/verdict (3 scenario folds)" in out
-    assert list(record)[:3] == ["kind", "eigenjury", "created"] and record["kind"] == "ranking"
+    assert (
+        list(record)[:4] == ["kind", "eigenjury", "schema_version", "created"]
+        and record["kind"] == "ranking"
+    )
     assert "run" not in record and "objective" not in record  # parts only `rank` has
     read = read_record(result, RankingRecord)  # written and read through the same model
     assert read.model_dump(mode="json") == record

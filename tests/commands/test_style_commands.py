@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from eigenjury.cli import main
-from eigenjury.peer.run import run_rank
+from eigenjury.jobs import run_rank
 from peer_scripts import config
 
 QUALITY = {"ada": 1.0, "bo": 0.5, "cy": 0.0, "di": -0.5, "ed": -1.0}

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from eigenjury.engine.store import Store, spec_json
+from eigenjury.jobs import run_rank
 from eigenjury.models import ModelSpec
 from eigenjury.models.providers.local import model_path
-from eigenjury.peer.run import run_rank
 from eigenjury.testing.llama_server import llama_server
 
 if not os.environ.get("EIGENJURY_REQUIRE_LOCAL"):

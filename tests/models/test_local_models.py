@@ -191,7 +191,7 @@ def test_a_real_peer_ranking_run_on_the_local_models(tmp_path: Path) -> None:
     verdicts."""
     import yaml
 
-    from eigenjury.peer.run import run_rank
+    from eigenjury.jobs import run_rank
 
     config = {
         "population": [

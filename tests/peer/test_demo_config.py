@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from eigenjury.jobs import run_rank
 from eigenjury.peer.data import load_constitution
 from eigenjury.peer.prompts import speaker_request
-from eigenjury.peer.run import run_rank
 from eigenjury.reports.ranking import meaning
 
 if not os.environ.get("EIGENJURY_REQUIRE_LOCAL"):

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from eigenjury.errors import InputError
-from eigenjury.peer.run import run_rank
+from eigenjury.jobs import run_rank
 from eigenjury.stats.verdicts import FIRST
 from eigenjury.testing.server import Judging, ServerThread
 

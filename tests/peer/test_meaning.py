@@ -17,10 +17,10 @@ from aiohttp.test_utils import TestClient, TestServer
 from rich.console import Console
 
 from eigenjury.cli import main
+from eigenjury.jobs import run_rank
 from eigenjury.models.providers.scripted import register_script
 from eigenjury.models.types import ChatRequest
 from eigenjury.peer.record import OrderConsistency, RankingRecord
-from eigenjury.peer.run import run_rank
 from eigenjury.records import Found, read_record
 from eigenjury.reports.ranking import meaning, print_summary, render
 from eigenjury.stats import make_population, simulate_verdicts

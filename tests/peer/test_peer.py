@@ -17,10 +17,11 @@ from eigenjury.engine import Store
 from eigenjury.engine.runner import run_engine
 from eigenjury.engine.settings import DEFAULT_STORE
 from eigenjury.errors import InputError
+from eigenjury.jobs import run_rank
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.record import RankingRecord, TranscriptLine
-from eigenjury.peer.run import prepare, run, run_rank
+from eigenjury.peer.run import prepare, run
 from eigenjury.records import read_any_record, read_record
 from peer_scripts import QUALITIES, config
 
@@ -59,7 +60,7 @@ def test_a_results_file_of_eigenjury_0_1_still_reads_and_a_damaged_one_is_locate
         config(tmp_path, scenarios={"limit": 4}, judging={"reflections": False}), progress=False
     )
     data = json.loads((run.out / "results.json").read_text())
-    del data["kind"], data["created"]  # as 0.1 wrote it
+    del data["kind"], data["schema_version"], data["created"]  # as 0.1 wrote it
     old = tmp_path / "old.json"
     old.write_text(json.dumps({**data, "eigenjury": "0.1.0"}))
     record = read_any_record(old)

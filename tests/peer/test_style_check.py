@@ -17,10 +17,11 @@ import yaml
 from rich.console import Console
 
 from eigenjury.cli import main
+from eigenjury.jobs import run_rank
 from eigenjury.peer.fitting import fit_config
-from eigenjury.peer.record import RankingRecord, StyleCheckRecord, TasteRow
-from eigenjury.peer.run import prepare, run_rank
-from eigenjury.peer.style_check import SUBSTANCE, TASTE, CheckSettings, prepare_check
+from eigenjury.peer.record import SUBSTANCE, TASTE, RankingRecord, StyleCheckRecord, TasteRow
+from eigenjury.peer.run import prepare
+from eigenjury.peer.style_check import CheckSettings, prepare_check
 from eigenjury.records import read_record
 from eigenjury.reports.ranking import STYLE_ASSUMPTION, meaning, print_summary
 from eigenjury.testing.server import Judging, LengthTaste, ServerThread

@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -43,8 +43,11 @@ class ScalePart(Part):
     """A raw score range (bounds.scores.Scale.to_dict())."""
 
     name: str
+    """The scale's name ("likert10", "pairwise5", "preference", ..., or "range" for `--range`)."""
     low: float
+    """The lowest raw score: 0 once normalised."""
     high: float
+    """The highest raw score: 1 once normalised."""
 
 
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -59,9 +62,15 @@ class Pair(Sparse):
     OMITTED: ClassVar[frozenset[str]] = frozenset({"unit"})
 
     item: str
+    """The item's id in the dataset."""
     original: Score
+    """The judge's score of the item as it was, normalised to [0, 1]."""
     perturbed: Score | None
+    """Its score of the neighbour, normalised; None when that reply could not be read (a change of
+    1)."""
     unit: str | None = None
+    """The sampled reply (item id, with /A or /B in pairs) whose one edit moved this item and others
+    (left out when it moved this item alone)."""
 
 
 def perturbed_scores(pairs: list[Pair]) -> list[float]:
@@ -85,11 +94,16 @@ class StratumPart(Part):
     change per item with its upper bound; a size no unit was measured of has no
     estimate, and the range bound 1 at confidence 1."""
 
-    size: int  # items one unit of this size feeds
+    size: int
+    """Items one unit of this size feeds."""
     m: int
+    """Units of this size measured."""
     estimate: float | None
+    """Their RMS change per item, in [0, 1] units; None when none was measured."""
     upper_bound: float
+    """The upper bound on the RMS change per item at `confidence` (1: the range)."""
     confidence: float
+    """The bound's confidence (1 where it rests on the range)."""
 
 
 def strata_part(strata: Sequence[Stratum]) -> list[StratumPart] | None:
@@ -115,14 +129,26 @@ class GeneratorProfile(Sparse):
     OMITTED: ClassVar[frozenset[str]] = frozenset({"strata"})
 
     estimate: float | None
+    """Delta per item: the RMS change of a normalised score when a reply is edited (the worst
+    size's); None without a judged pair."""
     upper_bound: float | None
+    """Its upper bound at `confidence` (the worst size's); None without a judged pair."""
     confidence: float
+    """The confidence of the upper bound."""
     method: Method
+    """How the upper bound was computed: "kl+bernstein", "kl", "bernstein", "hoeffding" or
+    "bootstrap"."""
     m: int
+    """Units measured (a sampled reply that fed several items is one)."""
     beyond_jitter: float | None
+    """The change beyond the identity generator's, sqrt(estimate^2 - jitter^2); None without
+    identity or an estimate."""
     failures: dict[str, int]
+    """Neighbour judgments that failed, by why ("error", "unparsed", "paraphrase error")."""
     pairs: list[Pair]
+    """One per item whose original was scored and whose neighbour's call was answered."""
     strata: list[StratumPart] | None = None
+    """Each unit size, bounded on its own (left out for one size)."""
 
 
 class SensitivityProfile(Sparse, Record):
@@ -139,23 +165,46 @@ class SensitivityProfile(Sparse, Record):
     OMITTED = frozenset({"verdict_format", "verdicts", "unit_sizes"})
 
     kind: str = KIND
+    """Always "sensitivity-profile" ("eigenjury-bound-profile" in files of 0.1)."""
     judge: str
+    """The judge measured, as its model spec."""
     protocol: str
+    """How the judge was asked: "single" (a 1 to 10 rating of one response) or "pairwise" (a 5-point
+    verdict on A and B)."""
     scale: ScalePart
+    """The judge's raw score range."""
     dataset: str
+    """The dataset, as given."""
     items: int
+    """Items in the dataset."""
     m: int
+    """Replies sampled; every generator edits each once."""
     seed: int
+    """Seeds the sample, the edits, the judge's calls and the bootstrap."""
     confidence: float
+    """The confidence of the upper bounds."""
     method: Method
+    """How the upper bounds were computed: "kl+bernstein", "kl", "bernstein", "hoeffding" or
+    "bootstrap"."""
     paraphraser: str | None
+    """The paraphrasing model's spec; None without one."""
     original_failures: dict[str, int]
+    """Judgments of the original items that failed, by why ("error", "unparsed")."""
     jitter: float | None
+    """The identity generator's Delta: how far a fresh judgment moves alone; None without
+    identity."""
     generators: dict[str, GeneratorProfile] = Field(min_length=1)
+    """Each generator's measurement, by name."""
     verdict_format: str | None = None
+    """How the served judge was made to give verdicts, where forced (left out for "auto" and for
+    judges not served)."""
     verdicts: VerdictModes | None = None
+    """How a served judge's replies gave their verdicts (left out for judges not served)."""
     accounting: AccountingRecord | None = None
+    """What the measurement's calls cost; None in a profile written without it."""
     unit_sizes: dict[str, Annotated[int, Field(ge=1)]] | None = None
+    """Items each sampled reply that fed several feeds in the dataset, by reply (left out when each
+    fed one)."""
 
     def sizes(self, pairs: list[Pair]) -> list[int]:
         """How many items the unit of each pair feeds: 1 for a pair of its own, else
@@ -198,17 +247,25 @@ class DeltaSplitPart(Part):
     """Where delta goes (stats.abb.DeltaSplit)."""
 
     sensitivity: float
+    """The part of delta for the upper confidence bound on Delta."""
     markov: float
+    """The part for the Markov step (0 where the range step bounds the change)."""
     noise: float
+    """The part for the noise tail."""
 
 
 class ScoresPart(Part):
     """The score file released: its format, scale, items and models."""
 
     format: str
+    """The input: "scores" (a score file), "verdicts" (a verdict file), or "contracts-task" or
+    "contracts-criterion" (a results.json)."""
     scale: ScalePart
+    """The scores' raw range."""
     items: int
+    """Items released (d)."""
     models: int
+    """Models the items speak for."""
 
     @property
     def label(self) -> str:
@@ -220,10 +277,15 @@ class ProfilePart(Part):
     """The profile the bound rests on."""
 
     judge: str
+    """The judge measured, as its model spec."""
     protocol: str
+    """How the judge was asked: "single" or "pairwise"."""
     scale: ScalePart
+    """The judge's raw score range."""
     m: int
+    """Replies the profile sampled."""
     jitter: float | None
+    """The profile's identity Delta per item; None without identity."""
 
 
 class GeneratorBound(Sparse):
@@ -237,21 +299,36 @@ class GeneratorBound(Sparse):
     OMITTED: ClassVar[frozenset[str]] = frozenset({"failed", "strata"})
 
     estimate: float | None
+    """The RMS change of a neighbour of the worst unit size, in [0, 1] units; None when no size of
+    the scores was measured."""
     upper_bound: float
+    """Its upper bound at `confidence`."""
     confidence: float
+    """The bound's confidence: 1 minus the part of delta for it."""
     method: Method
+    """How the upper bound was computed: "kl+bernstein", "kl", "bernstein", "hoeffding" or
+    "bootstrap"."""
     m: int
+    """Units the profile measured for this generator."""
     beyond_jitter: float | None
+    """The profile's change beyond jitter, for a neighbour of `neighbour_size` items; None without
+    identity or an estimate."""
     failed: int | None = None
+    """Neighbours whose judgment failed, each counted as a change of 1 (left out when none)."""
     strata: list[StratumPart] | None = None
+    """Each unit size of the scores, bounded on its own, per item (left out when the one size
+    bounded was measured)."""
 
 
 class UtilityPart(Part):
     """Correlations between original and released scores; None where undefined."""
 
     pearson: float | None
+    """Pearson correlation; None where undefined (fewer than 2 values, or constant)."""
     spearman: float | None
+    """Spearman correlation; None where undefined."""
     kendall: float | None
+    """Kendall's tau; None where undefined."""
 
 
 class UtilityRecord(Part):
@@ -259,17 +336,27 @@ class UtilityRecord(Part):
     signal) in the model-level figures and the stability; None in older certificates."""
 
     items: UtilityPart
+    """Correlations of the original and released scores over the items."""
     models: UtilityPart | None
+    """The same over the models' mean scores; None with fewer than 2 models."""
     tie_tolerance: float | None = None
+    """Model means closer than this were ties, in [0, 1] units; None with fewer than 2 models, and
+    in older certificates."""
 
 
 class Stability(Part):
     """How the model ranking fares over fresh noise draws (it is not what is bounded)."""
 
     draws: int
+    """Fresh noise draws made."""
     kendall_mean: float | None
+    """Mean Kendall tau between the models' ranking and each draw's; None where undefined in every
+    draw."""
     kendall_p05: float | None
-    same_top_model: float | None  # None: every model's mean ties for the top
+    """Its 5th percentile over the draws; None likewise."""
+    same_top_model: float | None
+    """Share of the draws whose top model is one tied for the top before; None: every model's mean
+    ties for the top."""
 
 
 class BoundCertificate(Record, Sparse):
@@ -293,46 +380,87 @@ class BoundCertificate(Record, Sparse):
     )
 
     kind: str = KIND
+    """Always "bound-certificate"."""
     bounded: str
+    """What the bound covers, in words."""
     not_bounded: str
+    """What it does not cover, in words."""
     guarantee: str
+    """The guarantee as a formula, and over which neighbours it holds."""
     tau: float
+    """How far a neighbour may move the released scores: L2 distance, in [0, 1] units."""
     delta: float
+    """The probability, at most, that it moves them further."""
     split: DeltaSplitPart
+    """Where delta goes."""
     dim: int
+    """Items released (d)."""
     neighbour_size: int
+    """k: the most items one neighbour edits."""
     k_source: str | None = None
+    """How k was set: "given", or by the scores' structure, "rows per reply", "items per submission"
+    or "rows per unit" (left out by older certificates)."""
     k_derived: int | None = None
+    """The k of the scores' structure (left out by older certificates)."""
     k_unit: str | None = None
+    """The structure's largest unit (left out when each row is its own, and by older
+    certificates)."""
     sensitivity: float
+    """The upper bound on Delta used: the largest generator's, for its worst unit size."""
     bias_term: float
+    """The bound on the raw change: Delta / sqrt(delta_markov), or sqrt(k) by the range."""
     bias_bound: Literal["markov", "range"]
+    """Which step bounds the raw change: "markov" or "range"."""
     alpha: float
+    """The shrinkage: released = alpha score + (1 - alpha) centre + noise."""
     alpha_given: bool
+    """Whether alpha was given (else the largest that leaves noise its share of tau, at least
+    min_alpha)."""
     centre: float | Literal["batch-mean"]
+    """What the scores are shrunk toward, in [0, 1] units, or "batch-mean"."""
     lipschitz: float
+    """How far the shrunk scores move per unit move of the raw ones."""
     threshold: float
+    """lipschitz x bias_term: how far a neighbour may move the shrunk scores; tau must reach it."""
     noise_radius: float
+    """sqrt(2R): the noises of two releases differ by at most sigma x this, except with delta's
+    noise part."""
     sigma_max: float
+    """The largest noise standard deviation the bound holds for, in [0, 1] units."""
     deterministic: bool | None = None
+    """True when sigma_max is 0: no noise, a deterministic shrinkage (left out otherwise)."""
     feasible: bool
+    """Whether tau reaches the threshold (true in every certificate written)."""
     smallest_feasible_tau: float
+    """The smallest tau these settings could certify."""
     noise_share: float
+    """The share of tau meant for noise when alpha is chosen."""
     min_alpha: float
+    """The least alpha chosen: the released scores keep at least this share of their spread."""
     sigma: float
+    """The noise standard deviation used, in [0, 1] units (sigma_max / 2 unless given)."""
     raw_bound: float | None = None
+    """tau / alpha in the scores' raw units: how far the released scores, read back on the judge's
+    scale, may move (left out by older certificates)."""
     units_to_decide: int | None = None
+    """Where the range step decided: the fewest measured units at which a measurement like this one
+    would have decided it (left out otherwise, or when none would)."""
     seed: int
+    """Seeds the noise, the stability draws and the bootstrap."""
     scores: ScoresPart
+    """The scores released."""
     profile: ProfilePart
+    """The profile the bound rests on."""
     generators: dict[str, GeneratorBound] = Field(min_length=1)
+    """Each generator used, by name, with its bound."""
     utility: UtilityRecord
+    """What the release kept of the signal."""
     stability: Stability | None
+    """How the models' ranking fares over fresh noise draws; None with fewer than 2 models."""
     warnings: list[str]
+    """What weakens the certificate, in words."""
 
-    @classmethod
-    def legacy(cls, data: dict[str, Any]) -> bool:
-        return {"guarantee", "bounded"} <= data.keys()
+    SHAPE_0_1 = frozenset({"guarantee", "bounded"})
 
     def overview(self) -> Overview:
         return Overview(self.scores.label, (self.profile.judge,))

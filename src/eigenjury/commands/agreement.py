@@ -20,7 +20,7 @@ from eigenjury.commands.options import (
     read_judgments,
     seed,
 )
-from eigenjury.errors import InputError
+from eigenjury.errors import InputError, located
 
 
 def register(commands: Any) -> None:
@@ -63,7 +63,6 @@ def agreement_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.records import now, write_record
     from eigenjury.reports.agreement import print_agreement
     from eigenjury.stats.bootstrap import rounds_problem
-    from eigenjury.stats.verdicts import DataError
 
     problem = rounds_problem(args.bootstrap, args.ci)
     if problem:
@@ -71,12 +70,10 @@ def agreement_command(args: argparse.Namespace, console: Console) -> int:
     if args.out:
         check_output(args.out, {"verdict file": args.verdicts})
     table = read_judgments(args)
-    try:
+    with located(args.verdicts, field="--reference"):
         agreement = agreement_table(
             table, args.reference, bootstrap=args.bootstrap, ci=args.ci, seed=args.seed
         )
-    except DataError as exc:
-        raise InputError(str(exc), path=args.verdicts, field="--reference") from None
     record = JudgeAgreementRecord(created=now(), source=str(args.verdicts), agreement=agreement)
     print_agreement(console, record.agreement)
     if args.out:

@@ -19,7 +19,7 @@ from eigenjury.commands.options import (
     engine_settings,
     seed,
 )
-from eigenjury.errors import InputError
+from eigenjury.errors import InputError, located
 from eigenjury.exit_codes import EXIT_SOME_FAILED, EXIT_USAGE
 
 # = stats.abb.BOUND_METHODS, the default first (importing it would load scipy)
@@ -389,12 +389,8 @@ def apply_command(args: argparse.Namespace, console: Console) -> int:
         else _generators(args.generators, allowed=tuple(profile.generators)),
         method=args.method,
     )
-    try:
+    with located(args.profile):  # the profile cannot support this target
         result = release(scores, profile, settings)
-    except InputError as exc:
-        if exc.path is None and exc.field is None:
-            exc.path = str(args.profile)  # the profile cannot support this target
-        raise
     written = write_outputs(args.out, certificate_outputs(result, scores))
     print_certificate(console, result.certificate)
     names = ", ".join(path.name for path in written)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from eigenjury.engine.backends import backend_names
 from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
-from eigenjury.errors import InputError
+from eigenjury.errors import InputError, located
 from eigenjury.files import blocking_file, output_target
 
 if TYPE_CHECKING:
@@ -266,17 +266,15 @@ def read_judgments(
 ) -> VerdictTable:
     """The verdicts of `args.verdicts` with the options of `add_judgment_options`, and
     the replies' `features` (see `read_verdicts`)."""
-    from eigenjury.stats.verdicts import DataError, pool_judges
+    from eigenjury.stats.verdicts import pool_judges
     from eigenjury.verdict_files import read_verdicts
 
     table = read_verdicts(
         args.verdicts, criterion=args.criterion, collapse=collapse, features=features
     )
     for pattern in args.pool_judges:
-        try:
+        with located(args.verdicts, field="--pool-judges"):
             table = pool_judges(table, pattern)
-        except DataError as exc:
-            raise InputError(str(exc), path=args.verdicts, field="--pool-judges") from None
     return table
 
 

@@ -24,7 +24,7 @@ from eigenjury.commands.options import (
     seed,
     style_features,
 )
-from eigenjury.errors import InputError
+from eigenjury.errors import InputError, located
 from eigenjury.peer.settings import MAX_ANCHOR_VALUE, FitSettings, anchor_value_problem, setting_key
 
 if TYPE_CHECKING:
@@ -373,7 +373,7 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     table = read_judgments(args, *_reading(settings, agreement=args.agreement is not None))
     agreement = None
     if args.agreement is not None:  # before the fit: a bad reference stops the command at once
-        try:
+        with located(args.verdicts, field="--agreement"):
             agreement = agreement_table(
                 table,
                 args.agreement,
@@ -381,8 +381,6 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
                 ci=settings.ci,
                 seed=settings.seed,
             )
-        except DataError as exc:
-            raise InputError(str(exc), path=args.verdicts, field="--agreement") from None
     truth = read_truth(args.truth, table.models) if args.truth else None
     _, map_rounds = connect(args.backend, args.ray_address)
     try:
@@ -390,11 +388,14 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
             table, settings, source=str(args.verdicts), map_rounds=map_rounds, truth=truth
         )
     except TruthError as exc:
-        raise InputError(str(exc), path=args.truth) from None
+        exc.locate(args.truth)
+        raise
     except SettingError as exc:
-        raise InputError(str(exc), path=args.verdicts, field=_option(exc.setting)) from None
+        exc.locate(args.verdicts, _option(exc.setting))
+        raise
     except DataError as exc:
-        raise InputError(str(exc), path=args.verdicts) from None
+        exc.locate(args.verdicts)
+        raise
     record.agreement = agreement
     print_summary(console, record)
     if args.out:
@@ -479,7 +480,7 @@ def declare_rank(commands: Any) -> None:
 
 
 def rank_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.peer.run import run_rank
+    from eigenjury.jobs import run_rank
 
     run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed)
     return _report(run, console)
@@ -592,7 +593,7 @@ def declare_demo(commands: Any) -> None:
 def demo_command(args: argparse.Namespace, console: Console) -> int:
     from importlib import resources
 
-    from eigenjury.peer.run import run_rank
+    from eigenjury.jobs import run_rank
 
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:

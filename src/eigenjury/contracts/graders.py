@@ -8,7 +8,6 @@ starting with "Answer:" (or "Final answer:"), else its last non-empty line.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 import regex as regex_engine
 
 from eigenjury.contracts.sandbox import GraderOutcome
+from eigenjury.contracts.schema import parse_number
 from eigenjury.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from eigenjury.contracts.schema import Contract, Criterion, Task
 
 _ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
-_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _EDGE_PUNCTUATION = " \t.,;:!?\"'`*_()[]{}"
 REGEX_TIMEOUT_S = 1.0  # per submission; sane patterns take microseconds
 
@@ -43,15 +42,6 @@ def normalise(text: str) -> str:
     """Case, Unicode form, inner whitespace and surrounding punctuation do not count."""
     text = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(text.split()).strip(_EDGE_PUNCTUATION)
-
-
-def parse_number(text: str) -> float | None:
-    """The last number in `text` ("1,234.5", "-3e2", "42%" -> 42), or None."""
-    numbers = [m.group(0) for m in _NUMBER.finditer(text) if any(ch.isdigit() for ch in m.group(0))]
-    if not numbers:
-        return None
-    value = float(numbers[-1].replace(",", "").replace("−", "-"))
-    return value if math.isfinite(value) else None
 
 
 def exact_match(criterion: Criterion, submission: str) -> tuple[bool, str]:

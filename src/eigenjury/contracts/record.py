@@ -13,14 +13,15 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, VerdictModes
-
-
-class Estimate(Part):
-    """A bootstrap estimate (stats.agreement.Estimate.record()); None where undefined."""
-
-    value: float | None
-    ci: tuple[float | None, float | None]
+from eigenjury.records import (
+    AccountingRecord,
+    EstimatePart,
+    Overview,
+    Part,
+    Record,
+    Sparse,
+    VerdictModes,
+)
 
 
 class JuryPart(Sparse):
@@ -30,36 +31,59 @@ class JuryPart(Sparse):
     OMITTED = frozenset({"temperature", "seed", "max_tokens", "batch_criteria", "verdict_format"})
 
     jurors: list[str]
+    """The jurors' names (a repeated model is `spec#2`, ...); empty when no criterion needs one."""
     temperature: float | None = None
+    """The jurors' sampling temperature (left out without a jury)."""
     seed: int | None = None
+    """Their seed; each repeat of a model adds 1 (left out without a jury)."""
     max_tokens: int | None = None
+    """The most tokens a juror's reply may have (left out without a jury)."""
     batch_criteria: bool | None = None
+    """Whether a juror graded all of a task's criteria in one call (left out without a jury)."""
     verdict_format: str | None = None
+    """How served jurors were made to give verdicts, where forced: "structured", "logprobs" or
+    "text" (left out for "auto")."""
 
 
 class Escalation(JuryPart):
     """The cascade's second jury, and how close to flipping a first outcome escalates."""
 
     margin: int
+    """A first outcome escalates when this many flipped votes or fewer would change it, or a vote
+    was not read."""
 
 
 class CandidateSummary(Part):
     candidate: str
+    """The candidate: its model spec, or the name given with its submissions."""
     tasks: int
-    mean_score: Estimate
-    pass_rate: Estimate
+    """Its submissions graded."""
+    mean_score: EstimatePart
+    """Mean task score (0 to 100), with a task-bootstrap interval."""
+    pass_rate: EstimatePart
+    """Share of its tasks passed, with a task-bootstrap interval."""
     split_criteria: int
+    """Jury-graded criteria decided by one vote."""
     judged_criteria: int
+    """Criteria a jury voted on."""
     incomplete: int
+    """Submissions resting on a failed call or grader."""
     jury_cost_usd: float | None
+    """What the jurors' calls on its submissions cost, in US dollars; None when a price is unknown
+    or a call failed."""
     jury_output_tokens: int
+    """Jurors' output tokens on its submissions, calls apportioned over their criteria."""
 
 
 class VoteCounts(Part):
     C: int
+    """Votes "C": the submission meets the criterion."""
     I: int  # noqa: E741  (the grade letter, as written)
+    """Votes "I": it does not."""
     unparsed: int
+    """Replies without a readable grade, after any repair (each counts as not C)."""
     error: int
+    """Failed calls (each counts as not C)."""
 
 
 class CriterionOutcome(Sparse):
@@ -69,14 +93,24 @@ class CriterionOutcome(Sparse):
     OMITTED = frozenset({"votes", "split", "escalated", "error"})
 
     id: str = Field(min_length=1)
+    """The criterion's id in the contract."""
     grader: str
+    """Its grader: "llm_judge" (a jury), "exact_match", "regex", "numeric" or "python"."""
     weight: float
+    """Its weight: the points it adds to the task score when it passes."""
     passed: bool
+    """Whether it passed (by a jury: more than half the votes C)."""
     awarded: float
+    """Points awarded: its weight if it passed, else 0."""
     votes: VoteCounts | None = None
+    """The deciding jury's votes (left out where no jury grades it)."""
     split: bool | None = None
-    escalated: bool | None = None  # true where the cascade's second jury decided
-    error: str | None = None  # the grader raised, exited, timed out or returned no verdict
+    """Whether one vote decided it (left out where no jury grades it)."""
+    escalated: bool | None = None
+    """True where the cascade's second jury decided it (left out otherwise)."""
+    error: str | None = None
+    """Why its grader without a model failed to decide: it raised, exited, timed out or returned no
+    verdict (left out otherwise)."""
 
     @property
     def by_jury(self) -> bool:
@@ -89,21 +123,41 @@ class TaskOutcome(Sparse):
     OMITTED = frozenset({"error"})
 
     task_id: str = Field(min_length=1)
+    """The task's id in the contract."""
     candidate: str = Field(min_length=1)
+    """Who submitted: the candidate's model spec, or the name given with the submission."""
     score: float = Field(ge=0.0, le=100.0)
+    """Sum of the weights of the passed criteria, 0 to 100 (weights are meant to sum to 100)."""
     passed: bool
+    """Whether the score reaches the threshold."""
     reward: float
+    """The score / 100."""
     threshold: float
-    complete: bool  # every call and grader it rests on succeeded (else a rerun may change it)
+    """The task's pass threshold, in score points."""
+    complete: bool
+    """Whether every call and grader it rests on succeeded (else a rerun may change it)."""
     criteria: list[CriterionOutcome]
-    error: str | None = None  # the candidate's call failed
+    """Each criterion's outcome, in the contract's order."""
+    error: str | None = None
+    """The candidate's failed call, as "kind: message" (left out when it succeeded)."""
     jury_cost_usd: float | None
+    """What the jurors' calls cost in US dollars, apportioned over the criteria each graded; None
+    when a price is unknown or a call failed."""
     jury_input_tokens: int
+    """Jurors' input tokens, repairs included, apportioned the same way."""
     jury_output_tokens: int
-    jury_calls: int | float  # calls apportioned over the criteria they graded
+    """Jurors' output tokens, repairs included, apportioned the same way."""
+    jury_calls: int | float
+    """Juror calls, repairs included, apportioned over the criteria each graded (failed calls left
+    out)."""
     candidate_cost_usd: float | None
+    """What the candidate's call cost in US dollars; None when unknown, failed, or the submission
+    came from a file."""
     candidate_output_tokens: int
-    submission: str | None = None  # None: the call failed, or a 0.1 file
+    """Output tokens of the candidate's reply (0 where the call failed or the submission came from a
+    file)."""
+    submission: str | None = None
+    """The submitted text; None where the candidate's call failed, or in a file of 0.1."""
 
 
 class Judgement(Part):
@@ -126,23 +180,48 @@ class Judgement(Part):
     )
 
     task_id: str
+    """The task's id."""
     candidate: str
+    """Who submitted."""
     criterion_id: str
-    stage: str  # "jury", "first" or "escalated" (a cascade), or the grader's name
+    """The criterion's id."""
+    stage: str
+    """The stage: "jury", "first" or "escalated" (a cascade), or the grader's name for a decision
+    without a model."""
     juror: str | None
+    """The juror's name; None for a grader without a model."""
     grade: str | None
+    """The grade, "C" or "I"; None where the reply had no readable grade, the call failed, or the
+    grader failed to decide."""
     weight: float
+    """The criterion's weight."""
     awarded: float
+    """Points the criterion was awarded (the same on each of its votes)."""
     input_tokens: int | None = None
+    """Input tokens of the juror's call and its repair, not apportioned (left out for a grader
+    without a model)."""
     output_tokens: int | None = None
+    """Output tokens of the call and its repair, not apportioned (left out for a grader without a
+    model)."""
     latency_s: float | None = None
+    """Seconds the call and its repair took (left out for a grader without a model)."""
     cost_usd: float | None = None
+    """What the call and its repair cost in US dollars; None when a price is unknown or the call
+    failed (left out for a grader without a model)."""
     criteria_in_call: int | None = None
+    """Criteria the call graded, more than 1 with batch_criteria (left out for a grader without a
+    model)."""
     attempts: int | None = None
+    """1, or 2 with a repair request (left out for a grader without a model)."""
     cached: bool | None = None
+    """Whether the reply came from the store (left out for a grader without a model)."""
     error: str | None = None
+    """A failed call, as "kind: message", or why a grader failed to decide; None otherwise (left out
+    for a grader that decided)."""
     text: str | None = None
+    """The juror's first reply, or what a grader without a model compared."""
     retry_text: str | None = None
+    """The reply to the repair request; None without one (left out for a grader without a model)."""
 
     @model_serializer(mode="wrap")
     def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -166,19 +245,29 @@ class GradingRecord(Sparse, Record):
     OMITTED = frozenset({"escalate_to", "accounting", "verdicts"})
 
     kind: str = KIND
+    """Always "grading"."""
     contract: str
+    """The contract, as the command was given it."""
     jury: JuryPart
+    """The jury's names and settings."""
     escalate_to: Escalation | None = None
+    """The cascade's second jury (left out without one)."""
     summary: list[CandidateSummary]
+    """Per candidate: scores, pass rate and jury cost."""
     tasks: list[TaskOutcome]
+    """Each submission graded."""
     warnings: list[str] = Field(default_factory=list)
+    """What is suspicious in the contract (weights not summing to 100, a threshold out of reach)."""
     verdicts: dict[str, VerdictModes] | None = None
-    accounting: AccountingRecord | None = None  # none for each pool of a jury comparison
+    """Per served juror (HTTP), how its first replies gave their verdicts, one per vote (left out
+    without served jurors)."""
+    accounting: AccountingRecord | None = None
+    """What the run's calls cost (left out where none was added, as in each pool's grading of a jury
+    comparison)."""
     judgements: list[Judgement] = Field(default_factory=list, exclude=True, repr=False)
+    """One per vote or grader decision, written beside as trace.jsonl, not into this file."""
 
-    @classmethod
-    def legacy(cls, data: dict[str, Any]) -> bool:
-        return {"contract", "jury", "tasks"} <= data.keys()
+    SHAPE_0_1 = frozenset({"contract", "jury", "tasks"})
 
     @property
     def incomplete(self) -> int:
@@ -197,50 +286,75 @@ class GradingRecord(Sparse, Record):
 
 class Pool(Part):
     jurors: list[str]
+    """The pool's jurors' names."""
     size: int
+    """How many jurors it has."""
 
 
 class Pools(Part):
     a: Pool
+    """Pool A (`--pool-a`), the one tried first in the cascade."""
     b: Pool
+    """Pool B (`--pool-b`)."""
 
 
 class ComparisonSettings(Part):
     rounds: int
+    """Bootstrap rounds over the submissions behind the intervals."""
     ci: float
+    """Coverage of the intervals, e.g. 0.95."""
     seed: int
+    """Seeds the bootstrap."""
     cascade_margin: int
+    """The cascade's escalation margin (as `cascade.margin`)."""
 
 
 class BySide(Part):
-    a: Estimate
-    b: Estimate
+    a: EstimatePart
+    """Pool A's."""
+    b: EstimatePart
+    """Pool B's."""
 
 
 class Figures(Part):
     """Per jury-graded criterion: cost, juror seconds and output tokens."""
 
-    cost_usd: Estimate
-    latency_s: Estimate
-    output_tokens: Estimate
+    cost_usd: EstimatePart
+    """Jury cost per criterion, in US dollars (in a part relative to B, a ratio); None where a price
+    is unknown or a call failed."""
+    latency_s: EstimatePart
+    """Juror seconds per criterion, calls apportioned over their criteria (or a ratio)."""
+    output_tokens: EstimatePart
+    """Juror output tokens per criterion, apportioned the same way (or a ratio)."""
 
 
 class FiguresBySide(Part):
     a: Figures
+    """Pool A's."""
     b: Figures
+    """Pool B's."""
 
 
 class Cascade(Part):
     """Pool A first, escalating to pool B, evaluated from the votes both gave."""
 
     first: str
+    """The pool asked first: "a"."""
     escalate_to: str
+    """The pool escalated to: "b"."""
     margin: int
-    escalation_rate: Estimate
-    agreement_with_b: Estimate
-    task_score_pearson_with_b: Estimate
-    identical_task_scores_with_b: Estimate
+    """A's outcome escalates when this many flipped votes or fewer would change it, or a vote was
+    not read."""
+    escalation_rate: EstimatePart
+    """Share of the jury-graded criteria escalated to B."""
+    agreement_with_b: EstimatePart
+    """Share of the criteria where the cascade's outcome is B's."""
+    task_score_pearson_with_b: EstimatePart
+    """Pearson correlation of the cascade's task scores with B's."""
+    identical_task_scores_with_b: EstimatePart
+    """Share of the submissions where the cascade's score equals B's."""
     relative_to_b: Figures
+    """The cascade's cost, seconds and tokens (A's, plus B's where escalated) over B's."""
 
 
 class JuryComparisonRecord(Sparse, Record):
@@ -264,29 +378,54 @@ class JuryComparisonRecord(Sparse, Record):
     )
 
     kind: str = KIND
+    """Always "jury-comparison"."""
     pools: Pools
+    """The two juries."""
     submissions: int
+    """Submissions both pools graded."""
     criteria: int
+    """Jury-graded criteria compared, over all submissions (those with a text to grade)."""
     settings: ComparisonSettings
-    task_score_pearson: Estimate
-    identical_task_scores: Estimate
-    task_pass_agreement: Estimate
+    """The bootstrap and the cascade's margin."""
+    task_score_pearson: EstimatePart
+    """Pearson correlation of the two pools' task scores, with a submission-bootstrap interval."""
+    identical_task_scores: EstimatePart
+    """Share of the submissions both pools gave the same score."""
+    task_pass_agreement: EstimatePart
+    """Share of the submissions both pools passed, or both failed."""
     note: str | None = None
-    agreement: Estimate | None = None
-    agreement_common: Estimate | None = None
+    """Why the criterion-level parts are left out, where no criterion has a jury (else left out)."""
+    agreement: EstimatePart | None = None
+    """Share of the jury-graded criteria with the same outcome from both pools (left out without
+    jury-graded criteria)."""
+    agreement_common: EstimatePart | None = None
+    """The same, over the criteria where every vote of both pools was read (value None where none
+    was; left out without jury-graded criteria)."""
     criteria_common: int | None = None
+    """How many criteria that is (left out without jury-graded criteria)."""
     split_rate: BySide | None = None
+    """Each pool's share of the criteria decided by one vote (left out without jury-graded
+    criteria)."""
     pass_rate: BySide | None = None
+    """Each pool's share of the criteria passed (left out without jury-graded criteria)."""
     per_criterion: FiguresBySide | None = None
+    """Each pool's cost, juror seconds and output tokens per criterion (left out without jury-graded
+    criteria)."""
     a_relative_to_b: Figures | None = None
+    """A's cost, juror seconds and output tokens over B's (left out without jury-graded
+    criteria)."""
     cascade: Cascade | None = None
+    """Pool A first, escalating to pool B, from the votes both gave (left out without jury-graded
+    criteria)."""
     contract: str
+    """The contract, as the command was given it."""
     accounting: AccountingRecord | None = None
+    """What the run's calls cost, both pools' and the candidates' (left out where not added)."""
     incomplete_submissions: int
+    """Gradings resting on a failed call or grader, both pools counted (a submission may count
+    twice)."""
 
-    @classmethod
-    def legacy(cls, data: dict[str, Any]) -> bool:
-        return {"pools", "task_score_pearson"} <= data.keys()
+    SHAPE_0_1 = frozenset({"pools", "task_score_pearson"})
 
     def overview(self) -> Overview:
         jurors = (*self.pools.a.jurors, *self.pools.b.jurors)

@@ -27,6 +27,18 @@ DEFAULT_PASS_THRESHOLD = 100.0  # one default everywhere (the reference tool mix
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
+_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def parse_number(text: str) -> float | None:
+    """The last number in `text` ("1,234.5", "-3e2", "42%" -> 42), or None."""
+    numbers = [m.group(0) for m in _NUMBER.finditer(text) if any(ch.isdigit() for ch in m.group(0))]
+    if not numbers:
+        return None
+    value = float(numbers[-1].replace(",", "").replace("−", "-"))
+    return value if math.isfinite(value) else None
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -52,8 +64,6 @@ class Criterion(_Frozen):
             except regex.error as exc:
                 raise ValueError(f"the prompt is not a valid regular expression ({exc})") from None
         elif self.grader == "numeric":
-            from eigenjury.contracts.graders import parse_number
-
             if parse_number(self.prompt) is None:
                 raise ValueError(f"the prompt {self.prompt!r} is not a number")
         elif self.grader == "python" and not _IMPORT_PATH.match(self.prompt.strip()):

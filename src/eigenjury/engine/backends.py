@@ -19,13 +19,15 @@ from eigenjury.processes import worker_pool
 
 if TYPE_CHECKING:  # the engine and the statistics load only where they run
     from eigenjury.engine.engine import Backend
-    from eigenjury.stats.bootstrap import RoundMap
 
 LOCAL = "local"
 GROUP = "eigenjury.backends"
 T = TypeVar("T")
 R = TypeVar("R")
 TaskMap = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
+# A backend's runner of bootstrap rounds, passed through to the statistics untouched
+# (stats.bootstrap.RoundMap says its arguments; the engine never imports statistics).
+RoundMap = Callable[..., list[dict[str, Any]]]
 
 
 def backend_names() -> tuple[str, ...]:

@@ -16,9 +16,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from eigenjury.engine.backends import connect
+from eigenjury.engine.backends import RoundMap, connect
 from eigenjury.engine.engine import Budget, Engine, check_specs
 from eigenjury.engine.limits import EndpointLimits, RetryPolicy
 from eigenjury.engine.settings import EngineSettings
@@ -26,9 +26,6 @@ from eigenjury.engine.store import Store
 from eigenjury.errors import InputError, Interrupted
 from eigenjury.models.spec import ModelSpec
 from eigenjury.records import AccountingRecord
-
-if TYPE_CHECKING:
-    from eigenjury.stats.bootstrap import RoundMap
 
 T = TypeVar("T")
 

@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import eigenjury
+from eigenjury import _version
 from eigenjury.contracts.bundle import ContractSource, copy_references, load_contract, write_yaml
 from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, grade, require_jury
@@ -199,7 +199,7 @@ def _task_toml(task: Task, jury: Jury | None, timeout_s: float) -> str:
         "",
         "[metadata]",
         f"eigenjury_task_id = {_toml_string(task.task_id)}",
-        f"eigenjury_version = {_toml_string(eigenjury.__version__)}",
+        f"eigenjury_version = {_toml_string(_version.__version__)}",
         'tags = ["eigenjury", "contract"]',
         "",
         "[verifier]",
@@ -246,7 +246,7 @@ def _dockerfile(requirements: Sequence[str], refs: bool) -> str:
 
 def _vendor(target: Path) -> None:
     """Copy the installed package's code (not its data) for the verifier to import."""
-    package = Path(eigenjury.__file__).parent
+    package = Path(_version.__file__).parent
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(

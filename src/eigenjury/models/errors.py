@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from eigenjury.errors import EigenjuryError
 
-class ProviderError(Exception):
+
+class ProviderError(EigenjuryError):
     """A failed model call. `kind` is stored with the error; `retryable` steers retries."""
 
     kind: ClassVar[str] = "error"

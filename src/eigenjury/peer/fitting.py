@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eigenjury import __version__
+from eigenjury._version import __version__
 from eigenjury.peer.record import (
     FitSummary,
     GreenbeardShift,

@@ -15,8 +15,15 @@ from typing import Any
 
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 
-from eigenjury.contracts.record import Estimate
-from eigenjury.records import AccountingRecord, Overview, Part, Record, Sparse, VerdictModes
+from eigenjury.records import (
+    AccountingRecord,
+    EstimatePart,
+    Overview,
+    Part,
+    Record,
+    Sparse,
+    VerdictModes,
+)
 
 Interval = list[float]  # [low, high]
 OpenInterval = list[float | None]  # [low, high]; None: no limit on that side
@@ -26,8 +33,11 @@ class PriorSettings(Part):
     """The prior on the judges' scores (stats.btd.ScorePrior), in logits."""
 
     consensus_sd: float
+    """Standard deviation of the population's consensus score of an evaluee, in logits."""
     judge_sd: float
+    """Standard deviation of a judge's scores around the consensus, in logits."""
     self_sd: float
+    """Standard deviation of a judge's preference for its own replies, in logits."""
 
 
 class Settings(Sparse):
@@ -57,25 +67,53 @@ class Settings(Sparse):
     )
 
     dim: int
+    """Latent dimension: the length of each judge's lens and each evaluee's disposition."""
     l2: float
+    """L2 penalty per verdict on lenses and dispositions (it only picks one factorisation of the
+    same scores)."""
     position_bias: bool
+    """Whether each judge's first-slot advantage was fitted."""
     restarts: int
+    """Starts of the optimiser; the best optimum is kept."""
     exclude_self: bool
+    """Whether verdicts in which the judge is one of the two evaluees were dropped."""
     damping: float
+    """EigenTrust's a in t = (1 - a) t T + a p, from 0 to 1: the pull of the pre-trust p (by default
+    0 without external judges)."""
     external_weights: dict[str, float] | None = None
+    """Each external judge's weight in the pre-trust, by name (left out without external judges)."""
     style: list[str] | None = None
+    """The reply features asked to be held equal (left out without style control)."""
     style_per_judge: bool | None = None
+    """Whether each judge had its own style coefficients (left out without style control)."""
     anchor: str
+    """The anchor: "uniform" (an evaluee of average trust has `anchor_value`), "mean" (the Elo
+    average `anchor_value`) or the name of the evaluee fixed at it."""
     anchor_value: float
+    """The Elo the anchor sets (1500 unless given)."""
     bootstrap: int
+    """Cluster-bootstrap rounds behind the intervals (0: none, point estimates only)."""
     bootstrap_unit: str
+    """What the bootstrap resamples: always "scenario"."""
     ci: float
+    """Coverage of every interval, e.g. 0.95."""
     seed: int
+    """Seeds the optimiser's random starts, the bootstrap and the cross-validation folds."""
     pairwise_intervals: str | None = None
+    """Method of the simultaneous intervals behind each model's `above`: "max-t" (left out without
+    bootstrap)."""
     interval: str | None = None
+    """Method of the other intervals, "bca" or "percentile" (left out without bootstrap, and by
+    records made before it was chosen: percentile)."""
     prior: PriorSettings | None = None
+    """The prior on the judges' scores (left out without one, maximum likelihood, and by records
+    made before issue 26)."""
     self_preference: bool | None = None
+    """Whether each judge's preference for its own replies was fitted (left out by records made
+    before issue 26)."""
     trust: str | None = None
+    """The trust rule, in words (left out by records made before issue 26, whose rule was
+    EigenBench's: a tie half a win)."""
 
 
 class ModelRow(Sparse):
@@ -94,17 +132,35 @@ class ModelRow(Sparse):
     OMITTED = frozenset({"elo_uncontrolled", "rank_change", "above", "unbounded"})
 
     name: str
+    """The evaluee's name."""
     elo: float
+    """Its Elo, to 2 decimals: 400 points are a tenfold ratio of trust, and the anchor sets the
+    level."""
     elo_ci: OpenInterval | None
+    """Its Elo interval [low, high] at `ci`; an end is None where `unbounded` on that side; None
+    without bootstrap."""
     trust: float
+    """Its EigenTrust share, from 0 to 1 (the evaluees' trust sums to 1)."""
     trust_ci: Interval | None
+    """Its trust interval [low, high]; None without bootstrap."""
     rank: int
+    """1 for the highest Elo; models within 0.01 Elo points share the better rank."""
     rank_ci: list[int] | None
+    """[best, worst] rank over the bootstrap draws (marginal); None without bootstrap."""
     verdicts_as_evaluee: float
+    """Weight of the verdicts in which it was one of the two evaluees (a judgment counts 1, shared
+    among its criteria)."""
     elo_uncontrolled: float | None = None
+    """Its Elo from the fit without style control (left out without style control)."""
     rank_change: int | None = None
+    """Rank without style control minus rank with it: positive for a model that rises once style is
+    held equal (left out without style control)."""
     above: list[str] | None = None
+    """The models it is above with family-wise confidence `ci`, in rank order (left out without
+    bootstrap)."""
     unbounded: str | None = None
+    """Where the verdicts cannot measure its gap to the others: "above", "below" or "both" (left out
+    otherwise)."""
 
 
 class JudgeRow(Part):
@@ -116,16 +172,31 @@ class JudgeRow(Part):
     by judges that never judged themselves, and by records made before issue 26)."""
 
     name: str
+    """The judge's name."""
     tie_propensity: float
+    """Its tie propensity, Davidson's lambda (larger: more ties)."""
     tie_propensity_ci: Interval | None
+    """Its interval [low, high]; None without bootstrap."""
     position_bias: float | None
+    """The log-odds it adds to whichever reply is shown first; None when position bias is not
+    fitted."""
     position_bias_ci: Interval | None
+    """Its interval [low, high]; None without bootstrap or position bias."""
     lens: list[float]
+    """Its lens u_i (`dim` numbers): it scores evaluee j by u_i . v_j, v_j in `dispositions`."""
     verdicts: float
+    """Weight of the verdicts it gave (a judgment counts 1, shared among its criteria)."""
     external: bool = False
+    """True for an external judge: never judged, its verdicts set the pre-trust (left out when
+    false)."""
     self_preference: float | None = None
+    """The log-odds it adds to its own reply when it judges itself (left out with
+    `self_verdicts`)."""
     self_preference_ci: Interval | None = None
+    """Its interval [low, high]; None without bootstrap (left out with `self_verdicts`)."""
     self_verdicts: float | None = None
+    """Weight of its verdicts with its own reply in them (left out when none, or when
+    self-preference is not fitted)."""
 
     @model_serializer(mode="wrap")
     def _omit_peer(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -146,9 +217,14 @@ class StyleCoefficient(Sparse):
     OMITTED = frozenset({"judge"})
 
     feature: str
+    """The reply feature ("length", "headers", "lists", "bold", or a column of the verdicts)."""
     judge: str | None = None
+    """The judge it belongs to, with one coefficient per judge (else left out)."""
     coefficient: float
+    """Its effect on the win logit per standard deviation of normalised difference (positive: judges
+    favour more of it)."""
     ci: Interval | None
+    """Its interval [low, high]; None without bootstrap."""
 
 
 class StylePart(Part):
@@ -158,28 +234,42 @@ class StylePart(Part):
     coefficients."""
 
     features: list[str]
+    """The features held equal: those asked for, less `dropped`."""
     dropped: dict[str, str]
+    """Features asked for but left out, each with why (no fit could tell its effect apart)."""
     normalisation: str
+    """How a feature's difference between the two replies is normalised, in words."""
     scale: dict[str, float]
+    """Each feature's standard deviation of normalised difference: its coefficient's unit."""
     per_judge: bool
+    """Whether each judge has its own coefficients."""
     coefficients: list[StyleCoefficient]
+    """One per feature, or per judge and feature with `per_judge`."""
 
 
 class TrustMatrix(Part):
     """Row: every judge (zero where it gave no verdict); column: every evaluee."""
 
     judges: list[str]
+    """Every model in the verdicts, a row each."""
     evaluees: list[str]
+    """The evaluees, a column each."""
     rows: list[list[float]]
+    """Per judge, each evaluee's share of its win strength (a row sums to 1, or is all zero for a
+    judge without verdicts)."""
 
 
 class HeldOut(Part):
     """Held-out log-likelihood per verdict over scenario folds (`fit --cv`)."""
 
     mean: float
+    """Held-out log-likelihood per verdict (natural log), folds weighted by their verdicts."""
     stderr: float
+    """Its standard error over the folds."""
     folds: int
+    """How many folds."""
     fold_unit: str
+    """What a fold holds out: always "scenario"."""
 
 
 class FitSummary(Sparse):
@@ -191,23 +281,44 @@ class FitSummary(Sparse):
     OMITTED = frozenset({"bootstrap_vanished", "bootstrap_degenerate"})
 
     loglik: float
+    """Log-likelihood of all the verdicts at the fit (natural log, without the prior)."""
     loglik_per_verdict: float
+    """`loglik` per unit of verdict weight."""
     objective: float
+    """The objective minimised: negative log-posterior per verdict, plus the L2 penalty."""
     iterations: int
+    """Optimiser iterations: the best start's exploration and its polish."""
     converged: bool
+    """Whether the optimiser reached its tolerance."""
     grad_norm: float
+    """The largest projected gradient component at the end."""
     restart_losses: list[float]
+    """Negative log-posterior per verdict each start reached (without the L2 penalty, explored
+    loosely before the best is polished)."""
     starts_at_best_optimum: int
+    """How many of the starts reached the best optimum."""
     dim: int
+    """The latent dimension (as in the settings)."""
     verdicts: float
+    """Total weight of the verdicts fitted (a judgment counts 1, shared among its criteria)."""
     cells: int
+    """Distinct (judge, first, second) cells of the verdicts (with style control, their style
+    differences too)."""
     scenarios: int
+    """Scenarios in the verdicts."""
     bootstrap_converged: float | None
+    """Share of the bootstrap refits that converged; None without bootstrap."""
     fit_seconds: float
+    """Seconds the fit took, the bootstrap apart."""
     bootstrap_seconds: float
+    """Seconds the bootstrap took (0 without one)."""
     heldout_loglik_per_verdict: HeldOut | None
+    """Held-out log-likelihood over scenario folds; None without `cv`."""
     bootstrap_vanished: int | None = None
+    """Bootstrap rounds in which a judge or an evaluee drew none of its verdicts (left out when
+    none, or without bootstrap)."""
     bootstrap_degenerate: int | None = None
+    """Bootstrap rounds whose refit broke down (left out when none, or without bootstrap)."""
 
 
 class SeparationGroup(Part):
@@ -215,9 +326,13 @@ class SeparationGroup(Part):
     by `judge` (None: all judges pooled)."""
 
     judge: str | None
+    """The judge whose verdicts these are; None: all judges pooled."""
     above: list[str]
+    """The models that never lost to `below`."""
     below: list[str]
+    """The models `above` beat in every verdict between them."""
     verdicts: float
+    """Weight of the verdicts between the two groups, all won by `above`."""
 
 
 class SeparationPart(Part):
@@ -225,23 +340,33 @@ class SeparationPart(Part):
     each other (`pooled`), and those each judge's own verdicts cannot (`judges`)."""
 
     pooled: list[SeparationGroup]
+    """Groups the verdicts of all judges together cannot place against each other."""
     judges: list[SeparationGroup]
+    """Groups each judge's own verdicts cannot place (the fit places them through the others)."""
 
 
 class ConstitutionPart(Part):
     title: str
+    """The constitution's title."""
     criteria: list[str]
+    """Its criteria, in order (criterion 1 first)."""
 
 
 class Design(Part):
     """The config's sampling section (peer.config.Sampling)."""
 
     design: str
+    """The design: "all", "random-groups", "balanced" or "adaptive"."""
     group_size: int
+    """Evaluees per group; each judge of it compares every ordered pair (unused by "all")."""
     judges_per_group: int
+    """Judges per group (unused by "all")."""
     comparisons: int | None
+    """Adaptive: total judge calls to spend; None: as many as random groups would."""
     rounds: int
+    """Adaptive: refits between batches."""
     seed: int
+    """Seeds the choice of groups and judges."""
 
 
 class JudgingPart(Sparse):
@@ -251,9 +376,13 @@ class JudgingPart(Sparse):
     OMITTED = frozenset({"soft"})
 
     reflections: bool
+    """Whether judges wrote a reflection on each reply before comparing."""
     ties: bool
+    """Whether judges could call a tie."""
     mode: str
+    """One verdict per comparison ("single"), one per criterion ("criteria"), or "likelihood"."""
     soft: bool | None = None
+    """True when judges were asked for label probabilities (left out otherwise)."""
 
 
 class MemberPart(Sparse):
@@ -264,18 +393,27 @@ class MemberPart(Sparse):
     OMITTED = frozenset({"opening", "evaluee_only"})
 
     name: str
+    """The member's name."""
     model: str
+    """Its model, as a spec."""
     persona: str | None
+    """Its persona, as configured; None without one."""
     opening: str | None = None
+    """The words each of its replies begins with (left out when not set)."""
     evaluee_only: str | None = None
+    """Why it does not judge ("set in the config" when given as true; left out when it judges)."""
 
 
 class OrderConsistency(Part):
     """Pairs a judge saw in both orders; shares where the same model / slot won both."""
 
     pairs: int
+    """Pairs it judged in both orders (same scenario; per criterion in criteria mode; a pair judged
+    twice counts once, by its last verdict)."""
     consistent: float
+    """Share of them where the same model won both times, or both were ties."""
     same_slot: float
+    """Share of them where the same slot won both times."""
 
 
 class RunSummary(Sparse):
@@ -288,43 +426,74 @@ class RunSummary(Sparse):
     OMITTED = frozenset({"soft_verdicts_by_judge", "verdicts_by_judge"})
 
     name: str | None
+    """The config's name; None without one."""
     constitution: ConstitutionPart
+    """The constitution the judges applied."""
     scenarios: int
+    """Scenarios the run used (questions, in objective mode)."""
     design: Design
+    """The config's sampling section."""
     judging: JudgingPart
+    """The config's judging section."""
     members: list[MemberPart]
+    """The population, as configured."""
     comparisons: int
+    """Comparisons asked for, each presentation order one."""
     verdicts: int
+    """Comparisons that gave a verdict."""
     repaired: int
+    """Comparisons whose verdict came from a repair request."""
     failures: dict[str, int]
+    """Comparisons without a verdict, by why ("parse", "judge error", "missing response", "missing
+    reflection")."""
     parse_failures_by_judge: dict[str, int]
+    """Per judge, comparisons whose reply could not be read, after any repair (judges without any
+    left out)."""
     order_consistency: dict[str, OrderConsistency]
+    """Per judge, how its verdicts on pairs judged in both orders agree."""
     accounting: AccountingRecord
+    """What the run's calls cost, by member and role, the greenbeard control run's included."""
     soft_verdicts_by_judge: dict[str, int] | None = None
+    """With soft verdicts, how many of each judge's verdicts came with label probabilities (left out
+    otherwise)."""
     verdicts_by_judge: dict[str, VerdictModes] | None = None
+    """Per served judge (HTTP), how its first replies to comparisons gave their verdicts (left out
+    without served judges)."""
 
 
 class ObjectiveCheck(Part):
     """Objective mode: true accuracy per member, and how well Elo follows it."""
 
     questions: int
+    """Questions asked."""
     accuracy: dict[str, float]
+    """Per member, the share of its answers that picked the key (0 when it answered none; failed
+    calls are not counted)."""
     kendall_tau_elo_vs_accuracy: float | None
+    """Kendall's tau between the members' Elo and accuracy; None where undefined (a side
+    constant)."""
 
 
 class Shift(Part):
     elo_shift: dict[str, float]
+    """Per member, its Elo with the clique's instructions minus without."""
     mean_shift_greenbeards: float | None
+    """Mean shift of the clique's members; None when none of them is ranked."""
     mean_shift_others: float | None
+    """Mean shift of the other members; None when there are none."""
 
 
 class GreenbeardShift(Part):
     """Elo with the clique's instructions minus without, with and without self-judgments."""
 
     members: list[str]
+    """The clique's members."""
     marker: str
+    """The phrase they were told to work into their replies and favour in others'."""
     with_self_judgments: Shift
+    """Shifts with every verdict kept."""
     without_self_judgments: Shift
+    """Shifts with verdicts in which the judge is one of the two evaluees dropped."""
 
 
 class TruthRecovery(Sparse):
@@ -333,8 +502,11 @@ class TruthRecovery(Sparse):
     OMITTED = frozenset({"elo_ci_coverage"})
 
     kendall_tau: float | None
+    """Kendall's tau between the true and the fitted trust; None where undefined."""
     max_abs_elo_error: float
+    """The largest gap between a model's fitted and true Elo, in Elo points."""
     elo_ci_coverage: float | None = None
+    """Share of the models whose true Elo lies in their interval (left out without bootstrap)."""
 
 
 class SimulatedDesign(Sparse):
@@ -343,11 +515,17 @@ class SimulatedDesign(Sparse):
     OMITTED = frozenset({"soft"})
 
     scenarios: int
+    """Scenarios drawn."""
     group_size: int
+    """Evaluees drawn per scenario; every ordered pair of them is judged."""
     judges_per_scenario: int
+    """Judges drawn per scenario (a judge may judge itself)."""
     scenario_noise: float
+    """Standard deviation of a reply's quality per scenario, in logits (0: none)."""
     seed: int
-    soft: bool | None = None  # True: calibrated judges wrote label probabilities
+    """The population's seed; the verdicts are drawn with this seed plus 1."""
+    soft: bool | None = None
+    """True: calibrated judges wrote label probabilities (left out otherwise)."""
 
 
 class TruthRecord(Record, Sparse):
@@ -359,10 +537,16 @@ class TruthRecord(Record, Sparse):
     FILE = "truth.json"
 
     kind: str = KIND
+    """Always "simulation-truth"."""
     population: dict[str, Any]
+    """The population the verdicts were drawn from: models, lenses, dispositions, tie propensities,
+    position biases, ..."""
     design: SimulatedDesign
+    """How the verdicts were drawn."""
     trust: list[float]
+    """Each evaluee's true trust, in the population's order (external judges left out)."""
     elo: list[float]
+    """Each evaluee's true Elo (1500: an evaluee of average trust), in the same order."""
 
     def overview(self) -> Overview:
         return Overview(name="simulation", models=tuple(self.population.get("models", ())))
@@ -378,26 +562,42 @@ class RankingRecord(Record, Sparse):
     )
 
     kind: str = KIND
+    """Always "ranking"."""
     method: str
+    """The estimator, in words."""
     source: str | None
+    """The verdict file (`fit`) or the config (`rank`, `demo`), as given; None where not
+    recorded."""
     settings: Settings
-    models: list[ModelRow]  # in rank order
+    """How the verdicts were fitted."""
+    models: list[ModelRow]
+    """The evaluees, in rank order (best first)."""
     judges: list[JudgeRow]
+    """Every judge that gave verdicts, external ones included."""
     dispositions: dict[str, list[float]]
+    """Each evaluee's disposition v_j (`dim` numbers), by name."""
     trust_matrix: TrustMatrix
+    """Each judge's trust in each evaluee."""
     fit: FitSummary
+    """How the fit went."""
     warnings: list[str]
+    """What the data cannot support, and other warnings, in words."""
     style: StylePart | None = None
+    """Style control's features and coefficients (left out without style control)."""
     separation: SeparationPart | None = None
+    """Where Ford's condition fails (left out where it holds)."""
     run: RunSummary | None = None
+    """`rank` and `demo`: the run that collected the verdicts (left out by `fit`)."""
     objective: ObjectiveCheck | None = None
+    """Objective mode: the members' accuracy against the key (left out otherwise)."""
     greenbeard: GreenbeardShift | None = None
+    """The greenbeard experiment (left out without a clique in the config)."""
     truth_recovery: TruthRecovery | None = None
-    agreement: AgreementTable | None = None  # `fit --agreement`
+    """`fit --truth`: how well the fit recovered the simulated population (else left out)."""
+    agreement: AgreementTable | None = None
+    """`fit --agreement`: each judge's agreement with the reference judges (left out otherwise)."""
 
-    @classmethod
-    def legacy(cls, data: dict[str, Any]) -> bool:
-        return {"models", "judges", "trust_matrix"} <= data.keys()
+    SHAPE_0_1 = frozenset({"models", "judges", "trust_matrix"})
 
     def overview(self) -> Overview:
         name = self.run.name if self.run is not None else None
@@ -420,20 +620,40 @@ class TranscriptLine(Part):
     not probabilities); both are left out elsewhere."""
 
     role: str
+    """The call's role: "evaluee", "reflection", "score", "comparison" or "repair"."""
     member: str
+    """The member who was called: the evaluee replying, or the judge."""
     scenario: str
+    """The scenario's id."""
     evaluee: str | None = None
+    """Reflections and scores: the member whose reply is reflected on or scored (left out
+    elsewhere)."""
     first: str | None = None
+    """Comparisons and repairs: the member whose reply is shown first, as A."""
     second: str | None = None
-    verdicts: list[int] | None = None  # per criterion: 0 tie, 1 first, 2 second; None unread
-    failure: str | None = None  # "parse", "judge error", ...
-    messages: list[list[str]]  # [role, content]
+    """Comparisons and repairs: the member whose reply is shown second, as B."""
+    verdicts: list[int] | None = None
+    """Comparisons and repairs: per criterion (one in single mode), 0 tie, 1 first, 2 second; None:
+    not read."""
+    failure: str | None = None
+    """Comparisons and repairs: "parse" (no verdict read) or "judge error" (the call failed); None
+    with verdicts."""
+    messages: list[list[str]]
+    """The request's messages, each [role, content] (none for a likelihood comparison, which makes
+    no call)."""
     reply: str | None
+    """The reply's text (an evaluee's with its opening); None when the call failed."""
     choice_logprobs: dict[str, float] | None
+    """Log-probabilities of the allowed choices, where the model scored them; else None."""
     error: str | None
+    """The failed call's error, as "kind: message"; None when it succeeded."""
     cached: bool
+    """Whether the reply came from the store."""
     tokens: int | None = None
+    """Scores: the reply's length in the judge's tokens (left out elsewhere)."""
     scores: dict[str, float] | None = None
+    """Likelihood comparisons: the two replies' scores, A and B, in nats per token (left out
+    elsewhere)."""
 
     @model_serializer(mode="wrap")
     def _omit_other_roles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -451,26 +671,43 @@ class TranscriptLine(Part):
 
 class AgreementSettings(Part):
     bootstrap: int
+    """Scenario-bootstrap rounds behind the intervals."""
     ci: float
+    """Coverage of the intervals, e.g. 0.95."""
     seed: int
+    """Seeds the bootstrap."""
 
 
-class AgreementRow(Part):
+class AgreementRowPart(Part):
     """A judge against the reference majority (stats.judge_agreement.AgreementRow):
     each statistic with its scenario-bootstrap interval, value None where undefined."""
 
     judge: str
+    """The judge's name."""
     reference: bool
+    """Whether it is one of the reference judges (then measured against the others)."""
     comparisons: int
+    """Comparisons in its row: those the references judged (a reference's: all its own)."""
     with_majority: int
+    """Of them, those with a reference majority (agreement and kappa)."""
     verdicts: float
-    agreement: Estimate
-    agreement_decisive: Estimate
-    kappa: Estimate
+    """Weight of its verdicts on those comparisons (a judgment counts 1, shared among its
+    criteria)."""
+    agreement: EstimatePart
+    """Share of its verdicts that match the reference majority (a tie is an outcome)."""
+    agreement_decisive: EstimatePart
+    """The same, where both its verdict and the majority are decisive."""
+    kappa: EstimatePart
+    """Cohen's kappa against the majority over tie, win and loss (0: chance)."""
     flip_pairs: float
-    flip_share: Estimate
-    position_bias: Estimate
-    longer_preference: Estimate
+    """Weight of the pairs it judged in both orders."""
+    flip_share: EstimatePart
+    """Share of those pairs whose outcome changed with the order."""
+    position_bias: EstimatePart
+    """Share of its decisive verdicts for the first slot (0.5: none)."""
+    longer_preference: EstimatePart
+    """Share of its decisive verdicts for the longer reply, where the lengths differ (None without
+    lengths)."""
 
 
 class AgreementTable(Part):
@@ -478,10 +715,15 @@ class AgreementTable(Part):
     (stats.judge_agreement.JudgeAgreement)."""
 
     references: list[str]
+    """The reference judges."""
     comparisons: int
+    """Comparisons the references judged (a scenario and an unordered pair each)."""
     without_majority: int
+    """Of them, those left out of agreement and kappa: two outcomes tied for the majority."""
     settings: AgreementSettings
-    judges: list[AgreementRow]
+    """The bootstrap behind the intervals."""
+    judges: list[AgreementRowPart]
+    """Every judge's row, best agreement first (undefined last)."""
 
 
 class JudgeAgreementRecord(Record):
@@ -491,8 +733,11 @@ class JudgeAgreementRecord(Record):
     FILE = "agreement.json"
 
     kind: str = KIND
+    """Always "judge-agreement"."""
     source: str | None
+    """The verdict file, as given to `agreement`; None where not recorded."""
     agreement: AgreementTable
+    """The agreement table."""
 
     def overview(self) -> Overview:
         return Overview(
@@ -502,6 +747,22 @@ class JudgeAgreementRecord(Record):
 
 
 RankingRecord.model_rebuild()  # its `agreement` part is declared above
+
+
+# What a TasteRow's `reading` says: fitted coefficient against measured taste, in words.
+SUBSTANCE = (
+    "the fitted coefficient is above the taste: part of what style control removes is "
+    "substance (longer replies were better for more than their length)"
+)
+UNDER = (
+    "the fitted coefficient is below the taste: longer replies were worse in substance, "
+    "and style control removes less than the taste adds"
+)
+TASTE = "the fitted coefficient is within what the taste explains"
+LOCKED = (
+    "answered by position: every decisive verdict went to the same slot, so its taste "
+    "cannot be measured"
+)
 
 
 class TasteRow(Sparse):
@@ -531,21 +792,42 @@ class TasteRow(Sparse):
     )
 
     judge: str | None
+    """The judge; None: all judges pooled into one taste."""
     verdicts: float
+    """Weight of its verdicts on the edits (a verdict per criterion counts 1/C)."""
     longer: float
+    """Of them, those for the longer reply."""
     shorter: float
+    """Those for the shorter one (the reply as it was)."""
     ties: float
+    """Those that were ties."""
     share: float
+    """Share for the longer reply, a tie counting half (0.5: length does not move it)."""
     share_ci: Interval | None
+    """Its interval over the edited replies; None without bootstrap (unless `unbounded`) or when
+    `position_locked`."""
     taste: float | None
+    """Log-odds per standard deviation of normalised length difference; None when unbounded, all
+    ties or `position_locked`."""
     taste_ci: OpenInterval | None
+    """Its interval, an end None where unbounded; None with all ties, `position_locked`, or without
+    bootstrap (unless `unbounded`)."""
     unbounded: str | None = None
+    """The side on which its verdicts do not bound the taste, "above" or "below" (left out
+    otherwise)."""
     position_locked: bool | None = None
+    """True when every decisive verdict went to the same slot (left out otherwise)."""
     fitted: float | None = None
+    """The run's length coefficient for this judge, or the shared one (left out without one)."""
     fitted_ci: Interval | None = None
+    """Its interval (left out without one)."""
     difference: float | None = None
+    """`fitted` minus `taste` (left out where either is missing)."""
     difference_ci: OpenInterval | None = None
+    """Its interval; an end is None where unbounded (left out without both intervals)."""
     reading: str | None = None
+    """What the comparison says, in words, or that it answered by position (left out without both
+    intervals)."""
 
 
 class EditsPart(Part):
@@ -557,13 +839,21 @@ class EditsPart(Part):
     taste's unit), and `scale_source` where it came from."""
 
     edit: str
+    """How the replies were made longer, in words."""
     replies: int
+    """Replies sampled from the run's and lengthened."""
     seed: int
+    """Seeds the sample, the filler and the bootstrap."""
     target: float
+    """The normalised length difference each edit aimed at."""
     achieved: float
+    """The mean normalised length difference the edits reached."""
     short: int
+    """Edits that fell short of the target by more than 5% (the filler ran out)."""
     scale: float
+    """The run's standard deviation of normalised length difference: the taste's unit."""
     scale_source: str
+    """Where `scale` came from: the run's style control, or its verdicts."""
 
 
 class TasteModelRow(Part):
@@ -571,11 +861,17 @@ class TasteModelRow(Part):
     beside the run's controlled and uncontrolled Elo (None where the run had none)."""
 
     name: str
+    """The evaluee's name."""
     elo: float
+    """Its Elo with the length coefficient held at the taste."""
     elo_ci: OpenInterval | None
+    """Its interval; an end is None where unbounded; None without bootstrap."""
     rank: int
+    """Its rank at the taste."""
     elo_controlled: float
+    """Its Elo in the run, style held equal."""
     elo_uncontrolled: float | None
+    """Its Elo in the run without style control; None where the run has none."""
 
 
 class TasteLeaderboard(Part):
@@ -585,7 +881,10 @@ class TasteLeaderboard(Part):
     intervals hold the taste at its estimate: its own interval is not in them."""
 
     held: dict[str, float]
+    """The taste the coefficient was held at: {"length": the pooled taste} for a shared coefficient,
+    else by judge (those whose taste is bounded)."""
     models: list[TasteModelRow]
+    """The evaluees, by Elo at the taste (best first)."""
 
 
 class StyleCheckRecord(Record, Sparse):
@@ -598,19 +897,34 @@ class StyleCheckRecord(Record, Sparse):
     OMITTED = frozenset({"leaderboard"})
 
     kind: str = KIND
+    """Always "style-check"."""
     source: str
+    """The rank run's output folder, as given."""
     run_name: str | None
+    """The run's name in its config; None without one."""
     judging: str
+    """The run's judging mode ("single", "criteria" or "likelihood")."""
     ci: float
+    """Coverage of the intervals: the run's."""
     bootstrap: int
+    """Bootstrap rounds over the edited replies."""
     edits: EditsPart
+    """How the replies were made longer."""
     judges: list[TasteRow]
+    """Each judge's taste, in the config's order (judges without a verdict left out)."""
     pooled: TasteRow
+    """All judges' verdicts pooled into one taste."""
     comparisons: int
+    """Comparisons asked for: every judge, every edit, in both orders."""
     failures: dict[str, int]
+    """Comparisons without a verdict, by why ("parse", "judge error", ...)."""
     accounting: AccountingRecord
+    """What the check's calls cost, by member and role."""
     warnings: list[str]
+    """What the check could not compare or refit, in words."""
     leaderboard: TasteLeaderboard | None = None
+    """The run's verdicts refitted at the taste (left out without the run's length coefficient or a
+    bounded taste)."""
 
     def overview(self) -> Overview:
         return Overview(

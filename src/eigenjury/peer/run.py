@@ -6,9 +6,9 @@ the constitution and scenarios, and the output folder; the engine runner then ch
 every member's model. `collect` makes the calls through the engine and its store, so
 an interrupted or grown run resumes from what is already there; `assemble` fits the
 verdicts and builds the ranking record. `run` is both on an engine it is given, as
-contracts.run is; `run_rank` (what `eigenjury rank` calls) collects inside the engine
-and fits after it closes, and writes the outputs through reports.ranking. Paths in the
-config are relative to its folder.
+contracts.run is; `jobs.run_rank` (what `eigenjury rank` calls) collects inside the
+engine, fits after it closes and writes the outputs. Paths in the config are relative
+to its folder.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from eigenjury.config import load_config
 from eigenjury.engine import Engine
-from eigenjury.engine.runner import Describe, run_engine
+from eigenjury.engine.runner import Describe
 from eigenjury.engine.store import Store
 from eigenjury.errors import InputError
 from eigenjury.files import blocking_file, load_json, read_text
@@ -46,9 +46,7 @@ from eigenjury.peer.objective import CORRECTNESS, objective_record, question_tex
 from eigenjury.peer.outcomes import Outcomes
 from eigenjury.peer.record import RankingRecord, RunSummary, TranscriptLine
 from eigenjury.peer.settings import setting_key
-from eigenjury.records import LinesFile, VerdictModes, record_kind
-from eigenjury.reports.output import write_outputs
-from eigenjury.reports.ranking import outputs
+from eigenjury.records import VerdictModes, record_kind
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.consensus import PeerRanking, SettingError
 from eigenjury.stats.verdicts import DataError, VerdictTable
@@ -348,18 +346,18 @@ async def run(
     return assemble(inputs, got, map_rounds=map_rounds).record
 
 
-def unfittable(exc: DataError, outcomes: Outcomes, path: Path) -> InputError:
-    """Why the verdicts cannot be fitted, and that what was collected is kept."""
+def unfittable(exc: DataError, outcomes: Outcomes, path: Path) -> DataError:
+    """`exc`, located in the config and saying that what was collected is kept."""
     failed = outcomes.failures()
     hint = (
-        f"; {sum(failed.values())} comparisons could not be made "
+        f"{sum(failed.values())} comparisons could not be made "
         f"({', '.join(sorted(failed))}): what was collected is kept in the store, so rerun "
         "to resume"
         if failed
-        else ""
+        else None
     )
     field = f"fit.{setting_key(exc.setting)}" if isinstance(exc, SettingError) else None
-    return InputError(f"cannot fit the collected verdicts: {exc}{hint}", path=path, field=field)
+    return exc.locate(path, field).explain("cannot fit the collected verdicts", hint)
 
 
 def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
@@ -408,38 +406,7 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
     )
 
 
-def run_rank(
-    config_path: Path, *, out: Path | None = None, progress: bool = True, seed: int | None = None
-) -> RankRun:
-    """A rank config's whole run: check it, collect through the engine, fit once the
-    engine has closed (the bootstrap gets the processes and the backend's rounds to
-    itself), and write results.json, verdicts.csv, transcripts.jsonl and report.html.
-    `seed` replaces every seed of the config."""
-    inputs = prepare(config_path, out, seed=seed)
-    config = inputs.config
-    # the run's output is taken first: a second run writing the same folder is refused
-    # before either touches a store
-    with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:
-        _adopt_run_store(inputs)
-        try:
-            ran = run_engine(
-                config.engine,
-                [m.spec for m in config.population],
-                lambda engine: collect(engine, inputs, transcripts),
-                base=inputs.path.parent,
-                progress=progress,
-                describe=member_error(inputs),
-            )
-        except InputError as exc:
-            if exc.field == "backend":  # the config's engine section names the backend
-                raise InputError(exc.message, path=inputs.path, field="engine.backend") from None
-            raise
-        ranked = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
-        write_outputs(ranked.out, outputs(ranked, transcripts))
-    return ranked
-
-
-def _adopt_run_store(inputs: Inputs) -> None:
+def adopt_run_store(inputs: Inputs) -> None:
     """eigenjury 0.1 kept a rank run's calls in a store inside its output folder. Where
     the folder is such a run's (its results.json is a ranking as 0.1 wrote it) and the
     config names no store, that store's results move into the shared store once, and

@@ -26,13 +26,17 @@ import numpy as np
 
 from eigenjury.bounds.neighbours import Verbosity
 from eigenjury.engine import Engine
-from eigenjury.errors import InputError
+from eigenjury.errors import InputError, located
 from eigenjury.files import open_regular
 from eigenjury.peer.collect import Transcript
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.fitting import fit_config
 from eigenjury.peer.outcomes import Outcomes
 from eigenjury.peer.record import (
+    LOCKED,
+    SUBSTANCE,
+    TASTE,
+    UNDER,
     EditsPart,
     RankingRecord,
     StyleCheckRecord,
@@ -200,13 +204,11 @@ def _length_scale(record: RankingRecord, folder: Path, run: Inputs) -> tuple[flo
             "rerun `rank` to write them",
             path=folder / "verdicts.csv",
         )
-    try:
+    with located(folder / "verdicts.csv"):
         design = style_design(
             table.features.only(["length"]), table.weight, table.first, table.second,
             table.n_models,
         )  # fmt: skip
-    except DataError as exc:
-        raise InputError(str(exc), path=folder / "verdicts.csv") from None
     if not design.names:
         raise InputError(
             "the run's replies leave length without a standard deviation to measure taste "
@@ -337,22 +339,6 @@ def measure(check: CheckInputs, got: Collected, ci: float) -> list[EditEffect]:
     return measure_edit_effect(edits, ci=ci, rounds=check.settings.rounds, seed=check.settings.seed)
 
 
-# What the comparison of fitted coefficient and measured taste says, in words.
-SUBSTANCE = (
-    "the fitted coefficient is above the taste: part of what style control removes is "
-    "substance (longer replies were better for more than their length)"
-)
-UNDER = (
-    "the fitted coefficient is below the taste: longer replies were worse in substance, "
-    "and style control removes less than the taste adds"
-)
-TASTE = "the fitted coefficient is within what the taste explains"
-LOCKED = (
-    "answered by position: every decisive verdict went to the same slot, so its taste "
-    "cannot be measured"
-)
-
-
 def reading(low: float | None, high: float | None) -> str:
     """The comparison in words, from the interval of fitted minus taste."""
     if low is not None and low > 0:
@@ -414,14 +400,12 @@ def assemble(check: CheckInputs, got: Collected) -> StyleCheckRecord:
     record = check.record
     assert record.run is not None
     ci = record.settings.ci
-    try:
+    with located(
+        check.folder,
+        context="cannot measure the judges' taste",
+        hint="what was collected is kept in the store, so rerun to resume",
+    ):
         effects = measure(check, got, ci)
-    except DataError as exc:
-        raise InputError(
-            f"cannot measure the judges' taste: {exc}; what was collected is kept in the "
-            "store, so rerun to resume",
-            path=check.folder,
-        ) from None
     per_judge = bool(record.style and record.style.per_judge)
     rows = [taste_row(e, *_fitted(record, e.judge if per_judge else None)) for e in effects[:-1]]
     pooled = taste_row(effects[-1], *(_fitted(record, None) if not per_judge else (None, None)))
@@ -496,12 +480,8 @@ def _at_taste(
         held = {"length": float(pooled)}
         fixed = {"length": float(pooled)}
     table = _verdicts(check.folder)
-    try:
+    with located(check.folder / "verdicts.csv", context="cannot refit the run's verdicts"):
         ranking = fit_config(check.run.config, table, style_fixed=fixed)
-    except DataError as exc:
-        raise InputError(
-            f"cannot refit the run's verdicts: {exc}", path=check.folder / "verdicts.csv"
-        ) from None
     run_elo = {m.name: m for m in record.models}
     boot = ranking.bootstrap > 0
     models = []

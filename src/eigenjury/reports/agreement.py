@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from eigenjury.contracts.record import Estimate
 from eigenjury.peer.record import AgreementTable
+from eigenjury.records import EstimatePart
 from eigenjury.reports.kit import estimate_text
 
 
-def _cell(value: Estimate) -> str:
+def _cell(value: EstimatePart) -> str:
     return estimate_text(value.model_dump(), ".3f")
 
 

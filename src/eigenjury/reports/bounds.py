@@ -13,6 +13,7 @@ import io
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -23,11 +24,12 @@ from eigenjury.bounds.scores import ScoreSet
 from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.kit import e, fmt, page, table
 from eigenjury.reports.output import Outputs
-from eigenjury.stats.verdicts import FloatArray
 
 RELEASED = "released.csv"  # the released scores, beside the certificate
 OLD_RELEASED = "debiased.csv"  # its old name
 _CSS = ".guarantee{font-family:ui-monospace,monospace;background:#f5f7fa;padding:.5rem .8rem}"
+
+FloatArray = NDArray[np.float64]
 
 
 def _number(value: float | None) -> str:

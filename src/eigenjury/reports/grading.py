@@ -20,14 +20,13 @@ from rich.table import Table
 
 from eigenjury.contracts.record import (
     CriterionOutcome,
-    Estimate,
     GradingRecord,
     Judgement,
     JuryComparisonRecord,
     TaskOutcome,
 )
 from eigenjury.contracts.schema import Contract, Criterion
-from eigenjury.records import dump_lines
+from eigenjury.records import EstimatePart, dump_lines
 from eigenjury.reports.kit import e, estimate_text, money, page, table
 from eigenjury.reports.output import Outputs
 
@@ -42,7 +41,7 @@ _CELL = {"C": ("C", "C"), "I": ("I", "I"), None: ("U", "?")}
 _Key = tuple[str, str, str]  # task, candidate, criterion
 
 
-def _estimate(value: Estimate | None, spec: str = ".3f") -> str:
+def _estimate(value: EstimatePart | None, spec: str = ".3f") -> str:
     return estimate_text(None if value is None else value.model_dump(), spec)
 
 

@@ -8,8 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from eigenjury.peer.record import StyleCheckRecord, TasteRow
-from eigenjury.peer.style_check import LOCKED, SUBSTANCE, TASTE, UNDER
+from eigenjury.peer.record import LOCKED, SUBSTANCE, TASTE, UNDER, StyleCheckRecord, TasteRow
 from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.kit import fmt
 

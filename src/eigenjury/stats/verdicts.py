@@ -21,6 +21,8 @@ from numpy.typing import NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from eigenjury.errors import InputError
+
 TIE, FIRST, SECOND = 0, 1, 2
 
 IntArray = NDArray[np.int64]
@@ -43,8 +45,9 @@ def tally(index: IntArray, weights: FloatArray | None, size: int) -> FloatArray:
     return np.asarray(np.bincount(index, weights, minlength=size), dtype=np.float64)
 
 
-class DataError(ValueError):
-    """The verdicts cannot support the requested fit (a user-facing, fixable problem)."""
+class DataError(InputError, ValueError):
+    """The verdicts cannot support the requested fit (a user-facing, fixable problem);
+    where they came from is added by whoever read them (errors.located)."""
 
 
 @dataclass(frozen=True, eq=False)
