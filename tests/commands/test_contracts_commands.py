@@ -561,3 +561,29 @@ def test_juries_compare_prints_the_verdict_modes_of_served_pools(
     [modes] = pool_a["verdicts"].values()
     assert modes["structured"] > 0 and modes["unread"] == 0
     assert "verdicts" not in json.loads((tmp_path / "c" / "pool_b" / "results.json").read_text())
+
+
+def test_a_contract_whose_weights_sum_past_100_is_graded_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Weights that do not sum to 100 are legal (a warning): a submission that passes
+    every criterion scores their sum, and the record is written, not refused after the
+    calls were paid for."""
+    path = tmp_path / "wide.yaml"
+    path.write_text(
+        'name: wide\ntasks:\n  - task_id: t\n    execution: {prompt: "Capital of Italy?"}\n'
+        "    evaluation:\n      criteria:\n"
+        "        - {id: city, weight: 100, grader: exact_match, prompt: Rome}\n"
+        "        - {id: again, weight: 50, grader: regex, prompt: Rome}\n"
+    )
+    subs = write_submissions(
+        tmp_path / "subs.jsonl", [{"task_id": "t", "submission": "Answer: Rome", "candidate": "a"}]
+    )
+    assert main(grade_args(path, tmp_path, "--submissions", str(subs))) == 0
+    assert "weights sum to 150, not 100" in capsys.readouterr().out
+    record = read_record(tmp_path / "out" / "results.json", GradingRecord)
+    assert (record.tasks[0].score, record.tasks[0].reward, record.tasks[0].passed) == (
+        150,
+        1.5,
+        True,
+    )

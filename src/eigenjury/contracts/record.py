@@ -126,12 +126,13 @@ class TaskOutcome(Sparse):
     """The task's id in the contract."""
     candidate: str = Field(min_length=1)
     """Who submitted: the candidate's model spec, or the name given with the submission."""
-    score: float = Field(ge=0.0, le=100.0)
-    """Sum of the weights of the passed criteria, 0 to 100 (weights are meant to sum to 100)."""
+    score: float = Field(ge=0.0)
+    """Sum of the weights of the passed criteria: 0 to the task's total weight, which is
+    meant to be 100 (a contract whose weights sum to more is graded, with a warning)."""
     passed: bool
     """Whether the score reaches the threshold."""
     reward: float
-    """The score / 100."""
+    """The score / 100 (above 1 where the weights sum to more than 100)."""
     threshold: float
     """The task's pass threshold, in score points."""
     complete: bool
