@@ -61,6 +61,8 @@ class Settings(Sparse):
     position_bias: bool
     restarts: int
     exclude_self: bool
+    exclude_judges: list[str] | None = None
+    """Judges whose verdicts were left out (`--exclude-judge`); None: none."""
     damping: float
     external_weights: dict[str, float] | None = None
     style: list[str] | None = None
@@ -210,14 +212,42 @@ class FitSummary(Sparse):
     bootstrap_degenerate: int | None = None
 
 
-class SeparationGroup(Part):
+class SeparationGroup(Sparse):
     """`above` won every one of the `verdicts` it had against `below` (stats.separation),
-    by `judge` (None: all judges pooled)."""
+    by `judge` (None: all judges pooled). `scenarios` (pooled groups; left out for a
+    judge's own, and in records made before it was counted): the number of distinct
+    scenarios in which it beat them, the trials the Elo interval's finite end counts
+    (each scenario one Bernoulli trial, since a scenario's verdicts are correlated)."""
+
+    OMITTED = frozenset({"scenarios"})
 
     judge: str | None
     above: list[str]
     below: list[str]
     verdicts: float
+    scenarios: int | None = None
+    """Distinct scenarios in which it beat them (pooled groups; None: a judge's own, or a
+    record made before 0.3.1)."""
+
+
+class FavourPart(Part):
+    """A judge whose verdicts on one evaluee depart from the other judges' view by more
+    than taste explains (stats.favour.Favour)."""
+
+    judge: str
+    """The judge."""
+    evaluee: str
+    """The evaluee it favours."""
+    verdicts: float
+    """The judge's decisive verdicts with the evaluee against another model (weight)."""
+    won: float
+    """Of them, those the evaluee won."""
+    expected: float
+    """What the other judges' view (their median scores) expects it to win."""
+    shift: float | None
+    """Log-odds the judge adds to the evaluee beyond that view; None: it always picked it."""
+    shift_low: float
+    """The shift's lower limit at the fit's level, Bonferroni over the pairs tested."""
 
 
 class SeparationPart(Part):
@@ -374,7 +404,16 @@ class RankingRecord(Record, Sparse):
     KIND = "ranking"
     FILE = "results.json"
     OMITTED = frozenset(
-        {"run", "objective", "greenbeard", "truth_recovery", "agreement", "style", "separation"}
+        {
+            "run",
+            "objective",
+            "greenbeard",
+            "truth_recovery",
+            "agreement",
+            "style",
+            "separation",
+            "favours",
+        }
     )
 
     kind: str = KIND
@@ -389,6 +428,9 @@ class RankingRecord(Record, Sparse):
     warnings: list[str]
     style: StylePart | None = None
     separation: SeparationPart | None = None
+    favours: list[FavourPart] | None = None
+    """Judges whose verdicts on one evaluee depart from the others' view by more than
+    taste explains (stats.favour); None: none."""
     run: RunSummary | None = None
     objective: ObjectiveCheck | None = None
     greenbeard: GreenbeardShift | None = None
