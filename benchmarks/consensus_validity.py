@@ -22,8 +22,17 @@ scenarios), as in benchmarks/calibration.py. Five parts:
 4. Ties: a 1-logit pair's Elo gap among N = 2, 8, 32, 128 models, judged by one crowd
    that ties often (no Elo should shrink as models are added).
 5. Time per fit.
+6. Collusion: a judge that never favours itself but always picks a friend (m7 picks
+   m6), and a ring of two (m6 and m7 pick each other); peers only and beside an
+   honest crowd, 60 and 400 scenarios, three judges a scenario. The friend's Elo gain
+   over honest verdicts (the same noise), median and largest over the studies (for
+   the ring, the larger of the two members' gains), by the self-trust rule (s_ii +
+   min(delta_i, 0), eigenjury's; the fitted s_ii alone, as 0.3.0, on the same fit),
+   beside the EigenBench model (no self-preference term) and the ring under damping
+   toward uniform pre-trust; and how far the rule moves honest fits. Whether the fit
+   names the colluders (stats.favour), and how often it names an honest judge.
 
-    python benchmarks/consensus_validity.py [--quick]
+    python benchmarks/consensus_validity.py [--quick] [--part collusion] [--jobs N]
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ import numpy as np
 
 from _common import environment, table
 from eigenjury.stats import PeerRanking, ScorePrior, make_population, simulate_verdicts
+from eigenjury.stats.elo import to_elo
+from eigenjury.stats.verdicts import VerdictTable
 from eigenjury.testing.verdicts import Design, verdicts
 
 TRUTH_SCENARIOS = 4000
@@ -131,14 +142,166 @@ def tie_gap(n: int, seed: int) -> float:
     return float(r.elo_[r.models_.index("m0")] - r.elo_[r.models_.index("m1")])
 
 
+def befriend(table: VerdictTable, judge: str, friend: str) -> VerdictTable:
+    """`judge` picks `friend` whenever the friend is one of the two (by name: a crowd's
+    judges come first in the table's models)."""
+    judge_, friend_ = table.models.index(judge), table.models.index(friend)
+    verdict = table.verdict.copy()
+    verdict[(table.judge == judge_) & (table.first == friend_)] = 1
+    verdict[(table.judge == judge_) & (table.second == friend_)] = 2
+    return dataclasses.replace(table, verdict=verdict)
+
+
+def collusion_gains(seed: int, design: Design, ring: bool) -> dict[str, float]:
+    """The friend's Elo gain (a ring: the larger of its two members') over honest
+    verdicts, by trust rule and model, and for a ring under damping."""
+    honest_table = verdicts(design, seed)
+    rigged_table = befriend(honest_table, "m7", "m6")
+    members = ["m6", "m7"] if ring else ["m6"]
+    if ring:
+        rigged_table = befriend(rigged_table, "m6", "m7")
+
+    def elo(table: VerdictTable, rule: str, **options: Any) -> np.ndarray:
+        fit = PeerRanking(bootstrap=0, **options).fit(table)
+        at = [fit.models_.index(m) for m in members]
+        if rule == "fitted":  # 0.3.0's rule: self-trust from the fitted s_ii alone
+            return fitted_rule_elo(fit)[at]
+        return np.asarray(fit.elo_)[at]
+
+    def gain(rule: str, **options: Any) -> float:
+        moved = elo(rigged_table, rule, **options) - elo(honest_table, rule, **options)
+        return float(moved.max())
+
+    rigged = PeerRanking(bootstrap=0).fit(rigged_table)
+    colluders = {("m7", "m6"), ("m6", "m7")} if ring else {("m7", "m6")}
+    named = {(f.judge, f.evaluee) for f in rigged.favours_}
+    out = {
+        "named": float(colluders <= named),
+        "lowered": gain("lowered"),
+        "fitted": gain("fitted"),
+        "eigenbench": gain("lowered", self_preference=False),
+    }
+    if ring and not design.crowd:
+        for damping in (0.2, 0.5):
+            out[f"damping {damping:g}"] = gain("lowered", damping=damping)
+    return out
+
+
+def fitted_rule_elo(fit: PeerRanking) -> np.ndarray:
+    """Elo by 0.3.0's self-trust rule (the fitted s_ii alone) on the same fit."""
+    _, trust = fit._statistic.trust(fit.btd_.scores(), fit.btd_.judge_mask_)
+    return np.asarray(to_elo(trust))
+
+
+def both_rules_truth(design: Design) -> tuple[np.ndarray, np.ndarray]:
+    big = dataclasses.replace(design, scenarios=TRUTH_SCENARIOS)
+    fit = PeerRanking(bootstrap=0).fit(verdicts(big, 10_000))
+    return np.asarray(fit.elo_), fitted_rule_elo(fit)
+
+
+def both_rules_error(
+    seed: int, design: Design, truths: tuple[np.ndarray, np.ndarray]
+) -> tuple[float, float]:
+    """One honest study's Elo RMSE against each rule's own large-sample truth."""
+    fit = PeerRanking(bootstrap=0).fit(verdicts(design, seed))
+    lowered, fitted = truths
+    return (
+        float(np.sqrt(np.mean((fit.elo_ - lowered) ** 2))),
+        float(np.sqrt(np.mean((fitted_rule_elo(fit) - fitted) ** 2))),
+    )
+
+
+def false_alarm(seed: int, population: str) -> float:
+    """Whether an honest study names a judge as favouring an evaluee (stats.favour)."""
+    if population.startswith("simulate"):
+        models, scenarios = (int(x) for x in population.split()[1:])
+        population_ = make_population(models, 2, seed=seed)
+        table_ = simulate_verdicts(population_, n_scenarios=scenarios, seed=seed)
+    else:
+        design = {
+            "default 30": Design(scenarios=30, **UNBALANCED),  # type: ignore[arg-type]
+            "default 300": Design(scenarios=300, **UNBALANCED),  # type: ignore[arg-type]
+            "mild 400": Design(strengths=MILD, scenarios=400, judges_per_scenario=3),
+            "strong tastes 400": Design(
+                strengths=MILD, scenarios=400, judges_per_scenario=3, taste_sd=1.0
+            ),
+        }[population]
+        table_ = verdicts(design, seed)
+    return float(bool(PeerRanking(bootstrap=0).fit(table_).favours_))
+
+
+def collusion(pool: ProcessPoolExecutor, n: int) -> None:
+    rows = []
+    for label, crowd in (("peers only", 0), ("beside a crowd", 1)):
+        for scenarios in (60, 400):
+            design = Design(strengths=MILD, scenarios=scenarios, judges_per_scenario=3, crowd=crowd)
+            for ring in (False, True):
+                gains = list(pool.map(collusion_gains, range(n), [design] * n, [ring] * n))
+                row = [label, scenarios, "ring of two" if ring else "one colluder"]
+                for key in ("lowered", "fitted", "eigenbench", "damping 0.2", "damping 0.5"):
+                    got = [g[key] for g in gains if key in g]
+                    row.append(f"{np.median(got):.0f} / {np.max(got):.0f}" if got else "")
+                row.append(f"{np.mean([g['named'] for g in gains]):.2f}")
+                rows.append(row)
+    print(f"\n6. collusion: the friend's Elo gain over honest verdicts, median / largest of {n}")
+    print(
+        table(
+            [
+                "judges",
+                "scenarios",
+                "attack",
+                "s_ii + min(delta_i, 0)",
+                "fitted s_ii (0.3.0)",
+                "no self-preference",
+                "damping 0.2",
+                "damping 0.5",
+                "named",
+            ],
+            rows,
+        )
+    )
+    rows = []
+    for scenarios in (30, 100, 300):
+        design = Design(scenarios=scenarios)
+        truths = both_rules_truth(design)
+        count = 4 * n
+        errors = np.array(
+            list(pool.map(both_rules_error, range(count), [design] * count, [truths] * count))
+        )
+        rows.append([scenarios, count, f"{errors[:, 0].mean():.1f}", f"{errors[:, 1].mean():.1f}"])
+    print("\n6b. honest studies (the default design): Elo RMSE against each rule's own truth")
+    print(table(["scenarios", "studies", "s_ii + min(delta_i, 0)", "fitted s_ii (0.3.0)"], rows))
+    rows = []
+    count = 4 * n
+    for population in (
+        "default 30",
+        "default 300",
+        "mild 400",
+        "strong tastes 400",
+        "simulate 8 200",
+        "simulate 8 1000",
+        "simulate 16 400",
+    ):
+        named = list(pool.map(false_alarm, range(count), [population] * count))
+        rows.append([population, count, f"{np.mean(named):.3f}"])
+    print("\n6c. honest studies in which some judge is named as favouring an evaluee")
+    print(table(["population (scenarios)", "studies", "named"], rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer studies and rounds")
+    parser.add_argument("--part", choices=("all", "collusion"), default="all")
+    parser.add_argument("--jobs", type=int, default=2, help="processes")
     args = parser.parse_args()
     studies = {30: 12, 100: 8, 300: 6} if args.quick else {30: 60, 100: 40, 300: 24}
     rounds = 100 if args.quick else 200
     print(environment())
-    pool = ProcessPoolExecutor(2)
+    pool = ProcessPoolExecutor(args.jobs)
+    if args.part == "collusion":
+        collusion(pool, 4 if args.quick else 10)
+        pool.shutdown()
+        return
 
     base = Design(scenarios=30)
     true_elo = truth(base)
@@ -256,6 +419,7 @@ def main() -> None:
         rows.append([n, f"{gaps.mean():.1f} ({gaps.std(ddof=1) / np.sqrt(repeats):.1f})"])
     print(f"\n4. a 1-logit pair's Elo gap, one crowd judge tying often ({repeats} studies each)")
     print(table(["models", "Elo gap, mean (se)"], rows))
+    collusion(pool, 4 if args.quick else 10)
     pool.shutdown()
 
 

@@ -482,3 +482,20 @@ def test_fit_options_are_the_settings_a_rank_config_takes() -> None:
     )
     assert fit_settings(build_parser().parse_args(["fit", "v.csv"])) == FitSettings()
     assert set(vars(args)) >= set(FitSettings.model_fields)
+
+
+def test_fit_leaves_out_the_judges_it_is_told_to_and_names_one_it_cannot(
+    simulated: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdicts = str(simulated / "verdicts.csv")
+    code, _, err = _run(capsys, "fit", verdicts, "--bootstrap", "0", "--exclude-judge", "nobody")
+    assert code == 2
+    assert err.startswith(f"error: {verdicts}, field '--exclude-judge': 'nobody' gave no verdicts")
+    out = tmp_path / "fit.json"
+    argv = ["fit", verdicts, "--bootstrap", "0", "--out", str(out)]
+    code, _, _ = _run(capsys, *argv, "--exclude-judge", "model-1", "--exclude-judge", "model-2")
+    assert code == 0
+    record = json.loads(out.read_text())
+    assert record["settings"]["exclude_judges"] == ["model-1", "model-2"]
+    assert {"model-1", "model-2"} <= {m["name"] for m in record["models"]}
+    assert {"model-1", "model-2"}.isdisjoint(j["name"] for j in record["judges"])

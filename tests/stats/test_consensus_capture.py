@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from eigenjury.stats import PeerRanking, VerdictTable, elo_difference_intervals
+from eigenjury.stats.consensus import SettingError
+from eigenjury.stats.separation import record_bound
 from eigenjury.testing.verdicts import Design, verdicts
 
 MILD = (1.2, 0.8, 0.5, 0.2, -0.2, -0.5, -0.8, -1.2)  # the weakest model is m7
@@ -197,3 +199,89 @@ def test_a_judge_crowning_itself_does_not_hide_a_perfect_record() -> None:
     assert ranking.separation_.unbounded_above[ranking.models_.index("m3")]
     old_model = PeerRanking(bootstrap=0, self_preference=False).fit(rigged)
     assert not old_model.separation_.groups  # there, its losses count
+
+
+def _befriend(table: VerdictTable, judge: str, friend: str) -> VerdictTable:
+    """`judge` picks `friend` whenever the friend is one of the two (never itself)."""
+    j, f = table.models.index(judge), table.models.index(friend)
+    verdict = table.verdict.copy()
+    verdict[(table.judge == j) & (table.first == f)] = 1
+    verdict[(table.judge == j) & (table.second == f)] = 2
+    return dataclasses.replace(table, verdict=verdict)
+
+
+def test_a_judge_picking_a_friend_moves_it_no_more_than_one_judge_can() -> None:
+    """Peers only, 8 models, 400 scenarios, three judges each: m7 always picks m6. The
+    factorisation gives m6 a direction of its own that only its own lens meets, and
+    eigenjury 0.3.0 let m6 trust itself on that score (s_66 = +5 logits while its own
+    verdicts on itself said -2): m6 gained 337 to 495 Elo and ranked first. Its
+    self-trust now follows its own verdicts where they say less (s_ii + min(delta_i,
+    0)): it gains what one judge of eight giving it all its trust gives (95 to 105 Elo
+    in the benchmark, as in EigenBench's model without the self term)."""
+    design = Design(strengths=MILD, scenarios=400, judges_per_scenario=3)
+    for seed in range(2):
+        table = verdicts(design, seed)
+        honest = PeerRanking(bootstrap=0).fit(table)
+        rigged = PeerRanking(bootstrap=0).fit(_befriend(table, "m7", "m6"))
+        k = honest.models_.index("m6")
+        assert 60.0 < rigged.elo_[k] - honest.elo_[k] < 140.0, (seed, rigged.elo_, honest.elo_)
+        assert rigged.rank_[k] >= 3
+
+
+def test_a_perfect_record_counts_its_scenarios_not_its_verdicts() -> None:
+    """The open interval's finite end is the binomial limit on the scenarios in which
+    the model beat the rest, one trial each: its 302 verdicts came from 22 scenarios
+    (the same two replies before several judges, in both orders), and counting them
+    as independent put the limit about 470 Elo too high."""
+    table = verdicts(Design(strengths=MILD, scenarios=40), 1)
+    champion = table.models.index("m3")
+    rigged = _perfect_record(table, champion)
+    ranking = PeerRanking(bootstrap=0).fit(rigged)
+    k = ranking.models_.index("m3")
+    group = ranking.separation_.groups[0]
+    # a judge's verdicts with its own reply in them measure its self-preference
+    shown = (table.first == champion) | (table.second == champion)
+    others = shown & (table.judge != table.first) & (table.judge != table.second)
+    assert group.scenarios == len(np.unique(table.scenario[others])) == 22
+    assert group.verdicts == others.sum() == 302
+    assert "won all 302 of the verdicts (in 22 scenarios)" in group.sentence()
+    # the interval's low end, opened as after a bootstrap whose every round agreed
+    ranking.elo_ci_ = np.column_stack([ranking.elo_, ranking.elo_])
+    ranking._open_separated_intervals()
+    beaten = np.delete(np.arange(8), k)
+    wins = np.array([(others & ((table.first == j) | (table.second == j))).sum() for j in beaten])
+    mean = wins @ ranking.elo_[beaten] / wins.sum()
+    assert ranking.elo_ci_[k, 0] == pytest.approx(mean + record_bound(22, 0.975))
+    assert record_bound(302, 0.975) - record_bound(22, 0.975) > 400
+    assert ranking.elo_ci_[k, 1] == np.inf
+
+
+def test_a_judge_picking_a_friend_and_a_ring_are_named_and_honest_judges_are_not() -> None:
+    """stats.favour against the other judges' median view: m7 always picking m6 is
+    named (a perfect record, shift None in the record), both members of a ring are, and
+    an honest study of the same design names no one."""
+    design = Design(strengths=MILD, scenarios=400, judges_per_scenario=3)
+    table = verdicts(design, 4)
+    assert PeerRanking(bootstrap=0).fit(table).favours_ == []
+    friend = PeerRanking(bootstrap=0).fit(_befriend(table, "m7", "m6"))
+    [found] = friend.favours_
+    assert (found.judge, found.evaluee, found.shift) == ("m7", "m6", np.inf)
+    assert found.won == found.verdicts and found.expected < 0.6 * found.verdicts
+    assert any("judge 'm7' picked 'm6' in" in w for w in friend.warnings_)
+    ring = PeerRanking(bootstrap=0).fit(_befriend(_befriend(table, "m7", "m6"), "m6", "m7"))
+    assert {(f.judge, f.evaluee) for f in ring.favours_} == {("m7", "m6"), ("m6", "m7")}
+    assert any("'m6' and 'm7' favour each other" in w for w in ring.warnings_)
+
+
+def test_leaving_out_the_judge_that_favours_a_friend_takes_back_what_it_gave() -> None:
+    """`exclude_judges`: the fit without m7's verdicts puts m6 near where the honest fit
+    (also without m7) has it; m7 stays an evaluee."""
+    table = verdicts(Design(strengths=MILD, scenarios=400, judges_per_scenario=3), 5)
+    rigged = _befriend(table, "m7", "m6")
+    without = PeerRanking(bootstrap=0, exclude_judges=("m7",)).fit(rigged)
+    honest = PeerRanking(bootstrap=0, exclude_judges=("m7",)).fit(table)
+    k = without.models_.index("m6")
+    assert "m7" in without.models_ and without.favours_ == []
+    assert abs(without.elo_[k] - honest.elo_[k]) < 1e-6
+    with pytest.raises(SettingError, match="'m9' gave no verdicts to leave out"):
+        PeerRanking(bootstrap=0, exclude_judges=("m9",)).fit(rigged)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from eigenjury.stats import eigentrust, ranks, to_elo, trust_matrix
+from eigenjury.stats.eigentrust import own_scores
 
 
 def _random_scores(m: int, seed: int) -> np.ndarray:
@@ -109,3 +110,18 @@ def test_equal_ratings_share_ranks_whatever_their_last_digits() -> None:
     np.testing.assert_array_equal(ranks(np.array([1500.0, 1500.0, 1400.0])), [1, 1, 3])
     # a real gap, however small on the Elo scale, still orders
     np.testing.assert_array_equal(ranks(np.array([1500.02, 1500.0, 1400.0])), [1, 2, 3])
+
+
+def test_a_judge_trusts_itself_on_the_lower_of_its_fitted_score_and_its_own_verdicts() -> None:
+    """s_ii + min(delta_i, 0): a judge whose verdicts on itself say less than the
+    factorisation gets the lower score; one that favours itself keeps s_ii; the other
+    entries, and judges beyond the evaluees (external), are untouched."""
+    scores = _random_scores(5, 4)
+    delta = np.array([-2.0, 0.5, 0.0, -0.25, 3.0])
+    lowered = own_scores(scores, delta)
+    np.testing.assert_allclose(np.diag(lowered), np.diag(scores) + np.array([-2.0, 0, 0, -0.25, 0]))
+    np.testing.assert_array_equal(
+        lowered - np.diag(np.diag(lowered)), scores - np.diag(np.diag(scores))
+    )
+    wide = np.vstack([scores, _random_scores(5, 5)[:2]])  # two external judges' rows
+    np.testing.assert_array_equal(own_scores(wide, np.r_[delta, -9.0, -9.0])[5:], wide[5:])

@@ -21,7 +21,7 @@ from eigenjury.stats import (
     trust_matrix,
 )
 from eigenjury.stats.consensus import SettingError
-from eigenjury.stats.eigentrust import panel_trust
+from eigenjury.stats.eigentrust import own_scores, panel_trust
 
 ELO_PER_NAT = 400.0 / np.log(10.0)
 
@@ -185,8 +185,8 @@ def test_damping_defaults_and_refusals(panel_only: Population, mixed: Population
     plain = PeerRanking(bootstrap=0).fit(peers_only)
     assert plain.damping_ == 0.0 and plain.external_weights_ is None
     assert plain.models_ == plain.judges_ and not plain.external_.any()
-    # today's computation, bit for bit
-    matrix = trust_matrix(plain.btd_.scores())
+    # today's computation, bit for bit (a judge's own score lowered by its modesty)
+    matrix = trust_matrix(own_scores(plain.btd_.scores(), plain.btd_.self_bias_))
     np.testing.assert_array_equal(plain.trust_, eigentrust(matrix))
     with pytest.raises(DataError, match="damping 1 makes trust the pre-trust alone"):
         PeerRanking(bootstrap=0, damping=1.0).fit(peers_only)

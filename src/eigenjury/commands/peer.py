@@ -253,6 +253,14 @@ def declare_fit(commands: Any) -> None:
         "verdicts on itself buy it no trust: they go to its self-preference)",
     )
     fit.add_argument(
+        "--exclude-judge",
+        dest="exclude_judges",
+        action="append",
+        metavar="JUDGE",
+        help="leave out this judge's verdicts; it stays an evaluee (repeat for more; see "
+        "what a judge that favours one model moves)",
+    )
+    fit.add_argument(
         "--no-self-preference",
         dest="self_preference",
         action="store_false",
@@ -428,7 +436,13 @@ def _reading(settings: FitSettings, *, agreement: bool) -> tuple[Collapse, Featu
 def _option(setting: str) -> str | None:
     """The `fit` option of an estimator setting the verdicts refused."""
     key = setting_key(setting)
-    return f"--{key.replace('_', '-')}" if key in FitSettings.model_fields else None
+    if key not in FitSettings.model_fields:
+        return None
+    return _SINGULAR.get(key, f"--{key.replace('_', '-')}")
+
+
+# Options given once per value, named in the singular.
+_SINGULAR = {"exclude_judges": "--exclude-judge"}
 
 
 def anchor_value(text: str) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 
 from eigenjury._version import __version__
 from eigenjury.peer.record import (
+    FavourPart,
     FitSummary,
     GreenbeardShift,
     HeldOut,
@@ -48,6 +49,8 @@ if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's co
 
 METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
 TRUST_RULE = "win share: T_ij = exp(s_ij) / sum_j' exp(s_ij'), ties left out"
+# with self-preference fitted (stats.eigentrust.own_scores); 0.3.0 had the fitted s_ii
+SELF_TRUST_RULE = "; T_ii from s_ii + min(delta_i, 0)"
 PAIRWISE_INTERVALS = "max-t"  # stats.elo.elo_difference_intervals
 NORMALISATION = (
     "(a - b) / (|a| + |b|) for the first reply's a and the second's b, divided by its "
@@ -81,6 +84,7 @@ def peer_ranking(
         style_per_judge=settings.style_per_judge,
         style_fixed=style_fixed,
         exclude_self=settings.exclude_self,
+        exclude_judges=tuple(settings.exclude_judges or ()),
         damping=settings.damping,
         external_weights=settings.external_weight,
         external_judges=external_judges,
@@ -182,7 +186,11 @@ def _unbounded(ranking: PeerRanking, k: int) -> str | None:
 def _groups(separations: list[Separation]) -> list[SeparationGroup]:
     return [
         SeparationGroup(
-            judge=s.judge, above=list(s.above), below=list(s.below), verdicts=round(s.verdicts, 3)
+            judge=s.judge,
+            above=list(s.above),
+            below=list(s.below),
+            verdicts=round(s.verdicts, 3),
+            scenarios=s.scenarios,
         )
         for s in separations
     ]
@@ -277,6 +285,7 @@ def ranking_record(
             position_bias=ranking.position_bias,
             restarts=ranking.restarts,
             exclude_self=ranking.exclude_self,
+            exclude_judges=list(ranking.exclude_judges) or None,
             damping=ranking.damping_,
             external_weights=ranking.external_weights_,
             style=list(ranking.style) if ranking.style else None,
@@ -291,7 +300,7 @@ def ranking_record(
             interval=ranking.interval_method_ if boot else None,
             prior=None if ranking.prior is None else PriorSettings(**asdict(ranking.prior)),
             self_preference=ranking.self_preference,
-            trust=TRUST_RULE,
+            trust=TRUST_RULE + (SELF_TRUST_RULE if ranking.self_preference else ""),
         ),
         models=models,
         judges=judges,
@@ -332,6 +341,19 @@ def ranking_record(
         )
         if ranking.separation_.groups or ranking.judge_separations_
         else None,
+        favours=[
+            FavourPart(
+                judge=f.judge,
+                evaluee=f.evaluee,
+                verdicts=f.verdicts,
+                won=f.won,
+                expected=round(f.expected, 3),
+                shift=round(f.shift, 3) if np.isfinite(f.shift) else None,
+                shift_low=round(f.shift_low, 3),
+            )
+            for f in ranking.favours_
+        ]
+        or None,
     )
 
 

@@ -55,6 +55,7 @@ class Settings(Sparse):
 
     OMITTED = frozenset(
         {
+            "exclude_judges",
             "external_weights",
             "style",
             "style_per_judge",
@@ -77,6 +78,8 @@ class Settings(Sparse):
     """Starts of the optimiser; the best optimum is kept."""
     exclude_self: bool
     """Whether verdicts in which the judge is one of the two evaluees were dropped."""
+    exclude_judges: list[str] | None = None
+    """Judges whose verdicts were left out (`--exclude-judge`); None: none."""
     damping: float
     """EigenTrust's a in t = (1 - a) t T + a p, from 0 to 1: the pull of the pre-trust p (by default
     0 without external judges)."""
@@ -321,9 +324,14 @@ class FitSummary(Sparse):
     """Bootstrap rounds whose refit broke down (left out when none, or without bootstrap)."""
 
 
-class SeparationGroup(Part):
+class SeparationGroup(Sparse):
     """`above` won every one of the `verdicts` it had against `below` (stats.separation),
-    by `judge` (None: all judges pooled)."""
+    by `judge` (None: all judges pooled). `scenarios` (pooled groups; left out for a
+    judge's own, and in records made before it was counted): the number of distinct
+    scenarios in which it beat them, the trials the Elo interval's finite end counts
+    (each scenario one Bernoulli trial, since a scenario's verdicts are correlated)."""
+
+    OMITTED = frozenset({"scenarios"})
 
     judge: str | None
     """The judge whose verdicts these are; None: all judges pooled."""
@@ -333,6 +341,29 @@ class SeparationGroup(Part):
     """The models `above` beat in every verdict between them."""
     verdicts: float
     """Weight of the verdicts between the two groups, all won by `above`."""
+    scenarios: int | None = None
+    """Distinct scenarios in which it beat them (pooled groups; None: a judge's own, or a
+    record made before 0.3.1)."""
+
+
+class FavourPart(Part):
+    """A judge whose verdicts on one evaluee depart from the other judges' view by more
+    than taste explains (stats.favour.Favour)."""
+
+    judge: str
+    """The judge."""
+    evaluee: str
+    """The evaluee it favours."""
+    verdicts: float
+    """The judge's decisive verdicts with the evaluee against another model (weight)."""
+    won: float
+    """Of them, those the evaluee won."""
+    expected: float
+    """What the other judges' view (their median scores) expects it to win."""
+    shift: float | None
+    """Log-odds the judge adds to the evaluee beyond that view; None: it always picked it."""
+    shift_low: float
+    """The shift's lower limit at the fit's level, Bonferroni over the pairs tested."""
 
 
 class SeparationPart(Part):
@@ -558,7 +589,16 @@ class RankingRecord(Record, Sparse):
     KIND = "ranking"
     FILE = "results.json"
     OMITTED = frozenset(
-        {"run", "objective", "greenbeard", "truth_recovery", "agreement", "style", "separation"}
+        {
+            "run",
+            "objective",
+            "greenbeard",
+            "truth_recovery",
+            "agreement",
+            "style",
+            "separation",
+            "favours",
+        }
     )
 
     kind: str = KIND
@@ -586,6 +626,9 @@ class RankingRecord(Record, Sparse):
     """Style control's features and coefficients (left out without style control)."""
     separation: SeparationPart | None = None
     """Where Ford's condition fails (left out where it holds)."""
+    favours: list[FavourPart] | None = None
+    """Judges whose verdicts on one evaluee depart from the others' view by more than
+    taste explains (stats.favour); None: none."""
     run: RunSummary | None = None
     """`rank` and `demo`: the run that collected the verdicts (left out by `fit`)."""
     objective: ObjectiveCheck | None = None

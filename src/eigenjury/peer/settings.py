@@ -54,6 +54,7 @@ class FitSettings(BaseModel):
     a list. `prior`: the standard deviations (consensus, judge, self-preference) of the
     prior on the judges' scores, "none" for maximum likelihood, unset for the
     estimator's. `external_weight`: weights of external judges in the pre-trust.
+    `exclude_judges`: judges whose verdicts are left out (they stay evaluees).
     `jobs`: processes for the bootstrap (unset: all cores). `cv`: scenario folds for a
     held-out log-likelihood (0: none)."""
 
@@ -64,6 +65,7 @@ class FitSettings(BaseModel):
     ci: float = Field(0.95, gt=0.0, lt=1.0)
     seed: Seed = 0
     exclude_self: bool = False
+    exclude_judges: list[str] | None = None
     self_preference: bool = True
     prior: tuple[Scale, Scale, Scale] | Literal["none"] | None = None
     position_bias: bool = True

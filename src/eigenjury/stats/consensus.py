@@ -30,12 +30,14 @@ from eigenjury.stats.btd import (
     LowRankBTD,
     ScorePrior,
 )
-from eigenjury.stats.eigentrust import damping_for, panel_trust, trust_matrix
+from eigenjury.stats.eigentrust import damping_for, own_scores, panel_trust, trust_matrix
 from eigenjury.stats.elo import elo_difference_intervals, rank_intervals, ranks, to_elo
+from eigenjury.stats.favour import favours, rings
 from eigenjury.stats.separation import (
     judge_separations,
     pooled_separation,
     record_bound,
+    scenarios_won,
     win_graph,
 )
 from eigenjury.stats.style import StyleDesign, style_design
@@ -109,7 +111,7 @@ class _ConsensusStatistic:
 
     def summarise(self, model: LowRankBTD) -> dict[str, FloatArray]:
         scores = model.scores()
-        matrix, trust = self.trust(scores, model.judge_mask_)
+        matrix, trust = self.trust(own_scores(scores, model.self_bias_), model.judge_mask_)
         judged = scores[np.ix_(model.judge_mask_, self.evaluees)]
         spread = float(np.ptp(judged, axis=1).max()) if judged.size else 0.0
         return {
@@ -191,6 +193,8 @@ class PeerRanking:
         controlled for is refused; one left out of the fit holds nothing.
     exclude_self : drop verdicts in which the judge is one of the two evaluees (with
         self_preference on, they already buy no trust; this removes them altogether).
+    exclude_judges : names of judges whose verdicts are dropped (they stay evaluees):
+        what the fit says without a judge that `favours_` names.
     damping : a in EigenTrust's damped form t = (1 - a) t T + a p. None (default): 0
         without external judges, 0.5 with external and peer judges (the external panel
         and the peer population have an equal say), 1 when no evaluee ever judges
@@ -240,7 +244,10 @@ class PeerRanking:
     (``separation_``; ``judge_separations_`` for each judge's own verdicts). Bootstrap
     rounds whose refit broke down are counted (``bootstrap_degenerate_``) and warned of
     when more than an interval's tail holds them; the simultaneous intervals studentise
-    with a robust spread, so that a few of them cannot blow up every interval.
+    with a robust spread, so that a few of them cannot blow up every interval. A judge
+    whose verdicts on one evaluee depart from the other judges' view by more than taste
+    explains (stats.favour: one that always picks a friend, two that pick each other)
+    is named in ``favours_`` and a warning: EigenTrust lets it give the friend its trust.
 
     Fitted attributes: ``models_`` (the ranked evaluees, aligned with ``trust_``,
     ``elo_``, ``rank_`` and their intervals), ``judges_`` (every name in the BTD's index
@@ -288,6 +295,7 @@ class PeerRanking:
         style_fixed: Mapping[str, float | Mapping[str, float]] | None = None,
         restarts: int = DEFAULT_RESTARTS,
         exclude_self: bool = False,
+        exclude_judges: tuple[str, ...] = (),
         damping: float | None = None,
         pretrust: FloatArray | None = None,
         external_weights: Mapping[str, float] | None = None,
@@ -312,6 +320,7 @@ class PeerRanking:
         self.style_fixed = style_fixed
         self.restarts = restarts
         self.exclude_self = exclude_self
+        self.exclude_judges = tuple(exclude_judges)
         self.damping = damping
         self.pretrust = pretrust
         self.external_weights = external_weights
@@ -334,6 +343,8 @@ class PeerRanking:
             raise ValueError("cv=1 leaves no scenarios to hold out; use 0 (none) or at least 2")
         if self.exclude_self:
             table = table.without_self_judgments()
+        if self.exclude_judges:
+            table = self._without_judges(table)
         start = time.perf_counter()
         style = self._style_design(table)
         data = ScenarioCounts.from_table(table, style.z if style.names else None)
@@ -398,7 +409,9 @@ class PeerRanking:
                 f"only one of {self.restarts} starts reached the best optimum (the likelihood "
                 "is non-convex); rerun with more --restarts to confirm it is the global one"
             )
+        self._scenario_counts = data
         self._check_separation(counts, evaluees)
+        self._check_favours(counts, evaluees)
         point = statistic.summarise(self.btd_)
         self.trust_matrix_ = point["matrix"]
         self.trust_ = point["trust"]
@@ -487,7 +500,9 @@ class PeerRanking:
         verdicts cannot measure, said in words."""
         # verdicts a judge gives on itself go to its self-preference when that is fitted
         own = not self.self_preference
-        self.separation_ = pooled_separation(counts, evaluees, self_judged=own)
+        self.separation_ = pooled_separation(
+            counts, evaluees, self_judged=own, data=self._scenario_counts
+        )
         self.judge_separations_ = judge_separations(counts, self_judged=own)
         for group in self.separation_.groups:
             self.warnings_.append(
@@ -503,26 +518,75 @@ class PeerRanking:
                 "through the other judges and the prior"
             )
 
+    def _without_judges(self, table: VerdictTable) -> VerdictTable:
+        """The table without `exclude_judges`' verdicts; a name that judged nothing is
+        refused, so a typo does not pass as a fit without that judge."""
+        judging = {table.models[i] for i in np.unique(table.judge)}
+        unknown = [name for name in self.exclude_judges if name not in judging]
+        if unknown:
+            names = ", ".join(f"'{n}'" for n in unknown)
+            raise SettingError(f"{names} gave no verdicts to leave out", "exclude_judges")
+        dropped = np.isin(table.judge, [table.models.index(n) for n in self.exclude_judges])
+        return table.select(~dropped)
+
+    def _check_favours(self, counts: VerdictCounts, evaluees: IntArray) -> None:
+        """Judges whose verdicts on one evaluee depart from the other judges' view by
+        more than taste explains (stats.favour), said in words: EigenTrust lets such a
+        judge give its friend all its trust, and two that favour each other keep it."""
+        self.favours_ = favours(
+            counts, self.btd_.scores(), evaluees, self.btd_.position_bias_, level=self.ci
+        )
+        for pair in rings(self.favours_):
+            self.warnings_.append(
+                f"'{pair[0]}' and '{pair[1]}' favour each other far beyond the other "
+                "judges' view: a ring keeps its trust between its members, so their Elo "
+                "may be inflated by hundreds of points; fit with --damping (or beside an "
+                "external crowd) and compare"
+            )
+        ringed = {name for pair in rings(self.favours_) for name in pair}
+        for found in self.favours_:
+            if found.judge in ringed and found.evaluee in ringed:
+                continue
+            self.warnings_.append(
+                found.sentence() + f": a judge that favours one model gives it its trust; "
+                f"'{found.evaluee}''s Elo may be inflated by up to what one judge's trust is "
+                "worth"
+            )
+
     def _open_separated_intervals(self) -> None:
         """Open the Elo intervals of separated groups on their unmeasured side. The
         other side is moved out to the least that the group's perfect record against
         the models it met allows (stats.separation.record_bound), where that is further
         out than the bootstrap's end: every round keeps the perfect record, so the
-        bootstrap cannot show how uncertain the record's size is."""
+        bootstrap cannot show how uncertain the record's size is. The record's trials
+        are the scenarios in which the model beat (or lost to) the others
+        (stats.separation.scenarios_won), not its verdicts: one scenario's verdicts
+        share the same two replies and are not independent."""
         sep = self.separation_
         evaluees = np.flatnonzero(~self.external_)
-        wins = win_graph(self.counts_, self_judged=not self.self_preference)
+        own = not self.self_preference
+        wins = win_graph(self.counts_, self_judged=own)
         wins = wins[np.ix_(evaluees, evaluees)]
         level = 0.5 * (1.0 + self.ci)
+
+        def mask(chosen: NDArray[np.bool_]) -> NDArray[np.bool_]:
+            out = np.zeros(len(self.judges_), dtype=bool)
+            out[evaluees[chosen]] = True
+            return out
+
+        one = np.eye(len(evaluees), dtype=bool)
+        data = self._scenario_counts
         for k in np.flatnonzero(sep.unbounded_above & ~sep.unbounded_below):
             beaten = wins[k] * ~sep.unbounded_above  # all wins: none of them beat it
-            if beaten.sum() > 0:  # else it met only its own group
-                least = beaten @ self.elo_ / beaten.sum() + record_bound(beaten.sum(), level)
+            trials = scenarios_won(data, mask(one[k]), mask(~sep.unbounded_above), self_judged=own)
+            if beaten.sum() > 0 and trials > 0:  # else it met only its own group
+                least = beaten @ self.elo_ / beaten.sum() + record_bound(trials, level)
                 self.elo_ci_[k, 0] = min(self.elo_ci_[k, 0], least)
         for k in np.flatnonzero(sep.unbounded_below & ~sep.unbounded_above):
             lost_to = wins[:, k] * ~sep.unbounded_below
-            if lost_to.sum() > 0:
-                most = lost_to @ self.elo_ / lost_to.sum() - record_bound(lost_to.sum(), level)
+            trials = scenarios_won(data, mask(~sep.unbounded_below), mask(one[k]), self_judged=own)
+            if lost_to.sum() > 0 and trials > 0:
+                most = lost_to @ self.elo_ / lost_to.sum() - record_bound(trials, level)
                 self.elo_ci_[k, 1] = max(self.elo_ci_[k, 1], most)
         self.elo_ci_[sep.unbounded_above, 1] = np.inf
         self.elo_ci_[sep.unbounded_below, 0] = -np.inf
@@ -621,7 +685,7 @@ class PeerRanking:
     def elo_at(self, params: BTDParams) -> FloatArray:
         """The evaluees' Elo under other BTD parameters, by the fitted trust rule (for
         derivatives of Elo with respect to the parameters)."""
-        scores = params.lenses @ params.dispositions.T
+        scores = own_scores(params.lenses @ params.dispositions.T, params.self_bias)
         _, trust = self._statistic.trust(scores, self.btd_.judge_mask_)
         return to_elo(trust, anchor=self.anchor_index_, value=self.anchor_value)
 

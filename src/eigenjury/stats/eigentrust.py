@@ -17,7 +17,13 @@ The self entries T_ii stay: with the fit's self-preference term (stats.btd), s_i
 comes from how i judges the others and how the others judge i, not from i's verdicts
 on itself, and zeroing them would skew trust toward the middle of the field (with
 one shared lens, t_j would follow pi_j (sum_k pi_k - pi_j) instead of pi_j; two
-models would always tie).
+models would always tie). But the factorisation alone can set s_ii far too high: a
+judge's friend that another judge always picks gets a direction of its own, which
+only the friend's own lens meets, and nothing but the prior pins that lens (its
+verdicts on itself go to delta_i). The friend then trusts itself on a score its own
+verdicts deny (delta_i of -7 logits). So s_ii is lowered to s_ii + delta_i where the
+judge's verdicts on itself say less than the factorisation does (`own_scores`); a
+judge that rates itself higher keeps s_ii, its self-preference buying nothing.
 
 EigenTrust (Kamvar et al. 2003) then finds t = t G with G = (1 - a) T + a 1 p: an
 evaluee is trusted when trusted judges prefer it. Rows of judges without data are
@@ -66,6 +72,15 @@ def trust_matrix(
     if judge_mask is not None:
         t[~judge_mask] = 0.0
     return np.asarray(t)
+
+
+def own_scores(scores: FloatArray, self_bias: FloatArray) -> FloatArray:
+    """`scores` (judges x models, one namespace) with each judge's score of itself
+    lowered by its self-preference where that is negative: s_ii + min(delta_i, 0)."""
+    lowered = np.array(scores, dtype=np.float64, copy=True)
+    own = np.arange(min(lowered.shape))
+    lowered[own, own] += np.minimum(np.asarray(self_bias, dtype=np.float64)[own], 0.0)
+    return lowered
 
 
 def eigentrust(

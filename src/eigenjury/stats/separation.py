@@ -11,7 +11,9 @@ keeps the perfect record, cannot show the uncertainty.
 So the gap is reported for what it is. Pooled over judges, a group that never lost to
 a model outside it has no upper limit on its Elo, and one that never won has no lower
 limit; the other end is bounded by an exact binomial limit on its record against the
-models it met (`record_bound`). Per judge, the same check says which models a judge's
+models it met (`record_bound`), counting each scenario in which it beat them as one
+trial (`scenarios_won`): the verdicts of one scenario share the same two replies and
+are not independent. Per judge, the same check says which models a judge's
 own verdicts cannot place: the low-rank fit places them through the other judges and
 the prior, which the report says.
 """
@@ -27,23 +29,34 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from eigenjury.stats.elo import ELO_SCALE
-from eigenjury.stats.verdicts import FIRST, SECOND, TIE, FloatArray, IntArray, VerdictCounts
+from eigenjury.stats.verdicts import (
+    FIRST,
+    SECOND,
+    TIE,
+    FloatArray,
+    IntArray,
+    ScenarioCounts,
+    VerdictCounts,
+)
 
 
 @dataclass(frozen=True)
 class Separation:
     """`above` won every one of the `verdicts` (weight of decisive verdicts) it had
-    against `below`, by `judge` (None: all judges pooled)."""
+    against `below`, by `judge` (None: all judges pooled); `scenarios`: in how many
+    distinct scenarios it beat them (pooled groups; None where not counted)."""
 
     judge: str | None
     above: tuple[str, ...]
     below: tuple[str, ...]
     verdicts: float
+    scenarios: int | None = None
 
     def sentence(self) -> str:
         who = "the verdicts" if self.judge is None else f"judge '{self.judge}'s verdicts"
+        where = "" if self.scenarios is None else f" (in {self.scenarios} scenarios)"
         return (
-            f"{_names(self.above)} won all {self.verdicts:g} of {who} against "
+            f"{_names(self.above)} won all {self.verdicts:g} of {who}{where} against "
             f"{_names(self.below)}: above them, by an amount the verdicts cannot measure"
         )
 
@@ -88,11 +101,41 @@ def components(wins: FloatArray, members: IntArray) -> IntArray:
     return np.asarray(label, dtype=np.int64)
 
 
+def scenarios_won(
+    data: ScenarioCounts,
+    winners: NDArray[np.bool_],
+    losers: NDArray[np.bool_],
+    *,
+    self_judged: bool = True,
+) -> int:
+    """The number of distinct scenarios in which a model of `winners` beat one of
+    `losers` (masks over the models) in a decisive verdict; `self_judged` as in
+    `win_graph`. Each is one trial of a perfect record: the verdicts of one scenario
+    (the same two replies, several judges, both orders) are not independent."""
+    cells = data.cells
+    cell, verdict = np.divmod(data.entry_slot, 3)
+    first, second = cells.first[cell], cells.second[cell]
+    won = ((verdict == FIRST) & winners[first] & losers[second]) | (
+        (verdict == SECOND) & winners[second] & losers[first]
+    )
+    won &= data.entry_weight > 0
+    if not self_judged:
+        won &= cells.self_side[cell] == 0
+    return int(np.unique(data.entry_scenario[won]).size)
+
+
 def separations(
-    wins: FloatArray, members: IntArray, names: tuple[str, ...], judge: str | None = None
+    wins: FloatArray,
+    members: IntArray,
+    names: tuple[str, ...],
+    judge: str | None = None,
+    data: ScenarioCounts | None = None,
+    *,
+    self_judged: bool = True,
 ) -> list[Separation]:
     """Per group (strongly connected component) that beat another without a loss, the
-    groups it beat: one Separation each, strongest groups first."""
+    groups it beat: one Separation each, strongest groups first (with `data`, each
+    counts the scenarios in which it beat them, `scenarios_won`)."""
     label = components(wins, members)
     k = int(label.max()) + 1 if len(label) else 0
     if k <= 1:
@@ -105,19 +148,31 @@ def separations(
     for g in np.argsort(-(group_wins > 0).sum(axis=1), kind="stable"):
         beaten = np.flatnonzero(group_wins[g] > 0)
         if len(beaten):
+            above, below = members[label == g], members[np.isin(label, beaten)]
+            scenarios = None
+            if data is not None:
+                winners = np.zeros(len(names), dtype=bool)
+                losers = np.zeros(len(names), dtype=bool)
+                winners[above], losers[below] = True, True
+                scenarios = scenarios_won(data, winners, losers, self_judged=self_judged)
             out.append(
                 Separation(
                     judge,
-                    tuple(names[i] for i in members[label == g]),
-                    tuple(names[i] for i in members[np.isin(label, beaten)]),
+                    tuple(names[i] for i in above),
+                    tuple(names[i] for i in below),
                     float(group_wins[g, beaten].sum()),
+                    scenarios,
                 )
             )
     return out
 
 
 def pooled_separation(
-    counts: VerdictCounts, evaluees: IntArray, *, self_judged: bool = True
+    counts: VerdictCounts,
+    evaluees: IntArray,
+    *,
+    self_judged: bool = True,
+    data: ScenarioCounts | None = None,
 ) -> PooledSeparation:
     """Ford's condition over the evaluees, all judges pooled.
 
@@ -127,7 +182,8 @@ def pooled_separation(
     group that beat it, directly or through others, without a loss is unbounded above,
     one it beat is unbounded below, one neither above nor below it, both ways. The main
     body's own Elo stays bounded, its gaps to the separated groups set by the prior.
-    `self_judged`: as in `win_graph`.
+    `self_judged`: as in `win_graph`; with `data` (the same verdicts by scenario), each
+    group says in how many scenarios it won.
     """
     wins = win_graph(counts, self_judged=self_judged)
     label = components(wins, evaluees)
@@ -148,7 +204,8 @@ def pooled_separation(
         group_below = under_main | ~(over_main | under_main)
         group_above[main] = group_below[main] = False
         above, below = group_above[label], group_below[label]
-    return PooledSeparation(tuple(separations(wins, evaluees, counts.models)), above, below)
+    groups = separations(wins, evaluees, counts.models, data=data, self_judged=self_judged)
+    return PooledSeparation(tuple(groups), above, below)
 
 
 def _reaches(edges: NDArray[np.bool_], target: int) -> NDArray[np.bool_]:
@@ -175,8 +232,10 @@ def judge_separations(counts: VerdictCounts, *, self_judged: bool = True) -> lis
 
 def record_bound(wins: int | float, level: float) -> float:
     """The least log-odds, in Elo, of beating the opponents met that a record of `wins`
-    wins in `wins` decisive verdicts allows at one-sided `level` (Clopper-Pearson:
-    p >= (1 - level) ** (1 / wins))."""
+    wins in `wins` independent trials allows at one-sided `level` (Clopper-Pearson:
+    p >= (1 - level) ** (1 / wins)). The consensus counts a trial per scenario in which
+    the record was won (`scenarios_won`), not per verdict: a scenario's verdicts are
+    correlated, and counting them as independent made the bound far too high."""
     p = (1.0 - level) ** (1.0 / wins)
     return ELO_SCALE * math.log10(p / (1.0 - p))
 
