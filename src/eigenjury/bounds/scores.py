@@ -393,8 +393,15 @@ def _read_results(path: Path, level: str) -> ScoreSet:
     models: list[str | None] = []
     criteria: list[str | None] = []
     submissions: list[tuple[str, str]] = []  # a candidate's answer to a task feeds its items
-    for task in record.tasks:
+    for number, task in enumerate(record.tasks):
         if level == "task":
+            if task.score > 100.0:
+                raise InputError(
+                    f"score {task.score:g} is above 100 (the contract's weights sum past 100), "
+                    "and task scores are read as percent; use --level criterion",
+                    path=path,
+                    field=f"tasks.{number}.score",
+                )
             items.append(f"{task.task_id}/{task.candidate}")
             raw.append(task.score)
             models.append(task.candidate)
