@@ -33,6 +33,24 @@ BOUND_GENERATORS = "formatting,markdown,verbosity,position,paraphrase,identity"
 BOUND_SCALES = ("unit", "likert5", "likert10", "pairwise5", "verdict", "percent")
 
 
+def register(commands: Any) -> None:
+    """`bound measure`, `bound apply` and `bound certify`: the steps of A-BB."""
+    bound = commands.add_parser(
+        "bound",
+        help="bias-bounded evaluation: measure a judge's sensitivity, certify, release "
+        "shrunk and noised scores",
+        description="Bias-bounded evaluation (A-BB): measure how far meaning-preserving "
+        "perturbations move a judge, then release scores, shrunk and noised, with a "
+        "certified (tau, delta) bound on how far such perturbations can move them. The "
+        "release does not remove the judge's bias. See docs/bounds.md.",
+    )
+    steps = bound.add_subparsers(dest="step", required=True, metavar="STEP")
+
+    declare_measure(steps)
+    declare_apply(steps)
+    declare_certify(steps)
+
+
 def _centre_option(text: str) -> str:
     """'batch-mean' or a number in [0, 1] (kept as text; the handler converts it)."""
     if text != "batch-mean":
@@ -101,18 +119,28 @@ def _bound_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(commands: Any) -> None:
-    bound = commands.add_parser(
-        "bound",
-        help="bias-bounded evaluation: measure a judge's sensitivity, certify, release "
-        "shrunk and noised scores",
-        description="Bias-bounded evaluation (A-BB): measure how far meaning-preserving "
-        "perturbations move a judge, then release scores, shrunk and noised, with a "
-        "certified (tau, delta) bound on how far such perturbations can move them. The "
-        "release does not remove the judge's bias. See docs/bounds.md.",
-    )
-    steps = bound.add_subparsers(dest="step", required=True, metavar="STEP")
+def _generators(text: str, *, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    from eigenjury.bounds.neighbours import GENERATOR_NAMES
 
+    allowed = GENERATOR_NAMES if allowed is None else allowed
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise InputError(
+            f"unknown generator {unknown[0]!r}" if unknown else "no generators given",
+            field="--generators",
+        )
+    return names
+
+
+def _centre(value: str) -> Centre:
+    from eigenjury.stats.abb import BATCH_MEAN
+
+    return BATCH_MEAN if value == BATCH_MEAN else float(value)
+
+
+def declare_measure(steps: Any) -> None:
+    """`bound measure`: a judge's sensitivity to neighbours, as a profile."""
     measure = steps.add_parser(
         "measure",
         help="measure a judge's sensitivity to neighbours on a dataset (writes a profile)",
@@ -164,90 +192,6 @@ def register(commands: Any) -> None:
     measure.add_argument("--out", type=Path, required=True, help="profile JSON to write")
     add_engine_options(measure)
     measure.set_defaults(handler=measure_command)
-
-    apply = steps.add_parser(
-        "apply",
-        help="release a score file, shrunk and noised, under a certified (tau, delta) bound",
-        description="Shrink and noise a score file (CSV/JSONL with item, score, optional "
-        "model, criterion and unit; a peer verdict file; or a contracts results.json) so that "
-        "perturbations measured in PROFILE move the released score vector by more than "
-        "tau with probability at most delta, for a neighbour editing one unit of any one "
-        "size. The judge's bias relative to the signal stays what it was. Writes "
-        "released.csv, certificate.json and report.html.",
-    )
-    apply.add_argument("scores", type=Path, help="score file")
-    apply.add_argument("--profile", type=Path, required=True, help="from `bound measure`")
-    apply.add_argument("--out", type=Path, required=True, help="output folder")
-    scale = apply.add_mutually_exclusive_group()
-    scale.add_argument("--scale", choices=BOUND_SCALES, help="raw range of a score file")
-    scale.add_argument("--range", type=bounded(float), nargs=2, metavar=("LOW", "HIGH"))
-    apply.add_argument(
-        "--level",
-        choices=("task", "criterion"),
-        default="task",
-        help="contracts results: task scores or criterion pass values",
-    )
-    apply.add_argument(
-        "--sigma",
-        type=bounded(float, 0.0),
-        help="noise level, up to sigma_max (default sigma_max / 2)",
-    )
-    apply.add_argument("--seed", type=seed, default=0)
-    apply.add_argument(
-        "--generators", help="the profile's generators to bound against (default: all)"
-    )
-    apply.add_argument(
-        "--confidence-share",
-        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
-        default=0.2,
-        help="share of delta for the upper confidence bound on Delta (default 0.2)",
-    )
-    apply.add_argument("--method", choices=METHODS)
-    _bound_options(apply)
-    apply.set_defaults(handler=apply_command)
-
-    certify = steps.add_parser(
-        "certify",
-        help="print the certificate for a sensitivity and a dimension (JSON)",
-        description="Compute feasibility, alpha, sigma_max and the threshold for a known "
-        "sensitivity Delta (in [0, 1] units) and d items. Exit status 2 when infeasible, "
-        "with the smallest feasible tau.",
-    )
-    certify.add_argument(
-        "--sensitivity",
-        type=bounded(float, 0.0),
-        required=True,
-        help="RMS sensitivity Delta (or its upper bound) in [0, 1] units",
-    )
-    certify.add_argument("--dim", type=bounded(int, 1), required=True, help="items d")
-    certify.add_argument(
-        "--delta-sensitivity",
-        type=bounded(float, 0.0),
-        default=0.0,
-        help="the part of delta already spent on an upper bound given as --sensitivity",
-    )
-    _bound_options(certify)
-    certify.set_defaults(handler=certify_command)
-
-
-def _generators(text: str, *, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    from eigenjury.bounds.neighbours import GENERATOR_NAMES
-
-    allowed = GENERATOR_NAMES if allowed is None else allowed
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    unknown = [n for n in names if n not in allowed]
-    if unknown or not names:
-        raise InputError(
-            f"unknown generator {unknown[0]!r}" if unknown else "no generators given",
-            field="--generators",
-        )
-    return names
-
-
-def _centre(value: str) -> Centre:
-    from eigenjury.stats.abb import BATCH_MEAN
-
-    return BATCH_MEAN if value == BATCH_MEAN else float(value)
 
 
 def measure_command(args: argparse.Namespace, console: Console) -> int:
@@ -350,6 +294,50 @@ def _scale(args: argparse.Namespace) -> Scale | None:
 MIN_CONFIDENCE_MISS = 1e-12
 
 
+def declare_apply(steps: Any) -> None:
+    """`bound apply`: a score file released under a certified (tau, delta) bound."""
+    apply = steps.add_parser(
+        "apply",
+        help="release a score file, shrunk and noised, under a certified (tau, delta) bound",
+        description="Shrink and noise a score file (CSV/JSONL with item, score, optional "
+        "model, criterion and unit; a peer verdict file; or a contracts results.json) so that "
+        "perturbations measured in PROFILE move the released score vector by more than "
+        "tau with probability at most delta, for a neighbour editing one unit of any one "
+        "size. The judge's bias relative to the signal stays what it was. Writes "
+        "released.csv, certificate.json and report.html.",
+    )
+    apply.add_argument("scores", type=Path, help="score file")
+    apply.add_argument("--profile", type=Path, required=True, help="from `bound measure`")
+    apply.add_argument("--out", type=Path, required=True, help="output folder")
+    scale = apply.add_mutually_exclusive_group()
+    scale.add_argument("--scale", choices=BOUND_SCALES, help="raw range of a score file")
+    scale.add_argument("--range", type=bounded(float), nargs=2, metavar=("LOW", "HIGH"))
+    apply.add_argument(
+        "--level",
+        choices=("task", "criterion"),
+        default="task",
+        help="contracts results: task scores or criterion pass values",
+    )
+    apply.add_argument(
+        "--sigma",
+        type=bounded(float, 0.0),
+        help="noise level, up to sigma_max (default sigma_max / 2)",
+    )
+    apply.add_argument("--seed", type=seed, default=0)
+    apply.add_argument(
+        "--generators", help="the profile's generators to bound against (default: all)"
+    )
+    apply.add_argument(
+        "--confidence-share",
+        type=bounded(float, 0.0, 1.0, open_low=True, open_high=True),
+        default=0.2,
+        help="share of delta for the upper confidence bound on Delta (default 0.2)",
+    )
+    apply.add_argument("--method", choices=METHODS)
+    _bound_options(apply)
+    apply.set_defaults(handler=apply_command)
+
+
 def apply_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.bounds.apply import ReleaseSettings, release
     from eigenjury.bounds.record import read_profile
@@ -419,6 +407,32 @@ def _check_out_folder(args: argparse.Namespace) -> None:
         )
     for name in names:
         check_output(args.out / name, {"score file": args.scores, "profile": args.profile})
+
+
+def declare_certify(steps: Any) -> None:
+    """`bound certify`: the certificate for a known sensitivity and dimension."""
+    certify = steps.add_parser(
+        "certify",
+        help="print the certificate for a sensitivity and a dimension (JSON)",
+        description="Compute feasibility, alpha, sigma_max and the threshold for a known "
+        "sensitivity Delta (in [0, 1] units) and d items. Exit status 2 when infeasible, "
+        "with the smallest feasible tau.",
+    )
+    certify.add_argument(
+        "--sensitivity",
+        type=bounded(float, 0.0),
+        required=True,
+        help="RMS sensitivity Delta (or its upper bound) in [0, 1] units",
+    )
+    certify.add_argument("--dim", type=bounded(int, 1), required=True, help="items d")
+    certify.add_argument(
+        "--delta-sensitivity",
+        type=bounded(float, 0.0),
+        default=0.0,
+        help="the part of delta already spent on an upper bound given as --sensitivity",
+    )
+    _bound_options(certify)
+    certify.set_defaults(handler=certify_command)
 
 
 def certify_command(args: argparse.Namespace, console: Console) -> int:

@@ -30,109 +30,19 @@ if TYPE_CHECKING:
 
 def register(commands: Any) -> None:
     """`grade`, `juries compare` and `contracts ...`: expert criteria graded by juries."""
-    grade = commands.add_parser(
-        "grade",
-        help="grade submissions against a contract with a jury of LLM judges",
-        description="Grade each task's submission against its criteria: graders without a "
-        "model (exact_match, regex, numeric, python) directly, llm_judge criteria by a jury "
-        "(strict majority: a tie fails, an unreadable vote is not C). Submissions come from "
-        "candidate models (--candidate) or a JSONL file (--submissions: task_id, submission, "
-        "optional candidate). Writes results.json, trace.jsonl, tasks.csv, criteria.csv, "
-        "judgements.csv and report.html. Exit status 1 when some results rest on failed calls "
-        "(rerun to resume) or on python graders that failed to decide (each recorded as its "
-        "criterion's error).",
-    )
-    grade.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
-    _add_jury_options(
-        grade,
-        "--jury",
-        "juror model spec (repeat for each juror); needed when some criterion is llm_judge",
-        required=False,
-    )
-    grade.add_argument(
-        "--escalate-to",
-        action="append",
-        metavar="SPEC",
-        help="cascade: a larger jury (repeat for each juror) that regrades criteria the first "
-        "jury split on or could not read",
-    )
-    grade.add_argument(
-        "--escalate-margin",
-        type=bounded(int, 1),
-        default=1,
-        help="escalate when this many flipped votes would change the outcome (default 1)",
-    )
-    grade.add_argument("--out", type=Path, default=Path("eigenjury-grades"))
-    grade.set_defaults(handler=grade_command)
+    declare_grade(commands)
 
     juries = commands.add_parser("juries", help="compare juries on the same submissions")
     juries_commands = juries.add_subparsers(dest="juries_command", required=True, metavar="COMMAND")
-    compare = juries_commands.add_parser(
-        "compare",
-        help="how far a cheap jury diverges from an expensive one, and what a cascade saves",
-        description="Grade the same submissions with two pools of jurors and report "
-        "criterion-level majority agreement, each pool's split rate, the Pearson correlation "
-        "and identity of task scores, cost, juror time and output tokens per criterion, and "
-        "the cascade (pool A first, escalating to pool B), with bootstrap intervals over "
-        "submissions.",
-    )
-    compare.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
-    _add_jury_options(compare, "--pool-a", "juror of pool A, the one to try first (repeat)")
-    compare.add_argument(
-        "--pool-b", action="append", required=True, metavar="SPEC", help="juror of pool B (repeat)"
-    )
-    compare.add_argument("--cascade-margin", type=bounded(int, 1), default=1)
-    compare.add_argument(
-        "--rounds",
-        type=bounded(int, 1, 100_000),  # each round resamples every submission in memory
-        default=1000,
-        help="bootstrap rounds (at most 100000)",
-    )
-    add_ci_option(compare)
-    compare.add_argument("--seed", type=seed, default=0)
-    compare.add_argument("--out", type=Path, help="write comparison.json and both pools' traces")
-    compare.set_defaults(handler=compare_command)
+    declare_compare(juries_commands)
 
     contracts = commands.add_parser("contracts", help="check, convert and export contracts")
     contract_commands = contracts.add_subparsers(
         dest="contracts_command", required=True, metavar="COMMAND"
     )
-    check = contract_commands.add_parser(
-        "check",
-        help="validate a contract and list its warnings",
-        description="Validate a contract, list its warnings, and run each python grader once "
-        "on an empty submission: a grader that cannot be imported, raises, exits, hangs or "
-        "returns something other than a bool or a number is an error (exit status 2).",
-    )
-    check.add_argument("contract")
-    _add_grader_timeout(check)
-    check.set_defaults(handler=check_command)
-    convert = contract_commands.add_parser(
-        "convert", help="rewrite a contract as a bundle folder or a single YAML file"
-    )
-    convert.add_argument("contract")
-    convert.add_argument("out", type=Path, help="a folder (bundle) or a .yaml file")
-    convert.set_defaults(handler=convert_command)
-    harbor = contract_commands.add_parser(
-        "export-harbor",
-        help="one Harbor task directory per task, verified by eigenjury's grading core",
-        description="Write a Harbor task per contract task (task.toml, instruction.md, "
-        "environment/Dockerfile, tests/test.sh and its data). The verifier grades the agent's "
-        "/app/answer.txt with the given jury and writes /logs/verifier/reward.json. API keys "
-        "reach it only through [verifier.env] references to your environment.",
-    )
-    harbor.add_argument("contract")
-    harbor.add_argument("out", type=Path)
-    harbor.add_argument(
-        "--jury",
-        action="append",
-        default=[],
-        metavar="SPEC",
-        help="juror model spec (repeat); needed when some criterion is llm_judge",
-    )
-    harbor.add_argument("--verifier-timeout", type=bounded(float, 1.0), default=600.0)
-    _add_juror_settings(harbor)
-    harbor.set_defaults(handler=export_harbor_command)
+    declare_check(contract_commands)
+    declare_convert(contract_commands)
+    declare_export_harbor(contract_commands)
 
 
 def _add_jury_options(
@@ -249,6 +159,44 @@ def _check_out(args: argparse.Namespace, record_file: Path) -> None:
     check_output(record_file, inputs)
 
 
+def declare_grade(commands: Any) -> None:
+    """`grade`: a contract's submissions graded, by a jury where needed."""
+    grade = commands.add_parser(
+        "grade",
+        help="grade submissions against a contract with a jury of LLM judges",
+        description="Grade each task's submission against its criteria: graders without a "
+        "model (exact_match, regex, numeric, python) directly, llm_judge criteria by a jury "
+        "(strict majority: a tie fails, an unreadable vote is not C). Submissions come from "
+        "candidate models (--candidate) or a JSONL file (--submissions: task_id, submission, "
+        "optional candidate). Writes results.json, trace.jsonl, tasks.csv, criteria.csv, "
+        "judgements.csv and report.html. Exit status 1 when some results rest on failed calls "
+        "(rerun to resume) or on python graders that failed to decide (each recorded as its "
+        "criterion's error).",
+    )
+    grade.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
+    _add_jury_options(
+        grade,
+        "--jury",
+        "juror model spec (repeat for each juror); needed when some criterion is llm_judge",
+        required=False,
+    )
+    grade.add_argument(
+        "--escalate-to",
+        action="append",
+        metavar="SPEC",
+        help="cascade: a larger jury (repeat for each juror) that regrades criteria the first "
+        "jury split on or could not read",
+    )
+    grade.add_argument(
+        "--escalate-margin",
+        type=bounded(int, 1),
+        default=1,
+        help="escalate when this many flipped votes would change the outcome (default 1)",
+    )
+    grade.add_argument("--out", type=Path, default=Path("eigenjury-grades"))
+    grade.set_defaults(handler=grade_command)
+
+
 def grade_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.run import GradingInputs, run
     from eigenjury.engine.runner import run_engine
@@ -303,6 +251,35 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         )
         return EXIT_SOME_FAILED
     return 0
+
+
+def declare_compare(juries_commands: Any) -> None:
+    """`juries compare`: two pools of jurors on the same submissions."""
+    compare = juries_commands.add_parser(
+        "compare",
+        help="how far a cheap jury diverges from an expensive one, and what a cascade saves",
+        description="Grade the same submissions with two pools of jurors and report "
+        "criterion-level majority agreement, each pool's split rate, the Pearson correlation "
+        "and identity of task scores, cost, juror time and output tokens per criterion, and "
+        "the cascade (pool A first, escalating to pool B), with bootstrap intervals over "
+        "submissions.",
+    )
+    compare.add_argument("contract", help="bundle folder, YAML file, or a bundled contract name")
+    _add_jury_options(compare, "--pool-a", "juror of pool A, the one to try first (repeat)")
+    compare.add_argument(
+        "--pool-b", action="append", required=True, metavar="SPEC", help="juror of pool B (repeat)"
+    )
+    compare.add_argument("--cascade-margin", type=bounded(int, 1), default=1)
+    compare.add_argument(
+        "--rounds",
+        type=bounded(int, 1, 100_000),  # each round resamples every submission in memory
+        default=1000,
+        help="bootstrap rounds (at most 100000)",
+    )
+    add_ci_option(compare)
+    compare.add_argument("--seed", type=seed, default=0)
+    compare.add_argument("--out", type=Path, help="write comparison.json and both pools' traces")
+    compare.set_defaults(handler=compare_command)
 
 
 def compare_command(args: argparse.Namespace, console: Console) -> int:
@@ -362,6 +339,20 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def declare_check(contract_commands: Any) -> None:
+    """`contracts check`: a contract validated, its python graders tried."""
+    check = contract_commands.add_parser(
+        "check",
+        help="validate a contract and list its warnings",
+        description="Validate a contract, list its warnings, and run each python grader once "
+        "on an empty submission: a grader that cannot be imported, raises, exits, hangs or "
+        "returns something other than a bool or a number is an error (exit status 2).",
+    )
+    check.add_argument("contract")
+    _add_grader_timeout(check)
+    check.set_defaults(handler=check_command)
+
+
 def check_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.bundle import load_contract
     from eigenjury.contracts.graders import check_python_graders, try_python_graders
@@ -388,6 +379,16 @@ def check_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def declare_convert(contract_commands: Any) -> None:
+    """`contracts convert`: a contract rewritten as a bundle or a YAML file."""
+    convert = contract_commands.add_parser(
+        "convert", help="rewrite a contract as a bundle folder or a single YAML file"
+    )
+    convert.add_argument("contract")
+    convert.add_argument("out", type=Path, help="a folder (bundle) or a .yaml file")
+    convert.set_defaults(handler=convert_command)
+
+
 def convert_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.bundle import load_contract, write_bundle, write_yaml
 
@@ -403,6 +404,30 @@ def convert_command(args: argparse.Namespace, console: Console) -> int:
         write_bundle(source, out)
     console.print(f"wrote {escape(str(out))}")
     return 0
+
+
+def declare_export_harbor(contract_commands: Any) -> None:
+    """`contracts export-harbor`: one Harbor task per contract task."""
+    harbor = contract_commands.add_parser(
+        "export-harbor",
+        help="one Harbor task directory per task, verified by eigenjury's grading core",
+        description="Write a Harbor task per contract task (task.toml, instruction.md, "
+        "environment/Dockerfile, tests/test.sh and its data). The verifier grades the agent's "
+        "/app/answer.txt with the given jury and writes /logs/verifier/reward.json. API keys "
+        "reach it only through [verifier.env] references to your environment.",
+    )
+    harbor.add_argument("contract")
+    harbor.add_argument("out", type=Path)
+    harbor.add_argument(
+        "--jury",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="juror model spec (repeat); needed when some criterion is llm_judge",
+    )
+    harbor.add_argument("--verifier-timeout", type=bounded(float, 1.0), default=600.0)
+    _add_juror_settings(harbor)
+    harbor.set_defaults(handler=export_harbor_command)
 
 
 def export_harbor_command(args: argparse.Namespace, console: Console) -> int:
