@@ -540,17 +540,17 @@ class PeerRanking:
             self.warnings_.append(
                 f"'{pair[0]}' and '{pair[1]}' favour each other far beyond the other "
                 "judges' view: a ring keeps its trust between its members, so their Elo "
-                "may be inflated by hundreds of points; fit with --damping (or beside an "
-                "external crowd) and compare"
+                "may be inflated by hundreds of points; compare a fit with --damping, or "
+                "beside an external crowd"
             )
         ringed = {name for pair in rings(self.favours_) for name in pair}
         for found in self.favours_:
             if found.judge in ringed and found.evaluee in ringed:
                 continue
             self.warnings_.append(
-                found.sentence() + f": a judge that favours one model gives it its trust; "
-                f"'{found.evaluee}''s Elo may be inflated by up to what one judge's trust is "
-                "worth"
+                found.sentence() + ": a strong taste or a friend, the verdicts cannot tell; "
+                f"either way the judge gives '{found.evaluee}' more of its trust, up to all of "
+                f"it (--exclude-judge '{found.judge}' shows how much that moves)"
             )
 
     def _open_separated_intervals(self) -> None:

@@ -15,10 +15,13 @@ where r is the median over the other judges (j and k left out) of each judge's s
 centred over the evaluees, and p_j is j's position bias (+ with k shown first). A
 median of the others cannot be moved by a few colluders. A shift is reported when its
 one-sided likelihood-ratio lower limit, Bonferroni-corrected over the pairs tested,
-exceeds `min_shift`: honest judges of the benchmark's populations stayed below 1.6
-logits at their point estimate, while a judge that always picks a friend has a perfect
-record (b = infinity). Verdicts of one scenario are correlated, so the limit is
-optimistic; the threshold and the correction leave room for that (section 19, part 6).
+exceeds `min_shift` (2.5 log-odds): a judge that always picks a friend has a perfect
+record (b = infinity) and was named in every study of BENCHMARKS.md section 19, part
+6, while honest judges with tastes of a logit or so never were. A judge whose honest
+view of one model really is that far from everyone else's is named too (5 to 20% of
+`eigenjury simulate` studies, whose judges' lenses differ widely): the verdicts cannot
+tell a strong taste from a friend, so the warning says both. Verdicts of one scenario
+are correlated, so the limit is optimistic; the threshold leaves room for that.
 """
 
 from __future__ import annotations
@@ -54,11 +57,11 @@ class Favour:
     shift_low: float
 
     def sentence(self) -> str:
-        shift = "always" if np.isinf(self.shift) else f"by {self.shift:.1f} log-odds"
+        by = "always" if np.isinf(self.shift) else f"by {self.shift:.1f} log-odds"
         return (
             f"judge '{self.judge}' picked '{self.evaluee}' in {self.won:g} of {self.verdicts:g} "
             f"decisive verdicts where the other judges' view expects {self.expected:.0f} "
-            f"(favours it {shift}; at least {self.shift_low:.1f})"
+            f"(it favours it {by}; by at least {self.shift_low:.1f} log-odds)"
         )
 
 
