@@ -159,7 +159,9 @@ def test_position_bias_is_recovered_from_soft_verdicts() -> None:
 def test_soft_verdicts_recover_the_ranking_better_at_equal_calls() -> None:
     """Calibrated judges, replies whose quality varies by scenario (so that soft verdicts
     are noisy too), 384 judge calls on 8 models: mean Kendall tau over 16 populations
-    (when written: hard 0.70, soft 0.85, the difference's standard error 0.034)."""
+    (when written: hard 0.70, soft 0.85, the difference's standard error 0.034; since
+    0.3.1's self-trust rule, s_ii + min(delta_i, 0), took noise out of every fit: hard
+    0.80, soft 0.85)."""
     taus: dict[bool, list[float]] = {False: [], True: []}
     for seed in range(16):
         population = make_population(8, 2, tie=0.5, position_bias=0.5, seed=seed)
@@ -169,7 +171,7 @@ def test_soft_verdicts_recover_the_ranking_better_at_equal_calls() -> None:
             )
             fit = PeerRanking(bootstrap=0, restarts=2, seed=0).fit(table)
             taus[soft].append(float(kendalltau(population.trust(), fit.trust_).statistic))
-    assert np.mean(taus[True]) >= np.mean(taus[False]) + 0.05
+    assert np.mean(taus[True]) >= np.mean(taus[False]) + 0.03
 
 
 def test_simulate_command_writes_soft_verdicts_that_fit_reads(
