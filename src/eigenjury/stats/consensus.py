@@ -536,14 +536,15 @@ class PeerRanking:
         self.favours_ = favours(
             counts, self.btd_.scores(), evaluees, self.btd_.position_bias_, level=self.ci
         )
-        for pair in rings(self.favours_):
+        ringed_pairs = rings(self.favours_)
+        for pair in ringed_pairs:
             self.warnings_.append(
                 f"'{pair[0]}' and '{pair[1]}' favour each other far beyond the other "
                 "judges' view: a ring keeps its trust between its members, so their Elo "
                 "may be inflated by hundreds of points; compare a fit with --damping, or "
                 "beside an external crowd"
             )
-        ringed = {name for pair in rings(self.favours_) for name in pair}
+        ringed = {name for pair in ringed_pairs for name in pair}
         for found in self.favours_:
             if found.judge in ringed and found.evaluee in ringed:
                 continue

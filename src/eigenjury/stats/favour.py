@@ -84,9 +84,12 @@ def _loglik(b: float, offset: FloatArray, won: FloatArray, lost: FloatArray) -> 
     return float(won @ log_expit(offset + b) + lost @ log_expit(-(offset + b)))
 
 
-def _shift(offset: FloatArray, won: FloatArray, lost: FloatArray, z: float) -> tuple[float, float]:
+def _shift(
+    offset: FloatArray, won: FloatArray, lost: FloatArray, z: float, floor: float
+) -> tuple[float, float]:
     """The maximum-likelihood shift and its one-sided likelihood-ratio lower limit
-    (-inf, -inf for a judge that never picked the evaluee)."""
+    (-inf, -inf for a judge that never picked the evaluee). Where the shift itself is
+    at most `floor`, so is the limit, which is then not searched for (-inf)."""
     wins = float(won.sum())
     if wins <= 0:
         return -np.inf, -np.inf
@@ -97,6 +100,8 @@ def _shift(offset: FloatArray, won: FloatArray, lost: FloatArray, z: float) -> t
         total = won + lost
         best = brentq(lambda b: float(expit(offset + b) @ total) - wins, -bracket, bracket)
         top = _loglik(best, offset, won, lost)
+    if best <= floor:
+        return best, -np.inf
     target = top - 0.5 * z * z
     if _loglik(-bracket, offset, won, lost) >= target:
         return best, -bracket
@@ -123,12 +128,15 @@ def favours(
     decisive = counts.n[:, FIRST] + counts.n[:, SECOND]
     tested: list[tuple[int, int, FloatArray, FloatArray, FloatArray]] = []
     for j in judges:
-        mine = (counts.judge == j) & (counts.first != j) & (counts.second != j) & (decisive > 0)
+        # j's decisive cells, not on itself: each evaluee's are picked from these alone
+        mine = np.flatnonzero(
+            (counts.judge == j) & (counts.first != j) & (counts.second != j) & (decisive > 0)
+        )
+        firsts, seconds = counts.first[mine], counts.second[mine]
         for k in evaluees:
             if k == j:
                 continue
-            first = mine & (counts.first == k)
-            second = mine & (counts.second == k)
+            first, second = mine[firsts == k], mine[seconds == k]
             if decisive[first].sum() + decisive[second].sum() < min_verdicts:
                 continue
             pos = position_bias[j]
@@ -147,7 +155,7 @@ def favours(
     z = float(norm.ppf(1.0 - (1.0 - level) / len(tested)))
     found = []
     for judge, evaluee, offset, won, lost in tested:
-        shift, low = _shift(offset, won, lost, z)
+        shift, low = _shift(offset, won, lost, z, min_shift)
         if low > min_shift:
             total = won + lost
             found.append(
