@@ -332,6 +332,12 @@ class FaultServer:
             return web.Response(text="<html>upstream error</html>", content_type="text/html")
         if fault == "truncated":
             return web.Response(text=text[: len(text) // 2], content_type="application/json")
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            # the client gave up (a hang, or a reply slower than its timeout) and asks
+            # again: this answer reaches no one, so it is no success (aiohttp does not
+            # cancel a handler when its client goes)
+            return web.Response(status=499)
         if fault != "empty_choices":
             self.successes[hashlib.sha256(raw).hexdigest()] += 1
             self.successes_by_prompt[reply_text(body.get("messages") or [])] += 1
