@@ -4,14 +4,17 @@ Every study is drawn by eigenjury.testing.verdicts, a generator unlike the fit's
 model: scenario effects shared by every judge, judges with tastes of their own, a
 threshold tie zone, first-slot advantages, unbalanced designs. The truth is what the
 fit converges to on the same population (a reference fit to `TRUTH_SCENARIOS`
-scenarios), as in benchmarks/calibration.py. Five parts:
+scenarios, whose own error is under a tenth of a 300-scenario study's; at 4,000 it was
+a third, enough to move the coverage by several points), as in
+benchmarks/calibration.py. Six parts:
 
 1. Collapse at 30 scenarios (8 models, one 3 logits above the field, one 3 below):
    the share of point estimates with any Elo more than 600 from the truth or any trust
    below 1e-6; beside it, the same fit without the prior and the self-preference term
    (maximum likelihood, as before issue 26), in the same run; then the prior's scales:
    bias, RMSE and collapses.
-2. Coverage of the 95% Elo intervals, RMSE, family-wise error of the simultaneous
+2. Coverage of the 95% Elo intervals (percentile, the default, and BCa from the same
+   draws), RMSE, family-wise error of the simultaneous
    "A above B" statements and their power (share of the true orderings stated), at
    30 / 100 / 300 scenarios, unbalanced design (models drawn into groups with odds 1
    to 3, judges 1 to 4), and the share of bootstrap rounds that broke down.
@@ -32,7 +35,7 @@ scenarios), as in benchmarks/calibration.py. Five parts:
    toward uniform pre-trust; and how far the rule moves honest fits. Whether the fit
    names the colluders (stats.favour), and how often it names an honest judge.
 
-    python benchmarks/consensus_validity.py [--quick] [--part collusion] [--jobs N]
+    python benchmarks/consensus_validity.py [--quick] [--part intervals|collusion] [--jobs N]
 """
 
 from __future__ import annotations
@@ -47,11 +50,12 @@ import numpy as np
 
 from _common import environment, table
 from eigenjury.stats import PeerRanking, ScorePrior, make_population, simulate_verdicts
+from eigenjury.stats.bootstrap import percentile_interval
 from eigenjury.stats.elo import to_elo
 from eigenjury.stats.verdicts import VerdictTable
 from eigenjury.testing.verdicts import Design, verdicts
 
-TRUTH_SCENARIOS = 4000
+TRUTH_SCENARIOS = 40_000
 MILD = (1.2, 0.8, 0.5, 0.2, -0.2, -0.5, -0.8, -1.2)
 UNBALANCED = {"inclusion": (1, 3, 1, 2, 1, 3, 1, 2), "judge_weight": (1, 4, 2, 1, 3, 1, 4, 2)}
 COLLAPSE_ELO = 600.0
@@ -98,12 +102,15 @@ def crowned_gain(self_sd: float) -> float:
 
 def study(seed: int, design: Design, true_elo: np.ndarray, rounds: int) -> dict[str, Any]:
     start = time.perf_counter()
-    r = PeerRanking(bootstrap=rounds, seed=seed, n_jobs=1).fit(verdicts(design, seed))
-    lo, hi = r.elo_ci_[:, 0], r.elo_ci_[:, 1]
+    r = PeerRanking(bootstrap=rounds, seed=seed, n_jobs=1, interval="bca")
+    r.fit(verdicts(design, seed))
+    lo, hi = percentile_interval(r.bootstrap_["elo"])
+    bca_lo, bca_hi = r.elo_ci_[:, 0], r.elo_ci_[:, 1]
     above = true_elo[:, None] > true_elo[None, :]
     stated = r.elo_difference_ci_[:, :, 0] > 0.01
     return {
         "inside": (lo <= true_elo) & (true_elo <= hi),
+        "inside_bca": (bca_lo <= true_elo) & (true_elo <= bca_hi),
         "error": r.elo_ - true_elo,
         "wrong": bool((stated & ~above).any()),
         "power": float((stated & above).sum() / above.sum()),
@@ -288,18 +295,79 @@ def collusion(pool: ProcessPoolExecutor, n: int) -> None:
     print(table(["population (scenarios)", "studies", "named"], rows))
 
 
+def coverage(results: list[dict[str, Any]], key: str) -> str:
+    """Mean share of a study's intervals that hold the truth, with its standard error
+    over studies (a study's intervals share its draws)."""
+    per_study = np.array([r[key] for r in results]).mean(axis=1)
+    return f"{per_study.mean():.3f} ({per_study.std(ddof=1) / np.sqrt(len(results)):.3f})"
+
+
+def intervals(pool: ProcessPoolExecutor, studies: dict[int, int], rounds: int) -> None:
+    """Part 2: coverage by both interval methods (from the same draws), errors,
+    simultaneous statements and their power."""
+    rows = []
+    for scenarios, count in studies.items():
+        design = Design(scenarios=scenarios, **UNBALANCED)  # type: ignore[arg-type]
+        true_elo = truth(design)
+        results = list(
+            pool.map(study, range(count), [design] * count, [true_elo] * count, [rounds] * count)
+        )
+
+        error = np.array([r["error"] for r in results])
+        rows.append(
+            [
+                scenarios,
+                count,
+                coverage(results, "inside"),
+                coverage(results, "inside_bca"),
+                f"{np.sqrt(np.mean(error**2)):.0f}",
+                f"{np.abs(error.mean(axis=0)).max():.0f}",
+                f"{np.mean([r['wrong'] for r in results]):.3f}",
+                f"{np.mean([r['power'] for r in results]):.2f}",
+                f"{np.mean([r['top_bottom'] for r in results]):.2f}",
+                f"{np.mean([r['degenerate'] for r in results]):.4f}",
+                f"{np.mean([r['separated'] for r in results]):.2f}",
+                f"{np.median([r['seconds'] for r in results]):.1f}",
+            ]
+        )
+    print(f"\n2. 95% intervals, {rounds} bootstrap rounds, unbalanced design")
+    print(
+        table(
+            [
+                "scenarios",
+                "studies",
+                "Elo coverage, percentile (se)",
+                "BCa (se)",
+                "RMSE",
+                "largest bias",
+                "family-wise error",
+                "power",
+                "top above bottom",
+                "rounds broken",
+                "separated",
+                "s per fit",
+            ],
+            rows,
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer studies and rounds")
-    parser.add_argument("--part", choices=("all", "collusion"), default="all")
+    parser.add_argument("--part", choices=("all", "intervals", "collusion"), default="all")
     parser.add_argument("--jobs", type=int, default=2, help="processes")
     args = parser.parse_args()
-    studies = {30: 12, 100: 8, 300: 6} if args.quick else {30: 60, 100: 40, 300: 24}
+    studies = {30: 12, 100: 8, 300: 6} if args.quick else {30: 60, 100: 40, 300: 72}
     rounds = 100 if args.quick else 200
     print(environment())
     pool = ProcessPoolExecutor(args.jobs)
     if args.part == "collusion":
         collusion(pool, 4 if args.quick else 10)
+        pool.shutdown()
+        return
+    if args.part == "intervals":
+        intervals(pool, studies, rounds)
         pool.shutdown()
         return
 
@@ -334,50 +402,7 @@ def main() -> None:
     print(f"\n1b. prior scales at 30 scenarios, {n_sweep} studies (consensus, judge, self sd)")
     print(table(["prior", "largest bias", "RMSE", "collapsed"], rows))
 
-    rows = []
-    for scenarios, count in studies.items():
-        design = Design(scenarios=scenarios, **UNBALANCED)  # type: ignore[arg-type]
-        true_elo = truth(design)
-        results = list(
-            pool.map(study, range(count), [design] * count, [true_elo] * count, [rounds] * count)
-        )
-        inside = np.array([r["inside"] for r in results])
-        per_study = inside.mean(axis=1)
-        error = np.array([r["error"] for r in results])
-        rows.append(
-            [
-                scenarios,
-                count,
-                f"{per_study.mean():.3f} ({per_study.std(ddof=1) / np.sqrt(count):.3f})",
-                f"{np.sqrt(np.mean(error**2)):.0f}",
-                f"{np.abs(error.mean(axis=0)).max():.0f}",
-                f"{np.mean([r['wrong'] for r in results]):.3f}",
-                f"{np.mean([r['power'] for r in results]):.2f}",
-                f"{np.mean([r['top_bottom'] for r in results]):.2f}",
-                f"{np.mean([r['degenerate'] for r in results]):.4f}",
-                f"{np.mean([r['separated'] for r in results]):.2f}",
-                f"{np.median([r['seconds'] for r in results]):.1f}",
-            ]
-        )
-    print(f"\n2. 95% intervals, {rounds} bootstrap rounds, unbalanced design")
-    print(
-        table(
-            [
-                "scenarios",
-                "studies",
-                "Elo coverage (se)",
-                "RMSE",
-                "largest bias",
-                "family-wise error",
-                "power",
-                "top above bottom",
-                "rounds broken",
-                "separated",
-                "s per fit",
-            ],
-            rows,
-        )
-    )
+    intervals(pool, studies, rounds)
 
     rows = []
     for label, crowd, scenarios, per in (

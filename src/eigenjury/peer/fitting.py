@@ -92,6 +92,7 @@ def peer_ranking(
         anchor_value=settings.anchor_value,
         bootstrap=settings.bootstrap,
         ci=settings.ci,
+        interval=settings.interval,
         seed=settings.seed,
         n_jobs=settings.jobs,
         map_rounds=map_rounds,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -146,6 +147,8 @@ SCORE_LIMIT = 30.0
 # BCa intervals need this many bootstrap rounds and scenarios (else percentile)
 BCA_ROUNDS = 100
 BCA_SCENARIOS = 20
+IntervalMethod = Literal["percentile", "bca"]
+INTERVAL_METHODS: tuple[IntervalMethod, ...] = ("percentile", "bca")
 
 
 class SettingError(DataError):
@@ -255,9 +258,9 @@ class PeerRanking:
     ``damping_`` (the a used), ``external_weights_`` (weight per external judge, None
     without any), ``btd_``, ``trust_matrix_`` (``judges_`` x ``models_``), and with
     bootstrap ``trust_ci_``, ``elo_ci_`` (and every other parameter's interval below:
-    BCa, bias-corrected and accelerated from a 20-group scenario jackknife, with at
-    least 100 rounds and 20 scenarios, else percentile; ``interval_method_`` says
-    which), ``rank_ci_``
+    percentile, or with ``interval="bca"`` bias-corrected and accelerated from a
+    20-group scenario jackknife where there are at least 100 rounds and 20 scenarios;
+    ``interval_method_`` says which), ``rank_ci_``
     (marginal: percentiles of each
     model's rank over the draws, :func:`~eigenjury.stats.elo.rank_intervals`),
     ``elo_difference_ci_`` (``models_`` x ``models_`` x 2: simultaneous intervals on
@@ -304,6 +307,7 @@ class PeerRanking:
         anchor_value: float = 1500.0,
         bootstrap: int = 200,
         ci: float = 0.95,
+        interval: IntervalMethod = "percentile",
         seed: int | None = 0,
         n_jobs: int | None = None,
         map_rounds: RoundMap | None = None,
@@ -329,6 +333,7 @@ class PeerRanking:
         self.anchor_value = anchor_value
         self.bootstrap = bootstrap
         self.ci = ci
+        self.interval = interval
         self.seed = seed
         self.n_jobs = n_jobs
         self.map_rounds = map_rounds
@@ -341,6 +346,8 @@ class PeerRanking:
             raise ValueError(problem)
         if self.cv == 1:
             raise ValueError("cv=1 leaves no scenarios to hold out; use 0 (none) or at least 2")
+        if self.interval not in INTERVAL_METHODS:
+            raise ValueError(f"interval must be 'percentile' or 'bca', got {self.interval!r}")
         if self.exclude_self:
             table = table.without_self_judgments()
         if self.exclude_judges:
@@ -454,12 +461,18 @@ class PeerRanking:
             "self_bias": self.btd_.self_bias_,
             "style": self.style_coef_,
         }
-        # BCa: the fit is biased at thin data and its draws sit off-centre by about the
-        # same bias again, which a percentile interval counts twice (BENCHMARKS.md 5).
-        # Its shifted levels need draws to land on and a jackknife of 20 groups to
-        # steady them: with fewer rounds or scenarios they reach for the extreme draws
-        # (a model that vanished in a round), and the percentile interval is kept.
-        bca = self.bootstrap >= BCA_ROUNDS and data.n_scenarios >= BCA_SCENARIOS
+        # Percentile by default. BCa corrects a bias the draws repeat, which they do on
+        # data drawn from the fit's own model; on verdicts it does not describe (tie
+        # zones, tastes, shared scenario effects) the draws' offset points the other
+        # way as often and BCa's shift is noise: 0.88 coverage at 300 scenarios against
+        # the percentile's 0.93 (BENCHMARKS.md 5 and 19). Its shifted levels also need
+        # draws to land on and a 20-group jackknife: with fewer rounds or scenarios they
+        # reach for the extreme draws, and the percentile interval is kept.
+        bca = (
+            self.interval == "bca"
+            and self.bootstrap >= BCA_ROUNDS
+            and data.n_scenarios >= BCA_SCENARIOS
+        )
         jackknife = group_jackknife(data, statistic, seed=self.seed) if bca else None
         self.interval_method_ = "percentile" if jackknife is None else "bca"
 
