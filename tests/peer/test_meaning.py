@@ -25,7 +25,7 @@ from eigenjury.records import Found, read_record
 from eigenjury.reports.ranking import meaning, print_summary, render
 from eigenjury.stats import make_population, simulate_verdicts
 from eigenjury.view.server import load_catalogue, make_app
-from peer_scripts import QUALITIES, config, peer_truth
+from peer_scripts import QUALITIES, _rng, config, peer_truth
 
 ODD = '<ada> & "co"'  # a member whose name is markup, with an ampersand and quotes
 SPREAD = {ODD: 2.0, "bo": 1.0, "cy": 0.0, "di": -1.0, "ed": -2.0}  # far apart: separable
@@ -39,6 +39,43 @@ def first_always(request: ChatRequest) -> str:
 
 
 register_script("first-always", first_always)
+
+
+def _judging(request: ChatRequest) -> bool:
+    return "Reply A:" in request.messages[-1].content and "did not end with" not in (
+        request.messages[-1].content
+    )
+
+
+def coin_flip(request: ChatRequest) -> str:
+    """peer-truth, except that as a judge it draws A, B or tie whatever the replies."""
+    if _judging(request):
+        label = _rng(request).choice(["A", "B", "tie"])
+        return f"<verdict>{label}</verdict>"
+    return peer_truth(request)
+
+
+def always_tie(request: ChatRequest) -> str:
+    if _judging(request):
+        return "<verdict>tie</verdict>"
+    return peer_truth(request)
+
+
+def contrary(request: ChatRequest) -> str:
+    """peer-truth, except that as a judge it names the worse reply."""
+    said = peer_truth(request)
+    if not _judging(request):
+        return said
+    a, b = "<verdict>A</verdict>", "<verdict>B</verdict>"
+    for before, after in ((a, b), (b, a)):
+        if before in said:
+            return said.replace(before, after)
+    return said
+
+
+register_script("coin-flip", coin_flip)
+register_script("always-tie", always_tie)
+register_script("contrary", contrary)
 
 
 def _population(qualities: dict[str, float], **models: str) -> list[dict[str, object]]:
@@ -75,7 +112,9 @@ def test_a_run_says_what_was_ranked_and_which_pairs_the_intervals_tell_apart(
 ) -> None:
     run = separated.run
     assert run is not None
-    first, second = meaning(separated)
+    first, second, *judges = meaning(separated)
+    # then only judges that did not read the replies, or might not have
+    assert all("carry no information" in s or "cannot be told from chance" in s for s in judges)
     ranked = [m.name for m in separated.models]
     names = ", ".join(ranked[:-1]) + " and " + ranked[-1]
     assert first == (
@@ -122,12 +161,38 @@ def test_every_pair_told_apart_is_said_and_long_lists_are_cut_short(
 
 
 @pytest.mark.slow
-def test_members_that_cannot_be_told_apart_are_said_to_be_so(tmp_path: Path) -> None:
+def test_members_of_equal_replies_are_a_ranking_that_means_nothing(tmp_path: Path) -> None:
+    """Equal replies: every scripted judge's verdicts are draws that ignore the order, so
+    none follows the replies; the text says the ranking means nothing and does not ask
+    for more scenarios. With the same intervals and judges that read the replies, more
+    scenarios are what would help."""
     equal = dict.fromkeys(QUALITIES, 0.0)
     path = config(tmp_path, population=_population(equal), scenarios={"limit": 12})
     record = run_rank(path, progress=False).record
     assert not any(m.above for m in record.models)
-    assert meaning(record)[1] == (
+    assert all(j.signal is not None for j in record.judges)
+    assert {j.signal.verdict for j in record.judges if j.signal} == {"uninformative"}
+    sentences = meaning(record)
+    assert sentences[0].startswith(
+        "None of the judges' verdicts carry information about the replies (each is named "
+        "below with why), so this ranking means nothing"
+    )
+    assert sentences[2] == (
+        "At 90% confidence no member can be told apart from another: the differences may "
+        "be chance; more scenarios would not help, as no judge's verdicts follow the replies."
+    )
+    assert sentences[3].endswith(", so their verdicts carry no information about the replies.")
+    assert sentences[0] in _terminal(record)
+    reading = record.model_copy(
+        update={
+            "judges": [
+                j.model_copy(update={"signal": j.signal.model_copy(update={"verdict": "weak"})})
+                for j in record.judges
+                if j.signal is not None
+            ]
+        }
+    )
+    assert meaning(reading)[1] == (
         "At 90% confidence no member can be told apart from another: the differences may "
         "be chance; more scenarios would narrow the intervals."
     )
@@ -152,13 +217,50 @@ def test_a_judge_that_always_answers_a_is_named_with_its_evidence(tmp_path: Path
     order = record.run.order_consistency["cy"]
     assert order.same_slot == 1.0 and order.pairs >= 5
     sentences = meaning(record)
-    assert len(sentences) == 3
+    cy = next(j for j in record.judges if j.name == "cy")
+    assert cy.signal is not None and cy.signal.reason == "position"
     assert sentences[2] == (
-        f"cy (chose reply A in both orders for 100% of the {order.pairs} pairs it saw both "
-        "ways) answered by position rather than by content, so its verdicts carry almost no "
-        "information about the replies."
+        "cy picked reply A, whichever reply was shown there, in 100% of its decisive "
+        "verdicts, so its verdicts carry no information about the replies."
     )
     assert sentences[2] in _terminal(record)
+    # the others read the replies, or are too few verdicts from it: none is called
+    # uninformative
+    others = [j.signal.verdict for j in record.judges if j.signal and j.name != "cy"]
+    assert "uninformative" not in others
+
+
+@pytest.mark.slow
+def test_constructed_judges_are_classified_as_built(tmp_path: Path) -> None:
+    """One good judge (it reads the replies), a coin flip, one that always answers A,
+    one that always ties and one that names the worse reply: each is measured as what
+    it was built to be, the uninformative ones are named with why, and the sample size
+    is not blamed while a judge reads the replies. With the good judge gone, no judge
+    carries information and the ranking is said to mean nothing."""
+    built = {"bo": "coin-flip", "cy": "first-always", "di": "always-tie", "ed": "contrary"}
+    scripted = {n: f"scripted:{script}" for n, script in built.items()}
+    qualities = {**SPREAD, "fa": 0.5}  # two good judges: a majority to disagree with
+    population = _population(qualities, **scripted)
+    path = config(
+        tmp_path,
+        population=population,
+        scenarios={"limit": 30},
+        sampling={"judges_per_group": 3},
+    )
+    record = run_rank(path, progress=False).record
+    signal = {j.name: j.signal for j in record.judges}
+    assert all(s is not None for s in signal.values())
+    got = {n: (s.verdict, s.reason) for n, s in signal.items() if s is not None}
+    assert got[ODD][0] == "informative" and got["fa"][0] in ("informative", "weak")
+    assert got["bo"] in (("uninformative", "chance"), ("undetermined", None))
+    assert got["cy"] == ("uninformative", "position")
+    assert got["di"] == ("uninformative", "same label")
+    assert got["ed"] == ("uninformative", "contrary")
+    sentences = meaning(record)
+    assert not sentences[0].startswith("None of the judges")
+    named = next(s for s in sentences if "carry no information" in s)
+    for name in ("cy", "di", "ed"):
+        assert f"{name} " in named
 
 
 def _judge(record: RankingRecord, name: str, **changes: object) -> RankingRecord:
@@ -169,6 +271,11 @@ def _judge(record: RankingRecord, name: str, **changes: object) -> RankingRecord
 def test_a_fitted_position_bias_or_one_slot_winning_both_orders_locks_a_judge(
     separated: RankingRecord,
 ) -> None:
+    """Records made before judges were measured (no `signal`) name position-locked
+    judges by the fitted bias and the run's order consistency."""
+    separated = separated.model_copy(
+        update={"judges": [j.model_copy(update={"signal": None}) for j in separated.judges]}
+    )
     run = separated.run
     assert run is not None
     locked = _judge(_judge(separated, "bo", position_bias=15.0), "cy", position_bias=-3.2)

@@ -120,6 +120,11 @@ def test_with_every_feature_left_out_only_those_are_named() -> None:
         ("lists", "ada", -0.3, [-0.5, -0.1], "favours the reply with fewer list items"),
         ("bold", None, 0.3, None, "judges lean to the reply with more bold spans (no interval)"),
         ("emoji", None, 0.3, [0.1, 0.5], "judges favour the reply with the higher emoji"),
+        # shown as -0.00 [-0.00, -0.00]: no direction is read into it (issue 32)
+        ("length", None, -0.00053, [-0.00053, -0.00053], "no effect measured"),
+        ("length", None, -0.0041, [-0.0049, -0.0033], "no effect measured"),
+        ("length", None, 0.3, [0.3, 0.3], "no effect measured"),  # draws never moved it
+        ("bold", None, 0.0, None, "no effect measured"),
     ],
 )
 def test_each_coefficient_reads_in_words(

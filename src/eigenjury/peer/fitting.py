@@ -29,17 +29,19 @@ from eigenjury.peer.record import (
     SeparationPart,
     Settings,
     Shift,
+    SignalPart,
     StyleCoefficient,
     StylePart,
     TrustMatrix,
     TruthRecovery,
 )
 from eigenjury.peer.settings import FitSettings
-from eigenjury.records import now
+from eigenjury.records import EstimatePart, now
 from eigenjury.stats.bootstrap import RoundMap
 from eigenjury.stats.btd import ScorePrior
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.elo import ELO_TOLERANCE, to_elo
+from eigenjury.stats.informative import JudgeSignal
 from eigenjury.stats.separation import Separation
 from eigenjury.stats.simulate import Population, recovery
 from eigenjury.stats.verdicts import DataError, VerdictTable
@@ -197,6 +199,18 @@ def _groups(separations: list[Separation]) -> list[SeparationGroup]:
     ]
 
 
+def _signal(signal: JudgeSignal) -> SignalPart:
+    return SignalPart(
+        verdict=signal.verdict,
+        reason=signal.reason,
+        why=signal.why,
+        order_kappa=EstimatePart.model_validate(signal.order_kappa.record()),
+        kappa=EstimatePart.model_validate(signal.kappa.record()),
+        pairs=round(signal.pairs, 3),
+        shared=signal.shared,
+    )
+
+
 def ranking_record(
     ranking: PeerRanking, *, source: str | None = None, style_named: bool = False
 ) -> RankingRecord:
@@ -239,6 +253,7 @@ def ranking_record(
         ranking.counts_.judge[own], ranking.counts_.n[own].sum(axis=1), len(ranking.judges_)
     )
     measured = ranking.self_preference
+    signals = {s.judge: _signal(s) for s in ranking.judge_signals_}
     judges = [
         JudgeRow(
             name=names[i],
@@ -256,6 +271,7 @@ def ranking_record(
             if measured
             else None,
             self_verdicts=round(float(self_n[i]), 3) if measured and self_n[i] > 0 else None,
+            signal=signals.get(names[i]),
         )
         for i in range(len(names))
         if btd.judge_mask_[i]

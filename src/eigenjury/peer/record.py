@@ -11,7 +11,7 @@ rather than written as null. Pydantic only: the viewer and `read_any_record` imp
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 
@@ -166,6 +166,30 @@ class ModelRow(Sparse):
     otherwise)."""
 
 
+class SignalPart(Part):
+    """Whether a judge's verdicts carry information about the replies
+    (stats.informative.JudgeSignal; measured with bootstrap rounds)."""
+
+    verdict: Literal["informative", "weak", "uninformative", "undetermined", "unmeasured"]
+    """informative or weak (a signal shown, kappa-like measure at least 0.2 or below it),
+    uninformative (see `reason`), undetermined (too few verdicts to tell it from chance) or
+    unmeasured (no pair in both orders, no comparison shared with another judge)."""
+    reason: Literal["same label", "position", "contrary", "chance"] | None
+    """Why uninformative: ties nearly always, picks one slot, disagrees with the other judges
+    more than chance, or at chance on every measure; None otherwise."""
+    why: str
+    """The verdict's evidence in words, a clause that follows the judge's name."""
+    order_kappa: EstimatePart
+    """Order consistency beyond chance: 1 - its flip share over the pairs it judged in both
+    orders / the flip share its own label rates give by chance."""
+    kappa: EstimatePart
+    """Cohen's kappa against the majority of the other judges on the same comparisons."""
+    pairs: float
+    """Weight of the pairs it judged in both orders."""
+    shared: int
+    """Comparisons it shares with the other judges that have a majority among them."""
+
+
 class JudgeRow(Part):
     """A judge's tie propensity, first-slot bias (None when not fitted) and lens;
     `external` for a judge that is never judged (left out when false, as 0.1 wrote).
@@ -200,12 +224,17 @@ class JudgeRow(Part):
     self_verdicts: float | None = None
     """Weight of its verdicts with its own reply in them (left out when none, or when
     self-preference is not fitted)."""
+    signal: SignalPart | None = None
+    """Whether its verdicts carry information about the replies (left out without bootstrap,
+    and by records made before eigenjury 0.3.2)."""
 
     @model_serializer(mode="wrap")
     def _omit_peer(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if not self.external:
             del data["external"]
+        if self.signal is None:
+            del data["signal"]
         if self.self_verdicts is None:
             for key in ("self_preference", "self_preference_ci", "self_verdicts"):
                 del data[key]
@@ -751,6 +780,12 @@ class AgreementRowPart(Part):
     longer_preference: EstimatePart
     """Share of its decisive verdicts for the longer reply, where the lengths differ (None without
     lengths)."""
+    order_kappa: EstimatePart | None = None
+    """Order consistency beyond chance: 1 - flip share / the flip share of a judge that labels
+    first, second and tie at its own rates whatever the replies (0: content-blind, 1: never
+    flips; None in records made before eigenjury 0.3.2)."""
+    tie_share: EstimatePart | None = None
+    """Share of its verdicts that are ties (None in records made before eigenjury 0.3.2)."""
 
 
 class AgreementTable(Part):

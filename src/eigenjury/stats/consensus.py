@@ -34,6 +34,7 @@ from eigenjury.stats.btd import (
 from eigenjury.stats.eigentrust import damping_for, own_scores, panel_trust, trust_matrix
 from eigenjury.stats.elo import elo_difference_intervals, rank_intervals, ranks, to_elo
 from eigenjury.stats.favour import favours, rings
+from eigenjury.stats.informative import JudgeSignal, judge_signals
 from eigenjury.stats.separation import (
     judge_separations,
     pooled_separation,
@@ -160,6 +161,11 @@ class SettingError(DataError):
         self.setting = setting
 
 
+def _seed_of(seed: int | None) -> int:
+    """An integer seed: `seed`, or a fresh one for None."""
+    return int(np.random.SeedSequence(seed).generate_state(1)[0])
+
+
 def _finite(value: float, what: str) -> float:
     """A coefficient to hold: a finite number, or a SettingError naming it."""
     if not np.isfinite(value):
@@ -281,7 +287,9 @@ class PeerRanking:
     ``rank_change_`` (uncontrolled rank minus controlled rank: positive for a model
     that ranks higher once style is held equal), from a point fit without style;
     ``n_scenarios_``, ``anchor_index_`` (into ``models_``), ``fit_seconds_``,
-    ``bootstrap_seconds_``, ``warnings_``; with cv, ``heldout_`` (a :class:`HeldOutScore`).
+    ``bootstrap_seconds_``, ``warnings_``; with bootstrap ``judge_signals_`` (whether each
+    judge's verdicts carry information, stats.informative; empty without); with cv,
+    ``heldout_`` (a :class:`HeldOutScore`).
     Without external judges, ``models_ == judges_``.
     """
 
@@ -433,10 +441,12 @@ class PeerRanking:
         self.n_scenarios_ = data.n_scenarios
         self.fit_seconds_ = time.perf_counter() - start
         self.bootstrap_seconds_ = 0.0
+        self.judge_signals_: tuple[JudgeSignal, ...] = ()
         if self.bootstrap > 0:
             start = time.perf_counter()
             self._bootstrap(data, replace(statistic, init=self.btd_.params_))
             self.bootstrap_seconds_ = time.perf_counter() - start
+            self.judge_signals_ = judge_signals(table, ci=self.ci, seed=_seed_of(self.seed))
         if self.cv:
             if self.cv > data.n_scenarios:
                 raise DataError(f"cv={self.cv} folds need at least {self.cv} scenarios")

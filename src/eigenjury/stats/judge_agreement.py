@@ -92,6 +92,8 @@ class AgreementRow:
     kappa: Estimate
     flip_pairs: float  # pairs it judged in both orders
     flip_share: Estimate
+    order_kappa: Estimate  # order consistency beyond what its own label shares give
+    tie_share: Estimate
     position_bias: Estimate
     longer_preference: Estimate
 
@@ -107,6 +109,8 @@ class AgreementRow:
             "kappa": self.kappa.record(),
             "flip_pairs": round(self.flip_pairs, 6),
             "flip_share": self.flip_share.record(),
+            "order_kappa": self.order_kappa.record(),
+            "tie_share": self.tie_share.record(),
             "position_bias": self.position_bias.record(),
             "longer_preference": self.longer_preference.record(),
         }
@@ -136,14 +140,16 @@ class JudgeAgreement:
 
 def judge_agreement(
     table: VerdictTable,
-    references: Sequence[str],
+    references: Sequence[str] | None,
     *,
     bootstrap: int = 1000,
     ci: float = 0.95,
     seed: int = 0,
 ) -> JudgeAgreement:
     """Agreement, kappa, flip share, position bias and length preference of every judge
-    in `table`, against the majority of the `references` (judge names).
+    in `table`, against the majority of the `references` (judge names). None: every
+    judge against the majority of the others, each judge's row over all its verdicts (a
+    judge that shares no comparison with another gets its own statistics only).
 
     Raises DataError when a reference is not a judge of the table or shares no
     comparison with any other judge.
@@ -152,7 +158,11 @@ def judge_agreement(
     n_comparisons = len(comparison_scenario)
     outcome = _outcomes(table)
     judges = np.unique(table.judge)
-    reference_codes = _reference_codes(table, judges, references, comparison)
+    every = references is None
+    if references is None:
+        reference_codes = _sharing(table.judge, comparison, n_comparisons)
+    else:
+        reference_codes = _reference_codes(table, judges, references, comparison)
     is_reference = np.isin(table.judge, reference_codes)
     reference_counts = _outcome_counts(
         comparison, outcome, table.weight, is_reference, n_comparisons
@@ -160,7 +170,8 @@ def judge_agreement(
     judged = reference_counts.sum(axis=1) > 0
     majority = _majority(reference_counts)
 
-    comparison_unit, n_units = _units(comparison_scenario, judged, len(table.scenarios))
+    measured = np.ones(n_comparisons, dtype=bool) if every else judged
+    comparison_unit, n_units = _units(comparison_scenario, measured, len(table.scenarios))
     order = np.argsort(table.judge, kind="stable")
     starts = np.searchsorted(table.judge[order], judges)
     ends = np.searchsorted(table.judge[order], judges, side="right")
@@ -173,7 +184,7 @@ def judge_agreement(
                 _outcome_counts(comparison, outcome, table.weight, others, n_comparisons)
             )
         else:
-            rows = rows[judged[comparison[rows]]]
+            rows = rows if every else rows[judged[comparison[rows]]]
             own_majority = majority
         sums, comparisons, with_majority = _judge_sums(
             table, rows, comparison, outcome, own_majority, comparison_unit, n_units
@@ -216,6 +227,13 @@ def _comparisons(table: VerdictTable) -> tuple[IntArray, IntArray]:
     comparison = np.empty(len(order), dtype=np.int64)
     comparison[order] = np.cumsum(starts) - 1
     return comparison, keys[0, starts]
+
+
+def _sharing(judge: IntArray, comparison: IntArray, n_comparisons: int) -> IntArray:
+    """The judges that share a comparison with another judge."""
+    pairs = np.unique(np.stack([comparison, judge]), axis=1)  # (comparison, judge) once
+    shared = np.bincount(pairs[0], minlength=n_comparisons) > 1
+    return np.unique(pairs[1][shared[pairs[0]]])
 
 
 def _units(
@@ -393,6 +411,23 @@ def _kappa(totals: FloatArray) -> FloatArray:
         )
 
 
+def _order_kappa(totals: FloatArray) -> FloatArray:
+    """How much more often than chance the judge names the same outcome when a pair is
+    shown in both orders: 1 - flips / chance flips, where chance is a judge that labels
+    first, second and tie at its own rates whatever the replies (f, s, t), so the two
+    orders agree with probability 2 f s + t^2. 0 is a content-blind judge (a coin flip,
+    or one that always picks a slot), 1 one that never flips; undefined for a judge
+    whose labels could not flip by chance (always the same label)."""
+    col = _COLUMN
+    verdicts = totals[:, col["verdict_weight"]]
+    first = _ratio(totals[:, col["first_weight"]], verdicts)
+    tie = 1.0 - _ratio(totals[:, col["decisive_verdicts"]], verdicts)
+    chance = 1.0 - 2.0 * first * (1.0 - first - tie) - tie**2
+    flips = _ratio(totals[:, col["flip_weight"]], totals[:, col["pair_weight"]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(chance > 1e-9, 1.0 - flips / np.where(chance > 1e-9, chance, 1.0), np.nan)
+
+
 def _judge_row(
     name: str,
     reference: bool,
@@ -417,6 +452,10 @@ def _judge_row(
         kappa=boot.estimate(_kappa(totals)),
         flip_pairs=float(totals[0, col["pair_weight"]]),
         flip_share=share("flip_weight", "pair_weight"),
+        order_kappa=boot.estimate(_order_kappa(totals)),
+        tie_share=boot.estimate(
+            1.0 - _ratio(totals[:, col["decisive_verdicts"]], totals[:, col["verdict_weight"]])
+        ),
         position_bias=share("first_weight", "decisive_verdicts"),
         longer_preference=share("longer_weight", "sized_verdicts"),
     )

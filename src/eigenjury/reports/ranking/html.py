@@ -29,6 +29,7 @@ from eigenjury.reports.ranking.words import (
     judge_name,
     rank_ci_cell,
     self_preference_cell,
+    signal_cell,
     style_headers,
     style_rows,
     trust_formation,
@@ -141,6 +142,7 @@ def render(
                 fmt(order.consistent if order else None, ".0%"),
                 fmt(order.same_slot if order else None, ".0%"),
                 parse.get(j.name, 0),
+                signal_cell(j),
                 *([forms.get(j.name, "-")] if forms else []),
             ]
         )
@@ -155,6 +157,7 @@ def render(
                 "consistent",
                 "same slot won both",
                 "parse failures",
+                "signal",
                 *(["first replies"] if forms else []),
             ],
             rows,

@@ -105,7 +105,7 @@ def _what_intervals_allow(record: RankingRecord) -> str:
     if not pairs:
         return (
             f"At {ci} confidence no {noun} can be told apart from another{held}: the "
-            "differences may be chance; more scenarios would narrow the intervals."
+            f"differences may be chance; {_what_would_help(record)}."
         )
     told: dict[str, list[str]] = {}
     for name, below in pairs[:LISTED]:
@@ -125,6 +125,34 @@ def _what_intervals_allow(record: RankingRecord) -> str:
         else (f"With {ci} family-wise confidence")
     )
     return f"{lead}, {', and '.join(clauses)}; {ending}."
+
+
+def _signals(record: RankingRecord) -> dict[str, str]:
+    """Each measured judge's verdict on its own verdicts (stats.informative)."""
+    return {j.name: j.signal.verdict for j in record.judges if j.signal is not None}
+
+
+def _what_would_help(record: RankingRecord) -> str:
+    """What would narrow the intervals: more scenarios where some judge reads the
+    replies; not where none was shown to."""
+    verdicts = set(_signals(record).values())
+    if not verdicts or verdicts & {"informative", "weak"}:
+        return "more scenarios would narrow the intervals"
+    if verdicts <= {"uninformative"}:
+        return "more scenarios would not help, as no judge's verdicts follow the replies"
+    return "no judge was shown to read the replies, so more scenarios help only if some judge does"
+
+
+def _means_nothing(record: RankingRecord) -> list[str]:
+    """A first sentence for a ranking whose judges all carry no information."""
+    verdicts = _signals(record)
+    if not verdicts or set(verdicts.values()) != {"uninformative"}:
+        return []
+    return [
+        "None of the judges' verdicts carry information about the replies (each is "
+        "named below with why), so this ranking means nothing: its order and intervals "
+        "come from how the judges answered, not from the replies."
+    ]
 
 
 def _position_evidence(record: RankingRecord, judge: JudgeRow) -> str | None:
@@ -147,20 +175,24 @@ def _position_evidence(record: RankingRecord, judge: JudgeRow) -> str | None:
 
 
 def _uninformative(record: RankingRecord) -> list[str]:
-    """Sentence 3, when it applies: judges that answered by position, and members that
-    did not judge, with why."""
+    """Sentence 3, when it applies: judges whose verdicts carry no information, or that
+    cannot be told from chance, and members that did not judge, with why. Records made
+    before judges were measured (no `signal`) name position-locked judges only."""
     sentences = []
-    locked = [
-        f"{j.name} ({evidence})"
-        for j in record.judges
-        if (evidence := _position_evidence(record, j)) is not None
-    ]
-    if locked:
-        their = "their" if len(locked) > 1 else "its"
-        sentences.append(
-            f"{_listed(locked)} answered by position rather than by content, so {their} "
-            "verdicts carry almost no information about the replies."
-        )
+    if any(j.signal is not None for j in record.judges):
+        sentences += _judged_signals(record)
+    else:
+        locked = [
+            f"{j.name} ({evidence})"
+            for j in record.judges
+            if (evidence := _position_evidence(record, j)) is not None
+        ]
+        if locked:
+            their = "their" if len(locked) > 1 else "its"
+            sentences.append(
+                f"{_listed(locked)} answered by position rather than by content, so {their} "
+                "verdicts carry almost no information about the replies."
+            )
     reasons: dict[str, list[str]] = {}
     for member in record.run.members if record.run else []:
         if member.evaluee_only is not None:
@@ -171,6 +203,25 @@ def _uninformative(record: RankingRecord) -> list[str]:
     return sentences
 
 
+def _judged_signals(record: RankingRecord) -> list[str]:
+    """The judges measured as uninformative, then those that could not be told from
+    chance, each with its evidence."""
+    sentences = []
+    for verdict, ending in (
+        ("uninformative", ", so {their} verdicts carry no information about the replies"),
+        ("undetermined", ""),
+    ):
+        said = [
+            f"{j.name} {j.signal.why}"
+            for j in record.judges
+            if j.signal is not None and j.signal.verdict == verdict
+        ]
+        if said:
+            their = "their" if len(said) > 1 else "its"
+            sentences.append(_listed(said) + ending.format(their=their) + ".")
+    return sentences
+
+
 def meaning(record: RankingRecord) -> list[str]:
     """What the ranking means, in two or three plain sentences: what was ranked and by
     whom, what the intervals allow one to conclude, and which judges said nothing about
@@ -178,6 +229,7 @@ def meaning(record: RankingRecord) -> list[str]:
     what its Elo assumes."""
     assumption = [STYLE_ASSUMPTION] if is_styled(record) else []
     return [
+        *_means_nothing(record),
         _what_was_ranked(record),
         _what_intervals_allow(record),
         *_uninformative(record),

@@ -31,6 +31,7 @@ from eigenjury.reports.ranking.words import (
     judge_name,
     rank_ci_cell,
     self_preference_cell,
+    signal_cell,
     style_headers,
     style_rows,
     trust_formation,
@@ -99,11 +100,12 @@ def print_summary(console: Console, record: RankingRecord) -> None:
         _print_style(console, record.style, ci_pct)
 
     judges = Table(title="Judges", title_justify="left")
-    judges.add_column("judge")
+    judges.add_column("judge", no_wrap=True)
     judges.add_column("tie propensity", justify="right")
     judges.add_column("position bias (first slot, log-odds)", justify="right")
     judges.add_column(SELF_PREFERENCE, justify="right")
     judges.add_column("verdicts", justify="right")
+    judges.add_column("signal")
     for j in record.judges:
         judges.add_row(
             escape(judge_name(j.name, j.external)),
@@ -111,6 +113,7 @@ def print_summary(console: Console, record: RankingRecord) -> None:
             with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
             self_preference_cell(j),
             f"{j.verdicts:g}",
+            signal_cell(j),
         )
     console.print(judges)
     formation = trust_formation(record)

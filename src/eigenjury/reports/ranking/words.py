@@ -37,6 +37,14 @@ def self_preference_cell(j: JudgeRow) -> str:
     return f"{with_ci(j.self_preference, j.self_preference_ci, '+.2f')} (n={j.self_verdicts:g})"
 
 
+def signal_cell(j: JudgeRow) -> str:
+    """Whether a judge's verdicts carry information: "informative", "weak",
+    "uninformative: position" and so on; "-" where not measured (no bootstrap)."""
+    if j.signal is None:
+        return "-"
+    return j.signal.verdict + (f": {j.signal.reason}" if j.signal.reason else "")
+
+
 def rank_ci_cell(m: ModelRow) -> str:
     return "-" if not m.rank_ci else f"{m.rank_ci[0]}-{m.rank_ci[1]}"
 
@@ -132,17 +140,24 @@ STYLE_MEANING = (
 )
 
 
+# A coefficient is shown to two decimals: below half the last one it reads as 0.00
+SHOWN_COEFFICIENT = 0.005
+NO_EFFECT = "no effect measured"
+
+
 def style_reading(c: StyleCoefficient) -> str:
-    """A coefficient in words: the side judges favour when its interval leaves out 0."""
+    """A coefficient in words: the side judges favour when its interval leaves out 0;
+    "no effect measured" when it is too small to show or its interval has no width (the
+    draws never moved it: nothing measured it), never a direction."""
     more, less = STYLE_SIDES.get(
         c.feature,
         (f"the reply with the higher {c.feature}", f"the reply with the lower {c.feature}"),
     )
     side = more if c.coefficient > 0 else less
     shared = c.judge is None  # else the row names the judge
+    if abs(c.coefficient) < SHOWN_COEFFICIENT or (c.ci is not None and c.ci[0] == c.ci[1]):
+        return NO_EFFECT
     if c.ci is None:
-        if c.coefficient == 0:
-            return "no effect"
         return f"{'judges lean' if shared else 'leans'} to {side} (no interval)"
     if c.ci[0] > 0 or c.ci[1] < 0:
         return f"{'judges favour' if shared else 'favours'} {side}"

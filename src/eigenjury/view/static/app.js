@@ -305,7 +305,7 @@ function rankingRun(record, run) {
   const consistency = calls.order_consistency || {};
   const parseFailures = calls.parse_failures_by_judge || {};
   const judges = table(
-    ["judge", "tie propensity", "position bias", "self-preference", "order consistency", "same slot", "pairs", "parse failures", "verdicts"],
+    ["judge", "tie propensity", "position bias", "self-preference", "order consistency", "same slot", "pairs", "parse failures", "verdicts", "signal"],
     record.judges.map((j) => {
       const c = consistency[j.name] || {};
       return [
@@ -319,6 +319,8 @@ function rankingRun(record, run) {
         c.pairs === undefined ? "-" : String(c.pairs),
         record.run ? String(parseFailures[j.name] || 0) : "-", // unknown when fitted from a file
         num(j.verdicts, 0),
+        // stats.informative: whether its verdicts carry information (absent without bootstrap)
+        j.signal ? j.signal.verdict + (j.signal.reason ? `: ${j.signal.reason}` : "") : "-",
       ];
     }),
     { id: "judges" },
@@ -389,7 +391,9 @@ function styleReading(c) {
   const [more, less] = STYLE_SIDES[c.feature] || [`the reply with the higher ${c.feature}`, `the reply with the lower ${c.feature}`];
   const side = c.coefficient > 0 ? more : less;
   const shared = c.judge === undefined || c.judge === null; // else the row names the judge
-  if (!c.ci) return c.coefficient === 0 ? "no effect" : `${shared ? "judges lean" : "leans"} to ${side} (no interval)`;
+  // too small to show at two decimals, or an interval with no width: nothing measured it
+  if (Math.abs(c.coefficient) < 0.005 || (c.ci && c.ci[0] === c.ci[1])) return "no effect measured";
+  if (!c.ci) return `${shared ? "judges lean" : "leans"} to ${side} (no interval)`;
   return c.ci[0] > 0 || c.ci[1] < 0 ? `${shared ? "judges favour" : "favours"} ${side}` : "no clear effect";
 }
 

@@ -1,0 +1,120 @@
+"""Whether a judge's verdicts carry information (stats.informative): judges built to be
+a coin flip, position-locked, always tying or contrary, beside the honest judges of a
+generator unlike the fit's own model (eigenjury.testing.verdicts), are each measured as
+what they were built to be; names do not matter; a judge nothing can measure says so."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import numpy as np
+
+from eigenjury.stats.informative import classify, judge_signals
+from eigenjury.stats.judge_agreement import judge_agreement
+from eigenjury.stats.verdicts import FIRST, SECOND, TIE, VerdictTable
+from eigenjury.testing.verdicts import Design, verdicts
+
+BUILT = ("coin", "coin", "lock", "tie", "contrary")
+
+
+def _with_built_judges(seed: int, scenarios: int = 60) -> VerdictTable:
+    """A generated study (8 honest judges, 3 a scenario, every pair of a group in both
+    orders) and one built judge per BUILT, each judging what one honest judge judged."""
+    table = verdicts(Design(scenarios=scenarios), seed)
+    rng = np.random.default_rng([seed, 1])
+    names = np.array(table.models)
+    columns = [[table.scenario], [names[table.judge]], [names[table.first]], [names[table.second]]]
+    said = [table.verdict]
+    for k, kind in enumerate(BUILT):
+        rows = np.flatnonzero(table.judge == k)
+        honest = table.verdict[rows]
+        verdict = {
+            "coin": rng.integers(0, 3, len(rows)),
+            "lock": np.full(len(rows), FIRST),
+            "tie": np.full(len(rows), TIE),
+            "contrary": np.where(honest == FIRST, SECOND, np.where(honest == SECOND, FIRST, TIE)),
+        }[kind]
+        for column, values in zip(
+            columns,
+            (table.scenario[rows], np.full(len(rows), f"{kind}{k}"), names[table.first[rows]],
+             names[table.second[rows]]),
+            strict=True,
+        ):  # fmt: skip
+            column.append(values)
+        said.append(verdict)
+    return VerdictTable.from_columns(*(np.concatenate(c) for c in columns), np.concatenate(said))
+
+
+def test_built_judges_are_measured_as_built() -> None:
+    got: dict[str, collections.Counter[tuple[str, str | None]]] = collections.defaultdict(
+        collections.Counter
+    )
+    for seed in range(10):
+        for signal in judge_signals(_with_built_judges(seed)):
+            kind = "honest" if signal.judge.startswith("m") else signal.judge.rstrip("0123456789")
+            got[kind][(signal.verdict, signal.reason)] += 1
+    assert got["lock"] == {("uninformative", "position"): 10}
+    assert got["tie"] == {("uninformative", "same label"): 10}
+    assert got["contrary"] == {("uninformative", "contrary"): 10}
+    # 20 coin flips: at chance, or too few verdicts to rule out a slight signal; never
+    # read as contrary or informative (40 studies: 51 at chance, 28 undetermined, 1 weak)
+    coin = got["coin"]
+    assert coin[("uninformative", "chance")] >= 10
+    assert set(coin) <= {("uninformative", "chance"), ("undetermined", None), ("weak", None)}
+    assert coin[("weak", None)] <= 1
+    assert got["honest"][("informative", None)] >= 78  # of 80 (319 of 320 in 40 studies)
+
+
+def test_the_measures_do_not_depend_on_names() -> None:
+    table = _with_built_judges(3)
+    before = {s.judge: s for s in judge_signals(table)}
+    rename = {
+        name: f"z{len(table.models) - i:02d}-{name[::-1]}" for i, name in enumerate(table.models)
+    }
+    names = np.array([rename[m] for m in table.models])
+    scenarios = np.array(table.scenarios)[table.scenario]  # the same names, the same units
+    renamed = VerdictTable.from_columns(
+        scenarios, names[table.judge], names[table.first], names[table.second], table.verdict
+    )
+    after = {s.judge: s for s in judge_signals(renamed)}
+    for name, signal in before.items():
+        other = after[rename[name]]
+        assert (other.verdict, other.reason) == (signal.verdict, signal.reason)
+        for mine, theirs in ((other.kappa, signal.kappa), (other.order_kappa, signal.order_kappa)):
+            np.testing.assert_equal(dataclasses.astuple(mine), dataclasses.astuple(theirs))
+
+
+def test_a_judge_nothing_can_measure_is_unmeasured() -> None:
+    """One verdict per comparison and no other judge on it: no order consistency, no
+    agreement; the verdict says so rather than guessing."""
+    table = VerdictTable.from_columns(
+        np.arange(40),
+        np.array(["solo"] * 20 + ["other"] * 20),
+        np.array(["a", "b"] * 20),
+        np.array(["b", "a"] * 20),
+        np.array([FIRST, SECOND, TIE, FIRST] * 10),
+    )
+    signals = {s.judge: s for s in judge_signals(table)}
+    assert signals["solo"].verdict == "unmeasured"
+    assert "nothing measures whether it read the replies" in signals["solo"].why
+
+
+def test_order_kappa_is_zero_for_a_content_blind_judge_and_one_for_a_steady_one() -> None:
+    """Pairs in both orders: a judge that names the same outcome both times has order
+    kappa 1; one whose second verdict is drawn at its own label rates has about 0."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    scenario = np.repeat(np.arange(n), 2)
+    first = np.tile(["a", "b"], n)
+    second = np.tile(["b", "a"], n)
+    steady_outcome = rng.integers(0, 3, n)  # 0 tie, 1 a wins, 2 b wins
+    steady = np.empty(2 * n, dtype=np.int64)
+    steady[0::2] = np.where(steady_outcome == 0, TIE, np.where(steady_outcome == 1, FIRST, SECOND))
+    steady[1::2] = np.where(steady_outcome == 0, TIE, np.where(steady_outcome == 1, SECOND, FIRST))
+    blind = rng.choice([FIRST, SECOND, TIE], size=2 * n, p=[0.5, 0.3, 0.2])
+    for verdict, expected in ((steady, 1.0), (blind, 0.0)):
+        table = VerdictTable.from_columns(scenario, np.array(["j"] * 2 * n), first, second, verdict)
+        [row] = judge_agreement(table, None, bootstrap=200).judges
+        assert abs(row.order_kappa.value - expected) < 0.05
+        assert classify(row).order_kappa is row.order_kappa
