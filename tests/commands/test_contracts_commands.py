@@ -343,6 +343,8 @@ def test_juries_compare_command(
     assert code == 0, out
     record = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     assert record["agreement"]["value"] == 0.0  # A ties (fails); B passes
+    # A never passes, B always does: chance agreement 0, and kappa 0 (no more than that)
+    assert record["chance_agreement"]["value"] == 0.0 and record["kappa"]["value"] == 0.0
     assert record["split_rate"]["a"]["value"] == 1.0
     assert record["cascade"]["agreement_with_b"]["value"] == 1.0
     assert (tmp_path / "cmp" / "pool_a" / "judgements.csv").is_file()
@@ -587,3 +589,67 @@ def test_a_contract_whose_weights_sum_past_100_is_graded_with_a_warning(
         1.5,
         True,
     )
+
+
+def test_juries_that_pass_everything_agree_by_chance_and_say_so(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both pools vote yes on every criterion: agreement 1.000 is what any two such pools
+    reach, so the base rate is 1 and kappa is undefined, said in words (issue 32)."""
+    subs = write_submissions(
+        tmp_path / "subs.jsonl",
+        [
+            {"task_id": "france", "submission": "Answer: Paris", "candidate": f"m{i}"}
+            for i in range(4)
+        ],
+    )
+    args = ["juries", "compare", str(contract), "--submissions", str(subs),
+            "--pool-a", "scripted:juror-yes", "--pool-b", "scripted:juror-yes",
+            "--store", str(tmp_path / "s.sqlite"), "--no-progress", "--rounds", "50",
+            "--out", str(tmp_path / "cmp")]  # fmt: skip
+    assert main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    record = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert record["agreement"]["value"] == 1.0
+    assert record["chance_agreement"]["value"] == 1.0
+    assert record["kappa"] == {"value": None, "ci": [None, None]}
+    assert "by chance, at the pools' pass rates" in out
+    assert "undefined: both pools gave every criterion the same outcome" in out
+    html = (tmp_path / "cmp" / "report.html").read_text()
+    assert "undefined: both pools gave every criterion the same outcome" in html
+
+
+def test_a_jury_of_one_model_three_times_warns_and_reads_as_one_opinion(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three copies of one spec at temperature 0: warned of before any call, and the
+    record says the replies were identical and the votes carry no disagreement to
+    measure (issue 32); two different models beside each other are not warned of."""
+    subs = write_submissions(
+        tmp_path / "subs.jsonl",
+        [
+            {"task_id": "france", "submission": "Answer: Paris", "candidate": f"m{i}"}
+            for i in range(3)
+        ],
+    )
+    jury = ["--jury", "scripted:juror-yes"] * 3
+    assert main(grade_args(contract, tmp_path, "--submissions", str(subs), *jury)) == 0
+    captured = capsys.readouterr()
+    said = " ".join((captured.out + captured.err).split())
+    assert "the juror scripted:juror-yes sits on the jury 3 times at temperature 0" in said
+    record = read_record(tmp_path / "out" / "results.json", GradingRecord)
+    assert any("3 times at temperature 0" in w for w in record.warnings)
+    assert record.diversity is not None and record.diversity.criteria > 0
+    assert record.diversity.identical_replies == 1.0
+    assert record.diversity.fleiss_kappa is None  # every vote C: nothing to measure
+    assert "identical replies on 100% of them; Fleiss' kappa undefined" in said
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "identical replies on 100% of them" in report
+
+    mixed = ["--jury", "scripted:juror-keyword", "--jury", "scripted:juror-no"]
+    args = grade_args(contract, tmp_path / "mixed", "--submissions", str(subs), *mixed)
+    assert main(args) == 0
+    assert "at temperature 0" not in capsys.readouterr().out
+    record = read_record(tmp_path / "mixed" / "out" / "results.json", GradingRecord)
+    assert record.warnings == [] or all("temperature 0" not in w for w in record.warnings)
+    assert record.diversity is not None and record.diversity.identical_replies == 0.0

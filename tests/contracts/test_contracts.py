@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import contract_scripts  # noqa: F401  (registers the scripted jurors)
@@ -748,3 +749,26 @@ def test_a_python_grader_that_cannot_be_imported_is_reported_by_check(
         '"\\\\d\\\\s*\\\\+\\\\s*\\\\d"', "my_checks:short"
     )
     assert _check(_yaml(tmp_path, good), capsys)[0] == 0
+
+
+def test_fleiss_kappa_of_the_textbook_table_and_of_one_grade_throughout() -> None:
+    """Fleiss (1971) as the usual worked example gives it: 10 items, 14 raters, 5
+    categories, kappa 0.210; one category throughout leaves chance at 1: undefined."""
+    from eigenjury.stats.agreement import fleiss_kappa
+
+    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0],
+             [2, 2, 8, 1, 1], [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2],
+             [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]  # fmt: skip
+    assert round(fleiss_kappa(table), 3) == 0.210
+    assert np.isnan(fleiss_kappa([[3, 0], [3, 0]]))
+    assert fleiss_kappa([[3, 0], [0, 3]]) == 1.0
+    with pytest.raises(ValueError, match="same number of ratings"):
+        fleiss_kappa([[3, 0], [1, 1]])
+
+
+def test_a_model_twice_at_temperature_zero_is_warned_of_and_not_above_it() -> None:
+    twice = Jury.from_specs(["scripted:juror-yes", "scripted:juror-yes", "scripted:juror-no"])
+    [warning] = twice.warnings()
+    assert "scripted:juror-yes sits on the jury 2 times at temperature 0" in warning
+    assert Jury.from_specs(["scripted:juror-yes"] * 2, temperature=0.7).warnings() == []
+    assert Jury.from_specs(["scripted:juror-yes", "scripted:juror-no"]).warnings() == []

@@ -424,3 +424,15 @@ def test_a_ranking_fitted_from_a_verdict_file_has_no_calls_and_a_readable_leader
     ]
     assert max(dots) - min(dots) > 60  # of 228 pixels, despite a bound at -118189
     assert len(driver.find_elements(By.CSS_SELECTOR, "#leaderboard .beyond")) == 1
+
+
+def test_a_jury_comparison_shows_its_agreement_beside_chance(
+    viewer: str, driver: WebDriver
+) -> None:
+    open_run(driver, viewer, "juries/comparison.json")
+    visible(driver, "#agreement")
+    text = driver.find_element(By.ID, "agreement").text
+    assert "criterion majority agreement" in text
+    assert "by chance, at the pools' pass rates" in text
+    assert "Cohen's kappa" in text
+    no_script_ran(driver)

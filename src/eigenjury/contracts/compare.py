@@ -30,6 +30,25 @@ def _per_criterion(c: CriterionResult) -> tuple[float, float, float]:
     )
 
 
+def _chance_and_kappa(
+    boot: ClusterBootstrap, passed_a: np.ndarray, passed_b: np.ndarray, unit: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per bootstrap round: the agreement two pools that pass criteria at these rates
+    would reach by chance, p_a p_b + (1 - p_a)(1 - p_b), and Cohen's kappa, how far the
+    observed agreement goes beyond it (NaN where chance is 1: both pools gave every
+    criterion the same outcome, and agreement says nothing)."""
+    rate_a = boot.mean(passed_a.astype(float), unit)
+    rate_b = boot.mean(passed_b.astype(float), unit)
+    observed = boot.mean((passed_a == passed_b).astype(float), unit)
+    chance = rate_a * rate_b + (1.0 - rate_a) * (1.0 - rate_b)
+    room = 1.0 - chance
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = np.where(
+            room > 1e-12, (observed - chance) / np.where(room > 1e-12, room, 1.0), np.nan
+        )
+    return chance, kappa
+
+
 def compare_pools(
     results_a: Sequence[TaskResult],
     results_b: Sequence[TaskResult],
@@ -94,6 +113,9 @@ def compare_pools(
 
     common_ = np.array(common)
     record["agreement"] = mean(pa_ == pb_)
+    chance, kappa = _chance_and_kappa(boot, pa_, pb_, u_)
+    record["chance_agreement"] = boot.estimate(chance).record()
+    record["kappa"] = boot.estimate(kappa).record()
     record["agreement_common"] = (
         boot.estimate(boot.mean((pa_ == pb_)[common_], u_[common_])).record()
         if common_.any()

@@ -96,6 +96,22 @@ class Jury:
     def specs(self) -> tuple[ModelSpec, ...]:
         return tuple(j.spec for j in self.jurors)
 
+    def warnings(self) -> list[str]:
+        """A model on the jury more than once at temperature 0 decodes greedily, so its
+        copies give the same reply (whatever their seeds): they are one opinion counted
+        several times, and a split between them cannot happen."""
+        if self.temperature > 0:
+            return []
+        repeats = Counter(str(j.spec) for j in self.jurors)
+        return [
+            f"the juror {spec} sits on the jury {n} times at temperature 0: greedy decoding "
+            f"gives its copies the same reply, so their votes are one opinion counted {n} "
+            "times and a unanimous vote is no consensus; use different models, or a "
+            "temperature above 0"
+            for spec, n in repeats.items()
+            if n > 1
+        ]
+
 
 @dataclass(frozen=True)
 class Vote:

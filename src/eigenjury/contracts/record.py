@@ -236,6 +236,20 @@ class Judgement(Part):
         return data
 
 
+class JurorDiversity(Part):
+    """Whether the jurors were separate opinions, over the jury-graded criteria every
+    juror of the (first) jury gave a readable vote on; only for juries of two or more."""
+
+    criteria: int
+    """How many criteria that is."""
+    identical_replies: float | None
+    """Share of them on which every juror's reply was word for word the same (None without
+    any)."""
+    fleiss_kappa: float | None
+    """Fleiss' kappa of the jurors' C and I votes on them: agreement beyond what their pooled
+    vote shares give by chance (None where undefined: one grade throughout, or no criterion)."""
+
+
 class GradingRecord(Sparse, Record):
     """A grading run: results.json. Its trace (`judgements`, one per vote or grader
     decision) is written beside it as trace.jsonl, not into results.json. `verdicts`:
@@ -243,7 +257,7 @@ class GradingRecord(Sparse, Record):
 
     KIND: ClassVar[str] = "grading"
     FILE: ClassVar[str] = "results.json"
-    OMITTED = frozenset({"escalate_to", "accounting", "verdicts"})
+    OMITTED = frozenset({"escalate_to", "accounting", "verdicts", "diversity"})
 
     kind: str = KIND
     """Always "grading"."""
@@ -258,7 +272,11 @@ class GradingRecord(Sparse, Record):
     tasks: list[TaskOutcome]
     """Each submission graded."""
     warnings: list[str] = Field(default_factory=list)
-    """What is suspicious in the contract (weights not summing to 100, a threshold out of reach)."""
+    """What is suspicious in the contract (weights not summing to 100, a threshold out of reach)
+    and in the jury (a model on it more than once at temperature 0)."""
+    diversity: JurorDiversity | None = None
+    """Whether the jurors were separate opinions (left out for juries of one, without a jury, and
+    by records made before eigenjury 0.3.2)."""
     verdicts: dict[str, VerdictModes] | None = None
     """Per served juror (HTTP), how its first replies gave their verdicts, one per vote (left out
     without served jurors)."""
@@ -368,6 +386,8 @@ class JuryComparisonRecord(Sparse, Record):
         {
             "note",
             "agreement",
+            "chance_agreement",
+            "kappa",
             "agreement_common",
             "criteria_common",
             "split_rate",
@@ -399,6 +419,14 @@ class JuryComparisonRecord(Sparse, Record):
     agreement: EstimatePart | None = None
     """Share of the jury-graded criteria with the same outcome from both pools (left out without
     jury-graded criteria)."""
+    chance_agreement: EstimatePart | None = None
+    """The agreement two pools passing criteria at these rates would reach by chance,
+    p_a p_b + (1 - p_a)(1 - p_b): the base rate for `agreement` (left out without
+    jury-graded criteria, and by records made before eigenjury 0.3.2)."""
+    kappa: EstimatePart | None = None
+    """Cohen's kappa of the criterion outcomes, agreement beyond chance (value None where
+    chance is 1: both pools gave every criterion the same outcome; left out as
+    `chance_agreement`)."""
     agreement_common: EstimatePart | None = None
     """The same, over the criteria where every vote of both pools was read (value None where none
     was; left out without jury-graded criteria)."""

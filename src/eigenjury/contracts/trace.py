@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from eigenjury.contracts.grading import CriterionResult, TaskResult
 from eigenjury.contracts.jury import Jury, Vote
 from eigenjury.contracts.record import (
@@ -19,13 +21,14 @@ from eigenjury.contracts.record import (
     Escalation,
     GradingRecord,
     Judgement,
+    JurorDiversity,
     JuryPart,
     TaskOutcome,
     VoteCounts,
 )
 from eigenjury.models.verdict_format import VerdictMode
 from eigenjury.records import VerdictModes, now
-from eigenjury.stats.agreement import ClusterBootstrap
+from eigenjury.stats.agreement import ClusterBootstrap, fleiss_kappa
 
 
 def vote_counts(c: CriterionResult) -> VoteCounts:
@@ -130,9 +133,32 @@ def grading_record(
         ),
         summary=summary(results),
         tasks=[task_outcome(r) for r in results],
-        warnings=list(warnings),
+        warnings=[*warnings, *(jury.warnings() if jury is not None else [])],
+        diversity=juror_diversity(results, jury),
         verdicts=verdict_modes(results, (jury, escalate_to)),
         judgements=list(judgements(results)),
+    )
+
+
+def juror_diversity(results: Sequence[TaskResult], jury: Jury | None) -> JurorDiversity | None:
+    """Identical replies and Fleiss' kappa of the first jury's votes, over the criteria
+    every one of its jurors gave a readable vote on (None for a jury of one)."""
+    if jury is None or jury.size < 2:
+        return None
+    counts, identical = [], []
+    for r in results:
+        for c in r.criteria:
+            votes = c.escalated_from or c.votes
+            if not c.by_jury or len(votes) != jury.size or any(v.grade is None for v in votes):
+                continue
+            passed = sum(v.grade == "C" for v in votes)
+            counts.append((passed, len(votes) - passed))
+            identical.append(len({v.text for v in votes}) == 1)
+    kappa = fleiss_kappa(counts) if counts else float("nan")
+    return JurorDiversity(
+        criteria=len(counts),
+        identical_replies=round(sum(identical) / len(identical), 4) if identical else None,
+        fleiss_kappa=round(kappa, 4) if np.isfinite(kappa) else None,
     )
 
 

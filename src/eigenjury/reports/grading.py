@@ -223,6 +223,9 @@ def render(record: GradingRecord, contract: Contract) -> str:
             ],
         )
     )
+    diversity = jury_diversity(record)
+    if diversity:
+        out.append(f"<p class=muted id=diversity>{e(diversity)}</p>")
     if record.verdicts:
         out.append(
             "<h2>Verdicts</h2><p class=muted>How served jurors' first replies gave their "
@@ -292,10 +295,47 @@ def print_summary(console: Console, record: GradingRecord) -> None:
             money(s.jury_cost_usd),
         )
     console.print(grid)
+    diversity = jury_diversity(record)
+    if diversity:
+        console.print(escape(diversity), highlight=False)
     print_verdicts(console, record)
 
 
+def jury_diversity(record: GradingRecord) -> str | None:
+    """Whether the jurors were separate opinions, in a line (None for a jury of one)."""
+    d = record.diversity
+    if d is None:
+        return None
+    if not d.criteria:
+        return "juror diversity: no criterion has a readable vote from every juror"
+    same = f"{d.identical_replies:.0%}" if d.identical_replies is not None else "-"
+    kappa = (
+        f"Fleiss' kappa {d.fleiss_kappa:.2f}"
+        if d.fleiss_kappa is not None
+        else "Fleiss' kappa undefined (every vote the same grade)"
+    )
+    return (
+        f"juror diversity, over the {d.criteria} criteria every juror voted on: identical "
+        f"replies on {same} of them; {kappa}"
+    )
+
+
 # --- a jury comparison --------------------------------------------------------------------
+
+
+def _beyond_chance(record: JuryComparisonRecord) -> list[list[str]]:
+    """The base rate of criterion agreement and Cohen's kappa; kappa undefined, with
+    why, where both pools gave every criterion one outcome."""
+    chance, kappa = record.chance_agreement, record.kappa
+    if chance is None or kappa is None:  # a record made before 0.3.2
+        return []
+    rows = [["  by chance, at the pools' pass rates", _estimate(chance)]]
+    if kappa.value is None:
+        why = "undefined: both pools gave every criterion the same outcome"
+        rows.append(["  Cohen's kappa", why])
+    else:
+        rows.append(["  Cohen's kappa (beyond chance)", _estimate(kappa)])
+    return rows
 
 
 def _comparison_rows(record: JuryComparisonRecord) -> list[list[str]]:
@@ -304,6 +344,7 @@ def _comparison_rows(record: JuryComparisonRecord) -> list[list[str]]:
     if record.agreement is not None and record.split_rate is not None:
         rows += [
             ["criterion majority agreement", _estimate(record.agreement)],
+            *_beyond_chance(record),
             [
                 f"  on criteria with every vote read ({record.criteria_common})",
                 _estimate(record.agreement_common),

@@ -94,3 +94,23 @@ def weighted_pearson(w: FloatArray, x: FloatArray, y: FloatArray) -> FloatArray:
     tiny = 1e-12 * (1.0 + np.abs(mx) + np.abs(my)) ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(np.where(scale > tiny, sxy / np.where(scale > tiny, scale, 1.0), np.nan))
+
+
+def fleiss_kappa(counts: ArrayLike) -> float:
+    """Fleiss' kappa of items x categories counts, every item rated by the same number
+    of raters (at least 2): agreement among the raters beyond what their pooled category
+    shares give by chance. NaN where chance agreement is 1 (one category throughout:
+    agreement says nothing) or there is no item."""
+    table = np.asarray(counts, dtype=np.float64)
+    if table.ndim != 2 or table.shape[0] == 0:
+        return float("nan")
+    raters = table.sum(axis=1)
+    if raters.min() < 2 or not np.all(raters == raters[0]):
+        raise ValueError("every item needs the same number of ratings, at least 2")
+    n = raters[0]
+    observed = float(np.mean(((table**2).sum(axis=1) - n) / (n * (n - 1))))
+    shares = table.sum(axis=0) / table.sum()
+    chance = float(np.sum(shares**2))
+    if chance >= 1.0 - 1e-12:
+        return float("nan")
+    return (observed - chance) / (1.0 - chance)

@@ -662,6 +662,13 @@ function juryComparison(record) {
     { id: "pools" }, 2);
   const agreement = table(["measure", "value [interval]"], [
     ["criterion majority agreement", estimate(record.agreement)],
+    // its base rate and kappa (reports/grading.py _beyond_chance); absent before 0.3.2
+    ...(record.chance_agreement ? [
+      ["by chance, at the pools' pass rates", estimate(record.chance_agreement)],
+      record.kappa && record.kappa.value === null
+        ? ["Cohen's kappa", "undefined: both pools gave every criterion the same outcome"]
+        : ["Cohen's kappa (beyond chance)", estimate(record.kappa)],
+    ] : []),
     ["agreement on common criteria", estimate(record.agreement_common)],
     ["identical task scores", estimate(record.identical_task_scores)],
     ["task pass agreement", estimate(record.task_pass_agreement)],
