@@ -81,8 +81,8 @@ def scores(log: EvalLog) -> dict[str, dict[str, float]]:
 def test_a_tied_jury_fails_the_criterion(bundle: Path, tmp_path: Path) -> None:
     log = run(bundle, [mock("GRADE: C"), mock("GRADE: C\nno:\nGRADE: I")], tmp_path)
     assert scores(log) == {
-        "france": {"score": 0.4, "passed": 0.0},
-        "sum": {"score": 1.0, "passed": 1.0},
+        "france": {"score": 0.4, "passed": 0.0, "unread": 0.0},
+        "sum": {"score": 1.0, "passed": 1.0, "unread": 0.0},
     }
     assert log.samples is not None
     metadata = log.samples[0].scores["contract_scorer"].metadata  # type: ignore[index]
@@ -98,10 +98,11 @@ def test_a_strict_majority_passes_and_unreadable_votes_are_repaired_once(
     bundle: Path, tmp_path: Path
 ) -> None:
     log = run(bundle, [mock("GRADE: C"), mock("GRADE: I"), mock("GRADE: C")], tmp_path / "a")
-    assert scores(log)["france"] == {"score": 1.0, "passed": 1.0}
+    assert scores(log)["france"] == {"score": 1.0, "passed": 1.0, "unread": 0.0}
     mute_calls: list[str] = []
     log = run(bundle, [mock("GRADE: C"), mock("no idea", mute_calls)], tmp_path / "b")
-    assert scores(log)["france"] == {"score": 0.4, "passed": 0.0}  # C + unread = a tie
+    # C + unread = a tie; one vote of two unread
+    assert scores(log)["france"] == {"score": 0.4, "passed": 0.0, "unread": 0.5}
     assert len(mute_calls) == 2 and "did not end with a verdict line" in mute_calls[1]
 
 
@@ -140,7 +141,7 @@ def test_inspect_eval_command_finds_the_extension(bundle: Path, tmp_path: Path) 
     [log_file] = (tmp_path / "logs").glob("*.eval")
     log = read_eval_log(str(log_file))
     assert log.eval.task == "eigenjury/contract"
-    assert scores(log) == {"sum": {"score": 1.0, "passed": 1.0}}
+    assert scores(log) == {"sum": {"score": 1.0, "passed": 1.0, "unread": 0.0}}
 
 
 def test_the_inspect_extra_brings_the_openai_client_inspect_needs() -> None:
@@ -158,3 +159,41 @@ def test_the_inspect_extra_brings_the_openai_client_inspect_needs() -> None:
         assert version("openai") in openai.specifier and "3.3.0" not in openai.specifier
     juror = get_model("openai-api/local/judge", base_url="http://127.0.0.1:9/v1", api_key="k")
     assert juror.name == "local/judge"
+
+
+@pytest.mark.slow
+def test_a_served_juror_gives_structured_verdicts_and_unread_votes_are_a_metric(
+    bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-repo server as a served juror through Inspect's OpenAI-compatible
+    provider. Where it enforces a JSON-schema verdict, every vote is read (the same
+    structured verdict `eigenjury grade` asks for); where it refuses the schema (a 400
+    naming the field), the juror is asked in text and its verdict line read; where it
+    ignores the schema and answers in free text without a verdict line, the votes are
+    unread, the `unread` metric says so and the explanation says the grade rests on
+    unread votes."""
+    from eigenjury.testing.server import Judging, ServerThread
+
+    cases = (
+        (Judging(response_format="enforce"), 0.0),
+        (Judging(response_format="refuse", verdicts={"GRADE: C": 1.0}), 0.0),
+        (Judging(response_format="ignore"), 1.0),
+    )
+    for judging, unread in cases:
+        with ServerThread(judging=judging) as server:
+            monkeypatch.setenv("LOCAL_BASE_URL", server.base_url)
+            monkeypatch.setenv("LOCAL_API_KEY", "test-key")
+            juror = get_model("openai-api/local/test", memoize=False)
+            log = run(bundle, [juror], tmp_path / judging.response_format)
+        assert log.samples is not None
+        france = log.samples[0].scores["contract_scorer"]  # type: ignore[index]
+        assert france.value["unread"] == unread  # type: ignore[index]
+        assert log.results is not None
+        metrics = {(s.name, m): v.value for s in log.results.scores for m, v in s.metrics.items()}
+        assert metrics[("unread", "mean")] == pytest.approx(unread / 2)  # "sum" has no jury
+        votes = france.metadata["criteria"][1]["votes"]  # type: ignore[index]
+        if unread:
+            assert votes["unparsed"] == 1
+            assert (france.explanation or "").startswith("most jury votes were unread (1 of 1")
+        else:
+            assert votes["unparsed"] == 0 and votes["C"] + votes["I"] == 1

@@ -9,9 +9,14 @@ answers each task with the model under evaluation and grades it with eigenjury's
 graders without a model directly; `llm_judge` criteria by a jury of Inspect models, each
 asked the same prompt at a fixed temperature and seed, read by the last verdict line,
 repaired once, and decided by strict majority (Inspect's own `model_graded_qa` majority
-leaves a tie unscored; here it fails). `-T submissions=FILE` grades pre-made answers
+leaves a tie unscored; here it fails). A one-criterion verdict is asked as a structured
+verdict first (reasons, then one of the verdict lines: a JSON schema the provider
+enforces where it can), as `eigenjury grade` asks served jurors; a provider that refuses
+the schema is asked in text from then on. `-T submissions=FILE` grades pre-made answers
 (JSONL: task_id, submission, candidate) instead of generating. The score value is
-{"score": S / 100, "passed": 0 or 1}; the metadata carries every criterion and vote.
+{"score": S / 100, "passed": 0 or 1, "unread": the share of jury votes no reading could
+grade}, so the log's metrics say how many votes went unread; the metadata carries every
+criterion and vote.
 """
 
 from __future__ import annotations
@@ -32,10 +37,12 @@ from inspect_ai.model import (
     GenerateConfig,
     Model,
     ModelOutput,
+    ResponseSchema,
     get_model,
 )
 from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
+from inspect_ai.util import JSONSchema
 
 from eigenjury.contracts.bundle import ContractSource, load_contract
 from eigenjury.contracts.graders import check_python_graders
@@ -48,6 +55,7 @@ from eigenjury.contracts.submissions import read_submissions
 from eigenjury.contracts.trace import judgements, task_outcome
 from eigenjury.errors import InputError
 from eigenjury.models.types import ChatRequest, Completion, Usage
+from eigenjury.models.verdict_format import verdict_schema
 
 
 def _names(jury: str | Sequence[str | Model] | None) -> list[str | Model]:
@@ -77,11 +85,33 @@ def _completion(output: ModelOutput, seconds: float) -> Completion:
     )
 
 
-async def _ask(model: Model, request: ChatRequest) -> Completion:
+def _verdict_schema(request: ChatRequest) -> ResponseSchema | None:
+    """The structured verdict `eigenjury grade` asks a served juror for (reasons first,
+    then one of the verdict lines), where the request asks for a verdict."""
+    if request.choices is None:
+        return None
+    schema = JSONSchema.model_validate(verdict_schema(request.choices))
+    return ResponseSchema(name="verdict", json_schema=schema, strict=True)
+
+
+async def _ask(model: Model, request: ChatRequest, text_only: set[str] | None = None) -> Completion:
+    """One call. A verdict request is asked as a structured verdict first, as `grade`
+    asks a served juror; a model whose provider refuses the schema is asked in text,
+    and remembered in `text_only` so that it is not asked with one again."""
     config = GenerateConfig(
         temperature=request.temperature, seed=request.seed, max_tokens=request.max_tokens
     )
+    schema = _verdict_schema(request)
     start = time.perf_counter()
+    if schema is not None and text_only is not None and model.name not in text_only:
+        try:
+            output = await model.generate(
+                _messages(request), config=config.merge(GenerateConfig(response_schema=schema))
+            )
+            return _completion(output, time.perf_counter() - start)
+        except Exception:  # the schema refused: ask in text (a real failure fails again)
+            text_only.add(model.name)
+            start = time.perf_counter()
     output = await model.generate(_messages(request), config=config)
     return _completion(output, time.perf_counter() - start)
 
@@ -94,6 +124,7 @@ async def _juror_votes(
     submission: str,
     group: tuple[Criterion, ...],
     settings: dict[str, Any],
+    text_only: set[str],
 ) -> dict[str, Vote]:
     contract_task = source.contract.task(task_id)
     request = juror_request(
@@ -102,10 +133,11 @@ async def _juror_votes(
         submission,
         group,
         constrained=False,
+        verdict_format="auto",
         **settings,
     )
     try:
-        first = await _ask(model, request)
+        first = await _ask(model, request, text_only)
     except Exception as exc:  # a failed call is an error vote, never a grade
         return votes_from_replies(name, group, None, error=f"{type(exc).__name__}: {exc}")
     votes = votes_from_replies(name, group, first)
@@ -125,7 +157,13 @@ def _jurors(jury: Sequence[str | Model]) -> list[tuple[str, int, Model]]:
     return [(name, n, m) for (name, n), m in zip(juror_names(bases), models, strict=True)]
 
 
-@scorer(metrics={"score": [mean(), stderr()], "passed": [accuracy(), stderr()]})
+@scorer(
+    metrics={
+        "score": [mean(), stderr()],
+        "passed": [accuracy(), stderr()],
+        "unread": [mean()],
+    }
+)
 def contract_scorer(
     bundle: str,
     jury: str | Sequence[str | Model] | None = None,
@@ -140,6 +178,7 @@ def contract_scorer(
     sandbox = GraderSandbox()  # python graders' child, stopped with the scorer (or at exit)
     check_python_graders(source.contract, source.path, sandbox)  # before any sample is answered
     settings = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens}
+    text_only: set[str] = set()  # jurors whose provider refused a structured verdict
 
     async def score(state: TaskState, target: Target) -> Score:
         task_id = str(state.sample_id)
@@ -151,7 +190,14 @@ def contract_scorer(
         asked = [
             # each copy of a repeated model gets its own seed, as in `eigenjury grade`
             _juror_votes(
-                name, model, source, task_id, text, group, {**settings, "seed": seed + sample}
+                name,
+                model,
+                source,
+                task_id,
+                text,
+                group,
+                {**settings, "seed": seed + sample},
+                text_only,
             )
             for group in groups
             for name, sample, model in jurors
@@ -167,8 +213,21 @@ def contract_scorer(
             + (f" ({c.c_votes}/{len(c.votes)} C)" if c.by_jury else f" ({c.explanation})")
             for c in result.criteria
         ]
+        cast = [v for c in result.criteria if c.by_jury for v in c.votes]
+        unread = sum(v.grade is None for v in cast)
+        if cast and 2 * unread > len(cast):
+            lines.insert(
+                0,
+                f"most jury votes were unread ({unread} of {len(cast)}: no verdict line, "
+                "or the call failed), and an unread vote counts against the criterion; "
+                "this grade says more about the jurors' replies than the submission",
+            )
         return Score(
-            value={"score": result.reward, "passed": float(result.passed)},
+            value={
+                "score": result.reward,
+                "passed": float(result.passed),
+                "unread": unread / len(cast) if cast else 0.0,
+            },
             answer=text,
             explanation="\n".join(lines),
             metadata={
