@@ -223,6 +223,21 @@ def test_measure_then_apply_writes_scores_and_a_consistent_certificate(
     assert cert["stability"]["draws"] == 200
     assert "removes no bias" in (out / "report.html").read_text()
     assert "not the judge's bias" in cert["bounded"]
+    # first, in one sentence on the judge's scale, what the certificate guarantees; the
+    # read-back bound against what an edit of k items could do without any release
+    plain = cert["plain"]
+    anyway = 9 * cert["neighbour_size"] ** 0.5
+    if cert["raw_bound"] >= anyway:
+        assert plain.startswith("This certificate guarantees nothing here")
+        assert "a judge whose scores move less" in plain
+    else:
+        assert plain.startswith("With probability at least 0.95, an edit of one unit")
+    assert f"{cert['raw_bound']:.3g} points on the likert10 scale [1, 10]" in plain
+    flat = " ".join(text.split())
+    assert flat.startswith(plain)
+    level = next(iter(cert["generators"].values()))["confidence"]
+    assert f"at {100 * level:.4g}% confidence, the share of delta" in flat
+    assert cert["profile"]["confidence"] == 0.95  # what `bound measure` printed them at
     lines = (out / "released.csv").read_text().splitlines()
     assert lines[0] == "item,model,criterion,score,normalised,released,released_raw"
     assert len(lines) == 401

@@ -292,6 +292,7 @@ def _certificate(
     return BoundCertificate.model_validate(
         {
             "created": now(),
+            "plain": _plain(certificate, scores, settings, raw_bound, decide),
             "bounded": BOUNDED,
             "not_bounded": NOT_BOUNDED,
             "guarantee": (
@@ -320,6 +321,7 @@ def _certificate(
                 scale=profile.scale,
                 m=profile.m,
                 jitter=profile.jitter,
+                confidence=_profile_confidence(profile),
             ),
             "generators": {
                 name: GeneratorBound(
@@ -347,6 +349,48 @@ def _certificate(
             ],
         }
     )
+
+
+def _plain(
+    certificate: Certificate,
+    scores: ScoreSet,
+    settings: ReleaseSettings,
+    raw_bound: float,
+    decide: int | None,
+) -> str:
+    """The guarantee in one sentence on the judge's own scale. An edit of k items moves
+    the scores by at most range x sqrt(k) (L2) whatever the judge does, so a bound at
+    or above that guarantees nothing; then what would change it."""
+    scale = scores.scale
+    where = f"the {scale.name} scale [{scale.low:g}, {scale.high:g}]"
+    k = certificate.neighbour_size
+    items = "item" if k == 1 else f"{k} items"
+    anyway = (scale.high - scale.low) * math.sqrt(k)
+    if raw_bound >= anyway:
+        more = (
+            f"measuring at least {decide:,} units, so that the measurement rather than the "
+            "whole range sets the sensitivity, or "
+            if decide is not None
+            else "more measured units (a tighter upper bound on the sensitivity), or "
+        )
+        return (
+            f"This certificate guarantees nothing here: it says an edit of one unit "
+            f"({items}) moves the scores by at most {raw_bound:.3g} points on {where}, and "
+            f"no such edit can move them by more than {anyway:.3g} points anyway. What would "
+            f"change that: {more}a judge whose scores move less under these perturbations."
+        )
+    return (
+        f"With probability at least {1.0 - settings.delta:.4g}, an edit of one unit "
+        f"({items}) moves the released scores by at most {raw_bound:.3g} points on {where} "
+        f"(the L2 change over the {scores.dim} items, read back on the judge's scale), "
+        f"where without the release it could move them by up to {anyway:.3g}."
+    )
+
+
+def _profile_confidence(profile: SensitivityProfile) -> float | None:
+    """The confidence `bound measure` gave the profile's upper bounds (one for all)."""
+    levels = {g.confidence for g in profile.generators.values()}
+    return levels.pop() if len(levels) == 1 else None
 
 
 def _markov_delta(settings: ReleaseSettings) -> float:

@@ -286,6 +286,10 @@ class ProfilePart(Part):
     """Replies the profile sampled."""
     jitter: float | None
     """The profile's identity Delta per item; None without identity."""
+    confidence: float | None = None
+    """The confidence of the profile's own upper bounds, as `bound measure` printed them (the
+    certificate's are at the confidence its delta demands; None in certificates made before
+    eigenjury 0.3.2)."""
 
 
 class GeneratorBound(Sparse):
@@ -376,11 +380,23 @@ class BoundCertificate(Record, Sparse):
     KIND: ClassVar[str] = "bound-certificate"
     FILE: ClassVar[str] = "certificate.json"
     OMITTED: ClassVar[frozenset[str]] = frozenset(
-        {"k_source", "k_derived", "k_unit", "raw_bound", "deterministic", "units_to_decide"}
+        {
+            "k_source",
+            "k_derived",
+            "k_unit",
+            "raw_bound",
+            "deterministic",
+            "units_to_decide",
+            "plain",
+        }
     )
 
     kind: str = KIND
     """Always "bound-certificate"."""
+    plain: str | None = None
+    """What the certificate guarantees, in one sentence on the judge's own scale, or that it
+    guarantees nothing there and what would change that (left out by certificates made before
+    eigenjury 0.3.2)."""
     bounded: str
     """What the bound covers, in words."""
     not_bounded: str

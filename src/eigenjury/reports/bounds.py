@@ -138,15 +138,44 @@ def _raw_bound(certificate: BoundCertificate) -> str | None:
     return f"{c.raw_bound:.4g} points on {scale.name} [{scale.low:g}, {scale.high:g}]"
 
 
+def confidence_text(certificate: BoundCertificate) -> str | None:
+    """Why the sensitivity's upper bound here differs from the one `bound measure`
+    printed: the certificate takes it at the confidence its delta demands."""
+    c = certificate
+    levels = {g.confidence for g in c.generators.values() if g.upper_bound is not None}
+    if len(levels) != 1:
+        return None
+    level = levels.pop()
+    bounds = ", ".join(
+        f"{name} {g.upper_bound:.4g}" for name, g in c.generators.items() if g.upper_bound
+    )
+    measured = c.profile.confidence
+    compared = (
+        ""
+        if measured is None or measured == level
+        else f"; `bound measure` printed the same profile's bounds at {100 * measured:.4g}%, "
+        "so they are lower there"
+    )
+    return (
+        f"sensitivity upper bounds ({bounds}) at {100 * level:.4g}% confidence, the share of "
+        f"delta this certificate spends on them{compared}"
+    )
+
+
 def print_certificate(console: Console, certificate: BoundCertificate) -> None:
     """The bound in one line, what it assumes of a neighbour, the signal it kept, and
     the warnings."""
     c = certificate
+    if c.plain is not None:
+        console.print(escape(c.plain), highlight=False)
     console.print(
         f"certified: P[ ||M(D) - M(D')|| > {c.tau:g} ] <= {c.delta:g} for d = {c.dim} "
         f"items (alpha {c.alpha:.4f}, {_noise(c)}, {c.bias_bound} step)"
     )
     console.print(f"neighbour size k = {escape(neighbour_text(c))}")
+    levels = confidence_text(c)
+    if levels:
+        console.print(escape(levels), highlight=False)
     for name, generator in c.generators.items():
         if generator.strata is not None:
             console.print(
@@ -229,7 +258,9 @@ def render_certificate(certificate: BoundCertificate, models: list[ModelShift]) 
     out.extend(f'<p class="warn">{e(w)}</p>' for w in c.warnings)
     out += [
         "<h2>Guarantee</h2>",
+        *([] if c.plain is None else [f'<p class="plain">{e(c.plain)}</p>']),
         f'<p class="guarantee">{e(c.guarantee)}</p>',
+        *([] if (levels := confidence_text(c)) is None else [f"<p class=muted>{e(levels)}</p>"]),
         f"<p><b>Bounded:</b> {e(c.bounded)}.</p><p><b>Not bounded:</b> {e(c.not_bounded)}.</p>",
         f"<p>{e(WHAT_THE_RELEASE_IS)}</p>",
         "<h2>Certificate</h2>",
