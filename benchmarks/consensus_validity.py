@@ -3,9 +3,9 @@
 Every study is drawn by eigenjury.testing.verdicts, a generator unlike the fit's own
 model: scenario effects shared by every judge, judges with tastes of their own, a
 threshold tie zone, first-slot advantages, unbalanced designs. The truth is what the
-fit converges to on the same population (a reference fit to `TRUTH_SCENARIOS`
-scenarios, whose own error is under a tenth of a 300-scenario study's; at 4,000 it was
-a third, enough to move the coverage by several points), as in
+fit converges to on the same population (the mean of `TRUTH_FITS` reference fits to
+`TRUTH_SCENARIOS` scenarios, whose own error is a twentieth of a 300-scenario study's;
+one fit to 4,000 was off by a third, enough to move the coverage by several points), as in
 benchmarks/calibration.py. Six parts:
 
 1. Collapse at 30 scenarios (8 models, one 3 logits above the field, one 3 below):
@@ -56,14 +56,19 @@ from eigenjury.stats.verdicts import VerdictTable
 from eigenjury.testing.verdicts import Design, verdicts
 
 TRUTH_SCENARIOS = 40_000
+TRUTH_FITS = 4
 MILD = (1.2, 0.8, 0.5, 0.2, -0.2, -0.5, -0.8, -1.2)
 UNBALANCED = {"inclusion": (1, 3, 1, 2, 1, 3, 1, 2), "judge_weight": (1, 4, 2, 1, 3, 1, 4, 2)}
 COLLAPSE_ELO = 600.0
 
 
 def truth(design: Design) -> np.ndarray:
+    """The mean of TRUTH_FITS reference fits: one fit to 40,000 scenarios still moves by
+    2 to 4 Elo from draw to draw, a tenth of a 300-scenario study's error, enough to
+    move that study's coverage by two points."""
     big = dataclasses.replace(design, scenarios=TRUTH_SCENARIOS)
-    return np.asarray(PeerRanking(bootstrap=0).fit(verdicts(big, 10_000)).elo_)
+    fits = [PeerRanking(bootstrap=0).fit(verdicts(big, 10_000 + k)).elo_ for k in range(TRUTH_FITS)]
+    return np.mean(fits, axis=0)
 
 
 def collapse(seed: int, design: Design, true_elo: np.ndarray) -> tuple[bool, bool]:
