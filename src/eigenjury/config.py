@@ -6,6 +6,8 @@ validation error then points at the exact place to edit), and the data is built 
 
 from __future__ import annotations
 
+import difflib
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -132,20 +134,85 @@ def validate(model: type[M], data: Any, *, path: Path, lines: dict[FieldPath, in
         return model.model_validate(data if data is not None else {})
     except ValidationError as exc:
         errors = exc.errors()
-        loc, tagged = _place(errors[0])
-        # a field that accepts several kinds reports one error per kind: say them together
-        branches = [e for e in errors if _place(e)[0] == loc] if tagged else errors[:1]
-        kinds = list(dict.fromkeys(_plain(e) for e in branches))
-        message = " or ".join([kinds[0], *(k.removeprefix("expected ") for k in kinds[1:])])
-        given = errors[0].get("input")
-        if errors[0]["type"] in _KINDS and isinstance(given, _SCALARS):
-            message += f", got {given!r}"
-        more = len({_place(e)[0] for e in errors}) - 1
-        message += f" (and {more} more problem{'s' * (more > 1)})" if more else ""
-        line = next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
+        places = list(dict.fromkeys(_place(e)[0] for e in errors))
+        said = [_problem(model, errors, loc) for loc in places]
+
+        def line_of(loc: FieldPath) -> int | None:
+            return next((lines[loc[:n]] for n in range(len(loc), -1, -1) if loc[:n] in lines), None)
+
+        message = said[0]
+        if len(said) > 1:  # every problem, each at its own line and field
+            others = [
+                f"line {line_of(loc)}, field '{_dotted(loc)}': {text}"
+                if line_of(loc) is not None
+                else f"field '{_dotted(loc)}': {text}"
+                for loc, text in zip(places[1:], said[1:], strict=True)
+            ]
+            message += f"; {len(others)} more problem{'s' * (len(others) > 1)}: " + "; ".join(
+                others
+            )
+        loc = places[0]
         raise InputError(
-            message, path=path, line=line, field=".".join(str(p) for p in loc) or None
+            message, path=path, line=line_of(loc), field=_dotted(loc) or None
         ) from None
+
+
+def _dotted(loc: FieldPath) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def _problem(model: type[BaseModel], errors: list[ErrorDetails], loc: FieldPath) -> str:
+    """What is wrong at `loc`, in the config's terms; a misspelt key with the closest
+    known one."""
+    branches = [e for e in errors if _place(e)[0] == loc]
+    first = branches[0]
+    if not _place(first)[1]:
+        branches = branches[:1]
+    # a field that accepts several kinds reports one error per kind: say them together
+    kinds = list(dict.fromkeys(_plain(e) for e in branches))
+    message = " or ".join([kinds[0], *(k.removeprefix("expected ") for k in kinds[1:])])
+    given = first.get("input")
+    if first["type"] in _KINDS and isinstance(given, _SCALARS):
+        message += f", got {given!r}"
+    if first["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str):
+        close = difflib.get_close_matches(loc[-1], _known_keys(model, loc[:-1]), n=1)
+        if close:
+            message += f" (did you mean '{close[0]}'?)"
+    return message
+
+
+def _known_keys(model: type[BaseModel], loc: FieldPath) -> list[str]:
+    """The setting names a mapping at `loc` takes (its model's fields and their
+    aliases); empty where `loc` leads to no model."""
+    kind: Any = model
+    for part in loc:
+        kind = _model_in(kind)
+        if kind is None:
+            return []
+        if isinstance(part, int):
+            continue
+        field = kind.model_fields.get(part)
+        if field is None:
+            return []
+        kind = field.annotation
+    found = _model_in(kind)
+    if found is None:
+        return []
+    names = list(found.model_fields)
+    names += [f.alias for f in found.model_fields.values() if f.alias]
+    return names
+
+
+def _model_in(kind: Any) -> Any:
+    """The pydantic model a field's type holds (itself, the item of a list, one side of
+    a union), or None."""
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return kind
+    for arg in typing.get_args(kind):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def located(message: str, *loc: str | int) -> PydanticCustomError:

@@ -622,7 +622,7 @@ def test_three_members_with_markup_names_rank_with_the_default_group_size(
         ({"greenbeard": {"members": ["nobody"]}}, ["field 'greenbeard.members'", "nobody"]),
         ({"sampling": 5}, ["field 'sampling'", "expected a mapping of settings", "got 5"]),
         ({"fit": {"dim": "two"}}, ["field 'fit.dim'", "expected a whole number, got 'two'"]),
-        ({"fit": {"dims": 2}}, ["field 'fit.dims'", "not a known setting"]),
+        ({"fit": {"dims": 2}}, ["field 'fit.dims'", "not a known setting", "did you mean 'dim'?"]),
         ({"fit": {"dim": 6}}, ["field 'fit.dim'", "5 members", "use at most 5"]),
         ({"engine": {"budget_tokens": 0}}, ["field 'engine.budget_tokens'", "more than 0"]),
         (
@@ -647,6 +647,26 @@ def test_config_errors_are_located_and_in_plain_words(
     line, key = re.search(r"line (\d+), field '(?:[\w.]+\.)?(\w+)'", err).groups()  # type: ignore[union-attr]
     assert f"{key}:" in path.read_text().splitlines()[int(line) - 1]  # the line to edit
     assert not (tmp_path / "run").exists()  # stopped before anything was spent
+
+
+def test_every_config_problem_is_listed_with_the_closest_known_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Misspelt keys at several depths: the first is the error's place, the rest are
+    each named with their line, and every one with the setting it was probably meant
+    to be (issue 32)."""
+    path = config(tmp_path, sampling={"desgin": "all"}, fit={"bootstrp": 40})
+    text = path.read_text().replace("persona:", "persna:", 1)
+    path.write_text(text)
+    assert main(["rank", str(path), "--no-progress"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    lines = text.splitlines()
+    for key, meant in (("persna", "persona"), ("desgin", "design"), ("bootstrp", "bootstrap")):
+        line = next(i for i, t in enumerate(lines, 1) if f"{key}:" in t)
+        assert f"did you mean '{meant}'?" in err
+        assert f"line {line}" in err
+    assert "2 more problems: " in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_config_that_is_not_a_mapping_says_so(
