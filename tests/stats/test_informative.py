@@ -56,14 +56,18 @@ def test_built_judges_are_measured_as_built() -> None:
             got[kind][(signal.verdict, signal.reason)] += 1
     assert got["lock"] == {("uninformative", "position"): 10}
     assert got["tie"] == {("uninformative", "same label"): 10}
-    assert got["contrary"] == {("uninformative", "contrary"): 10}
-    # 20 coin flips: at chance, or too few verdicts to rule out a slight signal; never
-    # read as contrary or informative (40 studies: 51 at chance, 28 undetermined, 1 weak)
+    # a contrarian shares comparisons with the others in about 22 of the 60 scenarios;
+    # where fewer than MIN_SCENARIOS, it is unmeasured (40 studies: 39 contrary, 1)
+    contrary = got["contrary"]
+    assert contrary[("uninformative", "contrary")] >= 9
+    assert set(contrary) <= {("uninformative", "contrary"), ("unmeasured", None)}
+    # 20 coin flips: at most a slight signal, or too few scenarios to tell; never read as
+    # contrary or informative (40 studies: 48 slight, 29 undetermined, 2 unmeasured, 1 weak)
     coin = got["coin"]
-    assert coin[("uninformative", "chance")] >= 10
-    assert set(coin) <= {("uninformative", "chance"), ("undetermined", None), ("weak", None)}
-    assert coin[("weak", None)] <= 1
-    assert got["honest"][("informative", None)] >= 78  # of 80 (319 of 320 in 40 studies)
+    assert coin[("uninformative", "slight")] >= 8
+    allowed = {("uninformative", "slight"), ("undetermined", None), ("unmeasured", None)}
+    assert set(coin) <= allowed | {("weak", None)} and coin[("weak", None)] <= 1
+    assert got["honest"][("informative", None)] >= 75  # of 80 (313 of 320 in 40 studies)
 
 
 def test_the_measures_do_not_depend_on_names() -> None:
@@ -117,4 +121,30 @@ def test_order_kappa_is_zero_for_a_content_blind_judge_and_one_for_a_steady_one(
         table = VerdictTable.from_columns(scenario, np.array(["j"] * 2 * n), first, second, verdict)
         [row] = judge_agreement(table, None, bootstrap=200).judges
         assert abs(row.order_kappa.value - expected) < 0.05
-        assert classify(row).order_kappa is row.order_kappa
+        assert classify(row).order_kappa.value == row.order_kappa.value
+
+
+def test_a_judge_repeating_its_verdicts_cannot_outvote_the_others() -> None:
+    """Three honest judges and a contrarian that gives each verdict three times: each
+    judge has one vote a comparison in the majority, so the honest judges are not made
+    to look contrary (by verdict weight the contrarian, 3 against the other two honest
+    judges' 2, would be every honest judge's majority)."""
+    rng = np.random.default_rng(4)
+    rows: list[tuple[int, str, str, str, int]] = []
+    for scenario in range(60):
+        better = rng.random() < 0.5  # which reply of this scenario is better
+        for first, second in (("a", "b"), ("b", "a")):
+            right = FIRST if (first == "a") == better else SECOND
+            wrong = SECOND if right == FIRST else FIRST
+            for judge in ("h1", "h2", "h3"):
+                rows.append(
+                    (scenario, judge, first, second, right if rng.random() < 0.85 else wrong)
+                )
+            rows += [(scenario, "c", first, second, wrong)] * 3
+    columns = list(zip(*rows, strict=True))
+    table = VerdictTable.from_columns(*(np.array(c) for c in columns))
+    signals = {s.judge: s for s in judge_signals(table)}
+    assert signals["c"].reason == "contrary"
+    honest = [signals[h] for h in ("h1", "h2", "h3")]
+    assert not any(s.reason == "contrary" for s in honest)  # all three were, by weight
+    assert sum(s.verdict == "informative" for s in honest) >= 2

@@ -171,19 +171,23 @@ class SignalPart(Part):
     (stats.informative.JudgeSignal; measured with bootstrap rounds)."""
 
     verdict: Literal["informative", "weak", "uninformative", "undetermined", "unmeasured"]
-    """informative or weak (a signal shown, kappa-like measure at least 0.2 or below it),
-    uninformative (see `reason`), undetermined (too few verdicts to tell it from chance) or
-    unmeasured (no pair in both orders, no comparison shared with another judge)."""
-    reason: Literal["same label", "position", "contrary", "chance"] | None
-    """Why uninformative: ties nearly always, picks one slot, disagrees with the other judges
-    more than chance, or at chance on every measure; None otherwise."""
+    """informative or weak (a signal shown, its measure at least 0.2 or below it),
+    uninformative (see `reason`), undetermined (too few scenarios to tell it from chance) or
+    unmeasured (too few scenarios with pairs in both orders or comparisons shared with other
+    judges)."""
+    reason: Literal["same label", "position", "contrary", "slight"] | None
+    """Why uninformative: ties nearly always or picks one slot (with no sign of reading the
+    replies), disagrees with the other judges more than chance (its verdicts point the wrong
+    way), or shows at most a slight signal; None otherwise."""
     why: str
     """The verdict's evidence in words, a clause that follows the judge's name."""
     order_kappa: EstimatePart
     """Order consistency beyond chance: 1 - its flip share over the pairs it judged in both
-    orders / the flip share its own label rates give by chance."""
+    orders / the flip share its own label rates give by chance; the interval at the level the
+    verdict used (Bonferroni over the judges' measures)."""
     kappa: EstimatePart
-    """Cohen's kappa against the majority of the other judges on the same comparisons."""
+    """Cohen's kappa against the majority of the other judges on the same comparisons, with
+    the interval the verdict used."""
     pairs: float
     """Weight of the pairs it judged in both orders."""
     shared: int

@@ -2,36 +2,44 @@
 
 A ranking is only as good as its judges, and a judge can look busy while saying
 nothing: a coin flip, one that always picks the first reply, one that always ties, one
-that reliably picks the worse reply. Two measures, each with a scenario-bootstrap
-interval, from stats.judge_agreement with every judge measured against the others:
-
-Their intervals hold for all judges at once (Bonferroni; `judge_signals`).
+that reliably picks the worse reply. Two measures, from stats.judge_agreement with
+every judge measured against the others:
 
 - order consistency beyond chance (``order_kappa``): a pair shown in both orders in one
   scenario holds the same two replies, so a judge that reads them names the same
-  outcome both times, whatever the models' strengths; a content-blind judge agrees with
-  itself only as often as its label shares allow (2 f s + t^2). It needs pairs shown
-  both ways.
+  outcome both times, whatever the models' strengths; a content-blind judge with fixed
+  label rates agrees with itself only as often as they allow (2 f s + t^2). It needs
+  pairs shown both ways.
 - agreement with the others (``kappa``): Cohen's kappa against the majority of the
-  other judges on the same comparisons (leave one out). It needs shared comparisons,
-  and it is what tells a contrarian (consistent, against everyone) from a good judge.
+  other judges on the same comparisons (leave one out; each judge one vote a
+  comparison, so repeating verdicts outvotes no one). It needs shared comparisons, and
+  it is what tells a contrarian (consistent, against everyone) from a good judge.
+
+A measure counts only over at least MIN_SCENARIOS scenarios (the resampling units: a
+bootstrap over two scenarios has an interval of almost no width). Its interval for the
+verdict is normal, from the spread of 2,000 scenario-bootstrap rounds, at a Bonferroni
+level over the two measures of every judge, so that the statements hold together.
 
 The verdict, by the first rule that applies:
 
-1. uninformative, "same label": ties in at least SAME_LABEL of its verdicts;
-2. uninformative, "position": at least LOCKED_SLOT of its decisive verdicts for one slot;
-3. uninformative, "contrary": kappa with the others wholly below 0 (the others: the
-   judges that rules 1 and 2 leave, whose labels depend on the replies);
-4. unmeasured: neither measure is defined (fewer than MIN_ITEMS pairs both ways and
-   comparisons shared with the others);
-5. informative or weak: some measure's interval lies wholly above 0 (signal shown):
-   informative when that measure's value reaches SIGNAL, else weak;
-6. uninformative, "chance": no interval above 0, and each reaches below SIGNAL at
-   most (the data rule out all but a slight signal);
-7. undetermined: no interval above 0, but too wide to rule a signal out.
+1. uninformative, "contrary": kappa with the others wholly below 0 (its verdicts point
+   the wrong way);
+2. informative or weak: some measure's interval lies wholly above 0 (a signal shown):
+   informative when that measure's value reaches SIGNAL, else weak. A judge with a
+   strong slot preference that still reads the replies lands here, not below;
+3. uninformative, "same label": ties in at least SAME_LABEL of its verdicts;
+4. uninformative, "position": at least LOCKED_SLOT of its decisive verdicts for one slot;
+5. unmeasured: neither measure has its scenarios;
+6. uninformative, "slight": every interval ends below SIGNAL (at most a slight signal:
+   its verdicts say little, though not nothing, about the replies);
+7. undetermined: too few scenarios to tell it from chance.
 
+The majority the others' kappa is taken against leaves out judges that answer by label
+alone (rules 3 and 4 without a signal shown on order): two judges that always pick A
+would otherwise make the slot the "consensus", and a coin flip look contrary to it.
 SIGNAL is 0.2, the upper end of "slight" on the usual reading of kappa (Landis and
-Koch 1977).
+Koch 1977). The baseline assumes fixed label rates: a content-blind judge whose tie
+rate changes from scenario to scenario agrees with itself more than it allows.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+from scipy.special import ndtri
 
 from eigenjury.stats.agreement import Estimate
 from eigenjury.stats.judge_agreement import AgreementRow, judge_agreement
@@ -49,12 +58,11 @@ SAME_LABEL = 0.95
 LOCKED_SLOT = 0.9
 SIGNAL = 0.2
 SIGNAL_ROUNDS = 2000
-# A measure on fewer pairs (or shared comparisons) than this is not taken: its bootstrap
-# has too few distinct draws (one scenario's pairs give an interval of no width)
-MIN_ITEMS = 10
+MIN_SCENARIOS = 10
+NORMAL_95 = 1.959963984540054  # the normal quantile of a 95% two-sided interval
 
 Verdict = Literal["informative", "weak", "uninformative", "undetermined", "unmeasured"]
-Reason = Literal["same label", "position", "contrary", "chance"]
+Reason = Literal["same label", "position", "contrary", "slight"]
 
 
 @dataclass(frozen=True)
@@ -82,16 +90,35 @@ def _said(name: str, e: Estimate) -> str:
     return f"{name} {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
 
 
-def classify(row: AgreementRow) -> JudgeSignal:
-    """The verdict on one judge's row (the module docstring's rules, in order)."""
-    order, kappa = row.order_kappa, row.kappa
+def _widened(e: Estimate, z: float) -> Estimate:
+    """A 95% percentile interval made a normal one at `z` (its spread read from the
+    95% width: the far tails of 2,000 rounds rest on a draw or two)."""
+    spread = (e.high - e.low) / (2.0 * NORMAL_95)
+    return Estimate(e.value, e.value - z * spread, e.value + z * spread)
+
+
+def _label_only(row: AgreementRow) -> bool:
+    """Rules 3 and 4: labels one-sided enough that they may not depend on the replies."""
     tie, first = row.tie_share.value, row.position_bias.value
+    return bool(
+        (np.isfinite(tie) and tie >= SAME_LABEL)
+        or (np.isfinite(first) and max(first, 1.0 - first) >= LOCKED_SLOT)
+    )
+
+
+def classify(row: AgreementRow, z: float = NORMAL_95) -> JudgeSignal:
+    """The verdict on one judge's row (the module docstring's rules, in order), with
+    its measures' intervals at `z` (normal quantile)."""
+    tie, first = row.tie_share.value, row.position_bias.value
+    order, kappa = _widened(row.order_kappa, z), _widened(row.kappa, z)
     measures = {
-        "order consistency beyond chance": (order, row.flip_pairs),
-        "kappa with the other judges": (kappa, row.with_majority),
+        "order consistency beyond chance": (order, row.pair_scenarios),
+        "kappa with the other judges": (kappa, row.majority_scenarios),
     }
     defined = {
-        name: e for name, (e, items) in measures.items() if _defined(e) and items >= MIN_ITEMS
+        name: e
+        for name, (e, scenarios) in measures.items()
+        if _defined(e) and scenarios >= MIN_SCENARIOS
     }
 
     def signal(verdict: Verdict, reason: Reason | None, why: str) -> JudgeSignal:
@@ -108,6 +135,18 @@ def classify(row: AgreementRow) -> JudgeSignal:
             first_share=float(first),
         )
 
+    against = defined.get("kappa with the other judges")
+    if against is not None and against.high < 0.0:
+        return signal(
+            "uninformative",
+            "contrary",
+            f"disagreed with the other judges more than chance would ({_said('kappa', against)})",
+        )
+    shown = {name: e for name, e in defined.items() if e.low > 0.0}
+    if shown:
+        name, best = max(shown.items(), key=lambda item: item[1].value)
+        verdict: Verdict = "informative" if best.value >= SIGNAL else "weak"
+        return signal(verdict, None, f"shows {_said(name, best)}")
     if np.isfinite(tie) and tie >= SAME_LABEL:
         return signal("uninformative", "same label", f"called {tie:.0%} of its comparisons a tie")
     if _label_only(row):
@@ -115,59 +154,43 @@ def classify(row: AgreementRow) -> JudgeSignal:
         return signal(
             "uninformative",
             "position",
-            f"picked reply {slot}, whichever reply was shown there, in {share:.0%} of its "
-            "decisive verdicts",
-        )
-    if "kappa with the other judges" in defined and kappa.high < 0.0:
-        return signal(
-            "uninformative",
-            "contrary",
-            f"disagreed with the other judges more than chance would ({_said('kappa', kappa)})",
+            f"picked reply {slot} in {share:.0%} of its decisive verdicts, with no sign of "
+            "reading the replies",
         )
     if not defined:
         return signal(
             "unmeasured",
             None,
-            f"judged {row.flip_pairs:g} pairs in both orders and shared "
-            f"{row.with_majority} comparisons with the other judges (at least {MIN_ITEMS} "
-            "of either are needed), so nothing measures whether it read the replies",
+            f"judged pairs in both orders in {row.pair_scenarios} scenarios and shared "
+            f"comparisons with the other judges in {row.majority_scenarios} (at least "
+            f"{MIN_SCENARIOS} of either are needed), so nothing measures whether it read "
+            "the replies",
         )
-    shown = {name: e for name, e in defined.items() if e.low > 0.0}
-    if shown:
-        name, best = max(shown.items(), key=lambda item: item[1].value)
-        verdict: Verdict = "informative" if best.value >= SIGNAL else "weak"
-        return signal(verdict, None, f"shows {_said(name, best)}")
     said = " and ".join(_said(name, e) for name, e in defined.items())
     if all(e.high < SIGNAL for e in defined.values()):
-        return signal("uninformative", "chance", f"did no better than chance ({said})")
-    return signal("undetermined", None, f"cannot be told from chance on so few verdicts ({said})")
+        return signal("uninformative", "slight", f"showed at most a slight signal ({said})")
+    return signal("undetermined", None, f"cannot be told from chance on so few scenarios ({said})")
 
 
 def judge_signals(
     table: VerdictTable, *, ci: float = 0.95, rounds: int = SIGNAL_ROUNDS, seed: int = 0
 ) -> tuple[JudgeSignal, ...]:
     """Every judge of `table` (rows or scenario cells: the scenarios must be kept),
-    each against the others, in the table's judge order.
-
-    One statement is made per judge, so the intervals behind them hold together:
-    Bonferroni over the judges, each at 1 - (1 - ci) / judges (a population of ten
-    honest judges would otherwise see one called contrary or at chance about one time
-    in four). They cost a matrix product per round, so `rounds` is far more than a
-    fit's bootstrap: the tails they reach are thin.
-
-    A judge that answers by label alone (rules 1 and 2) says nothing about the replies,
-    so it has no vote in the majority the others' kappa is taken against: with two
-    judges that always pick A, the "majority" would be the slot, and a coin flip would
-    look contrary to it."""
+    each against the others, in the table's judge order; the verdicts' intervals at
+    1 - (1 - ci) / (2 x judges), two-sided (module docstring)."""
     judges = len(np.unique(table.judge))
-    level = 1.0 - (1.0 - ci) / max(judges, 1)
-    every = judge_agreement(table, None, bootstrap=rounds, ci=level, seed=seed)
+    z = float(ndtri(1.0 - (1.0 - ci) / (4.0 * max(judges, 1))))
+    every = judge_agreement(table, None, bootstrap=rounds, seed=seed, one_vote=True)
     rows = {row.judge: row for row in every.judges}
-    blind = {name for name, row in rows.items() if _label_only(row)}
+    blind = {
+        name
+        for name, row in rows.items()
+        if _label_only(row) and not _widened(row.order_kappa, z).low > 0.0
+    }
     voters = [name for name in every.references if name not in blind]
     kappa = {}
     if voters:
-        against = judge_agreement(table, voters, bootstrap=rounds, ci=level, seed=seed)
+        against = judge_agreement(table, voters, bootstrap=rounds, seed=seed, one_vote=True)
         kappa = {row.judge: row for row in against.judges}
     undefined = Estimate(float("nan"), float("nan"), float("nan"))
     return tuple(
@@ -176,17 +199,10 @@ def judge_signals(
                 rows[name],
                 kappa=kappa[name].kappa if name in kappa else undefined,
                 with_majority=kappa[name].with_majority if name in kappa else 0,
-            )
+                majority_scenarios=kappa[name].majority_scenarios if name in kappa else 0,
+            ),
+            z,
         )
         for name in table.models
         if name in rows
-    )
-
-
-def _label_only(row: AgreementRow) -> bool:
-    """Rules 1 and 2: a judge whose labels do not depend on the replies."""
-    tie, first = row.tie_share.value, row.position_bias.value
-    return bool(
-        (np.isfinite(tie) and tie >= SAME_LABEL)
-        or (np.isfinite(first) and max(first, 1.0 - first) >= LOCKED_SLOT)
     )

@@ -96,6 +96,10 @@ class AgreementRow:
     tie_share: Estimate
     position_bias: Estimate
     longer_preference: Estimate
+    # scenarios (resampling units) holding its pairs in both orders / its comparisons with
+    # a majority: a measure over few of them has a bootstrap with few distinct draws
+    pair_scenarios: int = 0
+    majority_scenarios: int = 0
 
     def record(self) -> dict[str, Any]:
         return {
@@ -145,6 +149,7 @@ def judge_agreement(
     bootstrap: int = 1000,
     ci: float = 0.95,
     seed: int = 0,
+    one_vote: bool = False,
 ) -> JudgeAgreement:
     """Agreement, kappa, flip share, position bias and length preference of every judge
     in `table`, against the majority of the `references` (judge names). None: every
@@ -164,9 +169,8 @@ def judge_agreement(
     else:
         reference_codes = _reference_codes(table, judges, references, comparison)
     is_reference = np.isin(table.judge, reference_codes)
-    reference_counts = _outcome_counts(
-        comparison, outcome, table.weight, is_reference, n_comparisons
-    )
+    votes = _one_vote_each(table.judge, comparison, table.weight) if one_vote else table.weight
+    reference_counts = _outcome_counts(comparison, outcome, votes, is_reference, n_comparisons)
     judged = reference_counts.sum(axis=1) > 0
     majority = _majority(reference_counts)
 
@@ -181,7 +185,7 @@ def judge_agreement(
         if judge in reference_codes:
             others = is_reference & (table.judge != judge)
             own_majority = _majority(
-                _outcome_counts(comparison, outcome, table.weight, others, n_comparisons)
+                _outcome_counts(comparison, outcome, votes, others, n_comparisons)
             )
         else:
             rows = rows if every else rows[judged[comparison[rows]]]
@@ -190,7 +194,9 @@ def judge_agreement(
             table, rows, comparison, outcome, own_majority, comparison_unit, n_units
         )
         per_unit.append(sums)
-        counted.append((comparisons, with_majority))
+        pair_units = int((sums[:, _COLUMN["pair_weight"]] > 0).sum())
+        majority_units = int((sums[:, _COLUMN["majority_weight"]] > 0).sum())
+        counted.append((comparisons, with_majority, pair_units, majority_units))
     totals, boot = _resampled_totals(np.hstack(per_unit), bootstrap, ci, seed)
     width = len(SUMS)
     rows_out = [
@@ -227,6 +233,14 @@ def _comparisons(table: VerdictTable) -> tuple[IntArray, IntArray]:
     comparison = np.empty(len(order), dtype=np.int64)
     comparison[order] = np.cumsum(starts) - 1
     return comparison, keys[0, starts]
+
+
+def _one_vote_each(judge: IntArray, comparison: IntArray, weight: FloatArray) -> FloatArray:
+    """Row weights rescaled so that each judge's rows on a comparison sum to 1."""
+    key = comparison * (int(judge.max()) + 1) + judge
+    _, where = np.unique(key, return_inverse=True)
+    total = np.bincount(where, weights=weight)
+    return np.asarray(weight / np.where(total[where] > 0, total[where], 1.0))
 
 
 def _sharing(judge: IntArray, comparison: IntArray, n_comparisons: int) -> IntArray:
@@ -435,6 +449,8 @@ def _judge_row(
     boot: ClusterBootstrap,
     comparisons: int,
     with_majority: int,
+    pair_scenarios: int,
+    majority_scenarios: int,
 ) -> AgreementRow:
     col = _COLUMN
 
@@ -446,6 +462,8 @@ def _judge_row(
         reference=reference,
         comparisons=comparisons,
         with_majority=with_majority,
+        pair_scenarios=pair_scenarios,
+        majority_scenarios=majority_scenarios,
         verdicts=float(totals[0, col["verdict_weight"]]),
         agreement=share("agree_weight", "majority_weight"),
         agreement_decisive=share("decisive_agree_weight", "decisive_weight"),

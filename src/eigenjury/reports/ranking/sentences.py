@@ -132,27 +132,50 @@ def _signals(record: RankingRecord) -> dict[str, str]:
     return {j.name: j.signal.verdict for j in record.judges if j.signal is not None}
 
 
+# Reasons for which a judge's verdicts say nothing about the replies: it answered by
+# label alone
+BLIND = {"same label", "position"}
+
+
+def _blind(record: RankingRecord) -> bool:
+    """Every measured judge answered by label alone."""
+    signals = [j.signal for j in record.judges if j.signal is not None]
+    return bool(signals) and all(s.reason in BLIND for s in signals)
+
+
 def _what_would_help(record: RankingRecord) -> str:
-    """What would narrow the intervals: more scenarios where some judge reads the
-    replies; not where none was shown to."""
+    """What would narrow the intervals: more scenarios, unless no judge reads the
+    replies at all."""
     verdicts = set(_signals(record).values())
     if not verdicts or verdicts & {"informative", "weak"}:
         return "more scenarios would narrow the intervals"
-    if verdicts <= {"uninformative"}:
+    if _blind(record):
         return "more scenarios would not help, as no judge's verdicts follow the replies"
-    return "no judge was shown to read the replies, so more scenarios help only if some judge does"
+    return (
+        "no judge was shown to read the replies clearly, so more scenarios help only as "
+        "far as the judges do"
+    )
 
 
 def _means_nothing(record: RankingRecord) -> list[str]:
-    """A first sentence for a ranking whose judges all carry no information."""
-    verdicts = _signals(record)
-    if not verdicts or set(verdicts.values()) != {"uninformative"}:
-        return []
-    return [
-        "None of the judges' verdicts carry information about the replies (each is "
-        "named below with why), so this ranking means nothing: its order and intervals "
-        "come from how the judges answered, not from the replies."
-    ]
+    """A first sentence for a ranking whose judges all answered by label alone (it
+    means nothing), or all showed at most a slight signal while no pair was told apart
+    (it says little; where pairs are told apart, their intervals are the evidence)."""
+    if _blind(record):
+        return [
+            "None of the judges' verdicts carry information about the replies (each is "
+            "named below with why), so this ranking means nothing: its order and intervals "
+            "come from how the judges answered, not from the replies."
+        ]
+    verdicts = set(_signals(record).values())
+    told = any(m.above for m in record.models)
+    if verdicts and verdicts <= {"uninformative", "undetermined"} and not told:
+        return [
+            "No judge showed more than a slight signal about the replies (each is named "
+            "below), and no pair is told apart, so this ranking says little: its order may "
+            "be chance."
+        ]
+    return []
 
 
 def _position_evidence(record: RankingRecord, judge: JudgeRow) -> str | None:
@@ -204,17 +227,22 @@ def _uninformative(record: RankingRecord) -> list[str]:
 
 
 def _judged_signals(record: RankingRecord) -> list[str]:
-    """The judges measured as uninformative, then those that could not be told from
-    chance, each with its evidence."""
+    """The judges measured as uninformative, by reason, then those that could not be
+    told from chance, each with its evidence."""
+    groups = (
+        (BLIND, ", so {their} verdicts carry no information about the replies"),
+        ({"contrary"}, ", so {their} verdicts point the wrong way"),
+        ({"slight"}, ", so {their} verdicts say little about the replies"),
+        ({None}, ""),  # undetermined
+    )
     sentences = []
-    for verdict, ending in (
-        ("uninformative", ", so {their} verdicts carry no information about the replies"),
-        ("undetermined", ""),
-    ):
+    for reasons, ending in groups:
         said = [
             f"{j.name} {j.signal.why}"
             for j in record.judges
-            if j.signal is not None and j.signal.verdict == verdict
+            if j.signal is not None
+            and j.signal.verdict in ("uninformative", "undetermined")
+            and j.signal.reason in reasons
         ]
         if said:
             their = "their" if len(said) > 1 else "its"
