@@ -417,7 +417,7 @@ def test_a_ranking_fitted_from_a_verdict_file_has_no_calls_and_a_readable_leader
     judge = driver.find_element(By.CSS_SELECTOR, "#judges tr + tr").text.split()
     # parse failures: unknown, not 0 (then the verdicts, and whether they carry information)
     assert judge[-3] == "-"
-    assert judge[-1] in ("informative", "weak", "undetermined", "chance")
+    assert judge[-1] in ("informative", "weak", "undetermined", "slight", "unmeasured")
     dots = [
         float(c.get_attribute("cx"))
         for c in driver.find_elements(By.CSS_SELECTOR, "#leaderboard circle")
