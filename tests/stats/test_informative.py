@@ -136,10 +136,10 @@ def test_a_judge_repeating_its_verdicts_cannot_outvote_the_others() -> None:
         for first, second in (("a", "b"), ("b", "a")):
             right = FIRST if (first == "a") == better else SECOND
             wrong = SECOND if right == FIRST else FIRST
-            for judge in ("h1", "h2", "h3"):
-                rows.append(
-                    (scenario, judge, first, second, right if rng.random() < 0.85 else wrong)
-                )
+            rows.extend(
+                (scenario, judge, first, second, right if rng.random() < 0.85 else wrong)
+                for judge in ("h1", "h2", "h3")
+            )
             rows += [(scenario, "c", first, second, wrong)] * 3
     columns = list(zip(*rows, strict=True))
     table = VerdictTable.from_columns(*(np.array(c) for c in columns))
