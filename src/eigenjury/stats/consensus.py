@@ -474,8 +474,8 @@ class PeerRanking:
         # Percentile by default. BCa corrects a bias the draws repeat, which they do on
         # data drawn from the fit's own model; on verdicts it does not describe (tie
         # zones, tastes, shared scenario effects) the draws' offset points the other
-        # way as often and BCa's shift is noise: 0.88 coverage at 300 scenarios against
-        # the percentile's 0.93 (BENCHMARKS.md 5 and 19). Its shifted levels also need
+        # way as often and BCa's shift is noise: 0.861 coverage at 300 scenarios against
+        # the percentile's 0.906 (BENCHMARKS.md 5 and 19). Its shifted levels also need
         # draws to land on and a 20-group jackknife: with fewer rounds or scenarios they
         # reach for the extreme draws, and the percentile interval is kept.
         bca = (
