@@ -148,3 +148,45 @@ def test_a_judge_repeating_its_verdicts_cannot_outvote_the_others() -> None:
     honest = [signals[h] for h in ("h1", "h2", "h3")]
     assert not any(s.reason == "contrary" for s in honest)  # all three were, by weight
     assert sum(s.verdict == "informative" for s in honest) >= 2
+
+
+def test_scenarios_that_feed_no_measure_change_no_measure() -> None:
+    """A study plus arena-style battles (one verdict a scenario, which no measure can
+    read): every judge's measures and verdict are those of the study alone, while tie
+    and slot shares count every verdict; so a judge that picks A in every battle is
+    named for it, and an arena file of only battles is unmeasured without a bootstrap
+    over its scenarios."""
+    study = _with_built_judges(5)
+    names = np.array(study.models)
+    rng = np.random.default_rng(9)
+    extra = 3000
+    honest = [name for name in study.models if name.startswith("m")]
+    judge = np.where(np.arange(extra) % 2 == 0, "lock2", rng.choice(honest, extra))
+    first = rng.choice(honest, extra)
+    second = np.array([honest[(honest.index(f) + 1) % len(honest)] for f in first])
+    verdict = np.where(judge == "lock2", FIRST, rng.integers(0, 3, extra))
+    battles = np.array([f"battle {i}" for i in range(extra)])
+    both = VerdictTable.from_columns(
+        np.concatenate([np.array(study.scenarios)[study.scenario], battles]),
+        np.concatenate([names[study.judge], judge]),
+        np.concatenate([names[study.first], first]),
+        np.concatenate([names[study.second], second]),
+        np.concatenate([study.verdict, verdict]),
+    )
+    alone = {s.judge: s for s in judge_signals(study)}
+    with_battles = {s.judge: s for s in judge_signals(both)}
+    assert alone.keys() == with_battles.keys()
+    for name, signal in alone.items():
+        other = with_battles[name]
+        assert (other.verdict, other.reason) == (signal.verdict, signal.reason)
+        for mine, theirs in ((other.kappa, signal.kappa), (other.order_kappa, signal.order_kappa)):
+            np.testing.assert_allclose(dataclasses.astuple(mine), dataclasses.astuple(theirs))
+    lock = with_battles["lock2"]
+    assert lock.first_share == 1.0 and lock.verdict == "uninformative"
+    honest_shares = [with_battles[h].first_share for h in honest]
+    assert honest_shares != [alone[h].first_share for h in honest]  # battles counted
+
+    only_battles = both.select(np.isin(np.array(both.scenarios)[both.scenario], battles))
+    signals = {s.judge: s for s in judge_signals(only_battles)}
+    assert signals["lock2"].reason == "position"
+    assert {s.verdict for n, s in signals.items() if n != "lock2"} == {"unmeasured"}

@@ -48,11 +48,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.special import ndtri
 
 from eigenjury.stats.agreement import Estimate
-from eigenjury.stats.judge_agreement import AgreementRow, judge_agreement
-from eigenjury.stats.verdicts import VerdictTable
+from eigenjury.stats.judge_agreement import AgreementRow, comparison_codes, judge_agreement
+from eigenjury.stats.verdicts import FIRST, TIE, VerdictTable, tally
 
 SAME_LABEL = 0.95
 LOCKED_SLOT = 0.9
@@ -177,21 +178,42 @@ def judge_signals(
 ) -> tuple[JudgeSignal, ...]:
     """Every judge of `table` (rows or scenario cells: the scenarios must be kept),
     each against the others, in the table's judge order; the verdicts' intervals at
-    1 - (1 - ci) / (2 x judges), two-sided (module docstring)."""
+    1 - (1 - ci) / (2 x judges), two-sided (module docstring).
+
+    Only the scenarios that can feed a measure (a pair judged in both orders by one
+    judge, or a comparison judged by two) are resampled, and order consistency's label
+    rates are read there; tie and slot shares are over every verdict. So arena data, one
+    vote a battle, costs one pass rather than a bootstrap over a million scenarios."""
     judges = len(np.unique(table.judge))
     z = float(ndtri(1.0 - (1.0 - ci) / (4.0 * max(judges, 1))))
-    every = judge_agreement(table, None, bootstrap=rounds, seed=seed, one_vote=True)
-    rows = {row.judge: row for row in every.judges}
+    feeding = _feeding_rows(table)
+    measured: VerdictTable | None = table
+    if feeding.all():
+        every = judge_agreement(table, None, bootstrap=rounds, seed=seed, one_vote=True)
+        rows = {row.judge: row for row in every.judges}
+    else:
+        rows = _unmeasured_rows(table)
+        measured = table.select(feeding)
+        if len(np.unique(measured.scenario)) < MIN_SCENARIOS:
+            measured = None
+        else:
+            every = judge_agreement(measured, None, bootstrap=rounds, seed=seed, one_vote=True)
+            for row in every.judges:
+                shares = rows[row.judge]
+                rows[row.judge] = replace(
+                    row, tie_share=shares.tie_share, position_bias=shares.position_bias
+                )
     blind = {
         name
         for name, row in rows.items()
         if _label_only(row) and not _widened(row.order_kappa, z).low > 0.0
     }
-    voters = [name for name in every.references if name not in blind]
     kappa = {}
-    if voters:
-        against = judge_agreement(table, voters, bootstrap=rounds, seed=seed, one_vote=True)
-        kappa = {row.judge: row for row in against.judges}
+    if measured is not None:
+        voters = [name for name in every.references if name not in blind]
+        if voters:
+            against = judge_agreement(measured, voters, bootstrap=rounds, seed=seed, one_vote=True)
+            kappa = {row.judge: row for row in against.judges}
     undefined = Estimate(float("nan"), float("nan"), float("nan"))
     return tuple(
         classify(
@@ -206,3 +228,58 @@ def judge_signals(
         for name in table.models
         if name in rows
     )
+
+
+def _feeding_rows(table: VerdictTable) -> NDArray[np.bool_]:
+    """Rows of the scenarios holding a pair one judge saw in both orders or a comparison
+    two judges judged: the only scenarios either measure reads."""
+    crowded = np.bincount(table.scenario, minlength=len(table.scenarios))[table.scenario] > 1
+    feeding = np.zeros(len(table), dtype=bool)
+    if not crowded.any():
+        return feeding
+    within = table if crowded.all() else table.select(crowded)
+    comparison, comparison_scenario = comparison_codes(within)
+    judges = int(within.judge.max()) + 1
+    seen, where = np.unique(comparison * judges + within.judge, return_inverse=True)
+    orders = np.zeros((len(seen), 2), dtype=bool)
+    orders[where, (within.first < within.second).astype(np.int64)] = True
+    of_comparison = seen // judges
+    feeds = np.bincount(of_comparison, minlength=len(comparison_scenario)) > 1
+    feeds[of_comparison[orders.all(axis=1)]] = True
+    scenario_feeds = np.zeros(len(table.scenarios), dtype=bool)
+    scenario_feeds[comparison_scenario[feeds]] = True
+    feeding[crowded] = scenario_feeds[within.scenario]
+    return feeding
+
+
+def _unmeasured_rows(table: VerdictTable) -> dict[str, AgreementRow]:
+    """Every judge's row with its tie and slot shares over all its verdicts and nothing
+    measured: what a judge seen in no scenario that feeds a measure has."""
+    judges = len(table.models)
+    weight = tally(table.judge, table.weight, judges)
+    decisive = tally(table.judge, table.weight * (table.verdict != TIE), judges)
+    first = tally(table.judge, table.weight * (table.verdict == FIRST), judges)
+    nothing = Estimate(float("nan"), float("nan"), float("nan"))
+
+    def share(top: float, bottom: float) -> Estimate:
+        return Estimate(top / bottom if bottom > 0 else float("nan"), float("nan"), float("nan"))
+
+    return {
+        table.models[j]: AgreementRow(
+            judge=table.models[j],
+            reference=False,
+            comparisons=0,
+            with_majority=0,
+            verdicts=float(weight[j]),
+            agreement=nothing,
+            agreement_decisive=nothing,
+            kappa=nothing,
+            flip_pairs=0.0,
+            flip_share=nothing,
+            order_kappa=nothing,
+            tie_share=share(weight[j] - decisive[j], weight[j]),
+            position_bias=share(first[j], decisive[j]),
+            longer_preference=nothing,
+        )
+        for j in np.unique(table.judge)
+    }

@@ -159,7 +159,7 @@ def judge_agreement(
     Raises DataError when a reference is not a judge of the table or shares no
     comparison with any other judge.
     """
-    comparison, comparison_scenario = _comparisons(table)
+    comparison, comparison_scenario = comparison_codes(table)
     n_comparisons = len(comparison_scenario)
     outcome = _outcomes(table)
     judges = np.unique(table.judge)
@@ -221,7 +221,7 @@ def judge_agreement(
     )
 
 
-def _comparisons(table: VerdictTable) -> tuple[IntArray, IntArray]:
+def comparison_codes(table: VerdictTable) -> tuple[IntArray, IntArray]:
     """Each row's comparison (scenario, unordered pair) number, and each comparison's
     scenario."""
     low = np.minimum(table.first, table.second)
