@@ -6,6 +6,7 @@ members are ranked but do not judge, and the output says so."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 from importlib import resources
@@ -94,4 +95,20 @@ def test_the_demo_configuration_gives_likelihood_verdicts_on_the_bundled_models(
         "cold-gemma and warm-gemma were evaluees only" in said
     )
     assert "a score, not a probability" in said
-    assert "nats per token; not probabilities" in (run.out / "report.html").read_text()
+    page = (run.out / "report.html").read_text()
+    assert "nats per token; not probabilities" in page
+    # the sample judgments: both judges, both scenarios, each with the message and the
+    # two replies it judged, not an empty prompt
+    assert {s.judgment.member for s in run.samples} == judges
+    assert len({s.judgment.scenario for s in run.samples}) == 2
+    for sample in run.samples:
+        assert sample.question and sample.first_reply and sample.second_reply
+        assert html.escape(sample.first_reply) in page
+    # members that never judge are described one way: the warning and the report's
+    # trust matrix caption; their rows in the matrix are empty
+    [warning] = [w for w in record.warnings if "never judge" in w]
+    assert "their own trust comes from the verdicts on them" in warning
+    assert "pass on evenly to every evaluee" in warning
+    assert "Empty rows: members that never judge" in page
+    rows = dict(zip(record.trust_matrix.judges, record.trust_matrix.rows, strict=True))
+    assert not any(rows["warm-gemma"]) and not any(rows["cold-gemma"])

@@ -23,6 +23,7 @@ from eigenjury.peer.outcomes import Outcome, Outcomes
 from eigenjury.peer.record import RankingRecord, TranscriptLine
 from eigenjury.peer.run import prepare, run
 from eigenjury.records import read_any_record, read_record
+from eigenjury.view.index import Filters, TranscriptIndex
 from peer_scripts import QUALITIES, config
 
 
@@ -110,10 +111,19 @@ def test_transcript_lines_carry_each_comparisons_verdicts_first(tmp_path: Path) 
             assert r["failure"] is None and r["verdicts"] in ([0], [1], [2])
     assert {r["role"] for r in judged} == {"comparison", "repair"}
     assert all("verdicts" not in r and "first" not in r for r in rows if r not in judged)
-    # the report's samples are the first comparisons that were read, as written
-    comparisons = [TranscriptLine.model_validate(r) for r in rows if r["role"] == "comparison"]
-    assert run.samples == [t for t in comparisons if t.reply][: len(run.samples)]
-    assert len(run.samples) == min(6, len([t for t in comparisons if t.reply]))
+    # the report's samples are read judgments as written, judges in turn, each with the
+    # replies it judged
+    written = [TranscriptLine.model_validate(r) for r in judged]
+    assert len(run.samples) == 6 and all(s.judgment in written for s in run.samples)
+    assert all(s.judgment.verdicts is not None for s in run.samples)
+    readers = {t.member for t in written if t.verdicts is not None}
+    assert len({s.judgment.member for s in run.samples}) == min(6, len(readers))
+    replies = {(r["member"], r["scenario"]): r["reply"] for r in rows if r["role"] == "evaluee"}
+    for sample in run.samples:
+        t = sample.judgment
+        assert sample.first_reply == replies[t.first, t.scenario]
+        assert sample.second_reply == replies[t.second, t.scenario]
+        assert sample.question and sample.question in json.dumps(rows, ensure_ascii=False)
 
 
 @pytest.mark.slow
@@ -181,22 +191,32 @@ def test_parse_failures_are_repaired_or_counted_never_ties(tmp_path: Path) -> No
         }
         for n, q in QUALITIES.items()
     ]
-    repaired = run_rank(
+    first = run_rank(
         config(tmp_path, population=population, judging={"reflections": False}), progress=False
-    ).record.run
+    )
+    repaired = first.record.run
     assert repaired is not None
     assert repaired.repaired > 0 and not repaired.parse_failures_by_judge
-    strict = run_rank(
+    second = run_rank(
         config(
             tmp_path / "strict",
             population=population,
             judging={"reflections": False, "repair": False},
         ),
         progress=False,
-    ).record.run
+    )
+    strict = second.record.run
     assert strict is not None
     assert strict.parse_failures_by_judge == {"cy": strict.failures["parse"]}
     assert strict.verdicts == strict.comparisons - strict.failures["parse"]
+    for done, summary in ((first, repaired), (second, strict)):  # the viewer counts as the run
+        index = TranscriptIndex(done.out / "transcripts.jsonl")
+        assert index.wait(30) and index.error is None
+        every = index.matching(Filters())
+        assert len(every) == summary.comparisons
+        assert index.repaired(every) == summary.repaired
+        unread = index.matching(Filters(verdict="unread"))
+        assert len(unread) == summary.failures.get("parse", 0)
 
 
 @pytest.mark.slow

@@ -226,9 +226,9 @@ def test_the_outputs_say_which_interval_is_which(table: VerdictTable) -> None:
     assert "rank 95%: a marginal interval" in text and "family-wise 95% confidence" in text
     first = record.models[0]
     assert first.above and f"{first.name} > {', '.join(first.above)}" in text
-    html = render(record, [])
+    html = render(record)
     assert "a marginal interval" in html and "above (family-wise 95%)" in html
     plain = ranking_record(PeerRanking(bootstrap=0).fit(table))
     console = Console(record=True, width=100)
     print_summary(console, plain)
-    assert "marginal" not in console.export_text() and "family-wise" not in render(plain, [])
+    assert "marginal" not in console.export_text() and "family-wise" not in render(plain)

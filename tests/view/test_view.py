@@ -365,6 +365,41 @@ def test_the_index_reads_lines_in_any_key_order(tmp_path: Path) -> None:
     assert named.startswith("line 8: ") and len(damaged.matching(Filters())) == 3
 
 
+def test_a_repair_joins_its_comparison_and_the_filters_count_as_the_terminal(
+    tmp_path: Path,
+) -> None:
+    """Three comparisons of judge j: one read, one unread then repaired, one unread whose
+    repair was unread too; one of k whose call failed. The list holds the four
+    comparisons (repairs are not comparisons), each filed under the verdict that
+    counted; "unread" and "failed" are what the terminal counts as parse failures and
+    judge errors."""
+
+    def line(role: str, scenario: str, verdicts: list[int | None] | None, **more: Any) -> str:
+        fields = {"role": role, "member": more.pop("member", "j"), "scenario": scenario,
+                  "first": "a", "second": "b", "verdicts": verdicts, **more}  # fmt: skip
+        return json.dumps(fields) + "\n"
+
+    lines = [
+        line("comparison", "s1", [1], failure=None, reply="A"),
+        line("comparison", "s2", None, failure="parse", reply="hmm"),
+        line("comparison", "s3", None, failure="parse", reply="?"),
+        line("comparison", "s4", None, failure="judge error", reply=None, member="k"),
+        line("repair", "s2", [2], failure=None, reply="B"),
+        line("repair", "s3", None, failure="parse", reply="still ?"),
+    ]
+    path = tmp_path / "transcripts.jsonl"
+    path.write_text("".join(lines))
+    index = TranscriptIndex(path)
+    assert index.wait(10) and index.error is None
+    every = index.matching(Filters())
+    assert len(every) == 4 and index.repaired(every) == 2
+    assert index.matching(Filters(verdict="unread")) == [2]
+    assert index.matching(Filters(verdict="failed")) == [3]
+    [fixed] = index.comparisons(index.matching(Filters(verdict="second")))
+    assert (fixed["scenario"], fixed["reply"], fixed["failure"]) == ("s2", "hmm", "parse")
+    assert fixed["repair"] == {"verdicts": [2], "reply": "B", "failure": None, "error": None}
+
+
 def test_damaged_transcripts_are_named_and_the_rest_of_the_run_still_shows(
     tmp_path: Path, runs: Path, catalogue: Catalogue
 ) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from test_view import SCRIPT, make_runs
 
@@ -128,7 +129,9 @@ def add_odd_runs(runs: Path) -> None:
     lines = [json.loads(line) for line in transcripts.read_text().splitlines()]
     first, second = [line for line in lines if line["role"] == "comparison"][:2]
     first.update(verdicts=[None], failure="parse", reply="No opinion.")
-    second.update(verdicts=[None], error="RateLimitError: slow down", reply=None)
+    second.update(
+        verdicts=None, failure="judge error", error="RateLimitError: slow down", reply=None
+    )
     transcripts.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
@@ -394,13 +397,37 @@ def test_a_certificate_without_models_and_its_numbers_as_the_report_writes_them(
 def test_a_judgment_without_a_verdict_says_why(viewer: str, driver: WebDriver) -> None:
     open_run(driver, viewer, "failed/results.json")
     visible(driver, "#f-verdict")
-    Select(driver.find_element(By.ID, "f-verdict")).select_by_value("unread")
-    wait(driver).until(lambda d: d.find_element(By.ID, "t-total").text.startswith("2 comparisons"))
-    cards = driver.find_elements(By.CSS_SELECTOR, "details.comparison")
-    for card in cards:
+    said = []
+    for verdict in ("unread", "failed"):  # the terminal's "parse 1, judge error 1"
+        Select(driver.find_element(By.ID, "f-verdict")).select_by_value(verdict)
+        wait(driver).until(
+            lambda d, verdict=verdict: (
+                d.find_element(By.ID, "t-total").text.startswith("1 comparison ")
+                and d.find_element(By.ID, "f-verdict").get_attribute("value") == verdict
+            )
+        )
+        [card] = driver.find_elements(By.CSS_SELECTOR, "details.comparison")
         driver.execute_script("arguments[0].open = true", card)
-    assert "no verdict counted: parse" in cards[0].text and "No opinion." in cards[0].text
-    assert "the call failed: RateLimitError: slow down" in cards[1].text
+        said.append(card.text)
+    assert "no verdict counted: parse" in said[0] and "No opinion." in said[0]
+    assert "the call failed: RateLimitError: slow down" in said[1]
+
+
+def test_numbers_round_as_the_terminal_and_report_round_them(
+    viewer: str, driver: WebDriver
+) -> None:
+    """One rule everywhere: the viewer rounds as Python's format does (an exact tie to
+    the even digit), so an Elo of 1458.5 reads 1458 in the terminal and the viewer."""
+    open_run(driver, viewer, "after/results.json")
+    visible(driver, "#leaderboard")
+    rng = np.random.default_rng(0)
+    values = [(1458.5, 0), (1459.5, 0), (-0.5, 0), (0.125, 2), (2.675, 2), (-2.5, 0)]
+    for _ in range(500):
+        digits = int(rng.integers(0, 5))
+        tie = (int(rng.integers(-(10**6), 10**6)) + 0.5) / 2 ** int(rng.integers(0, 8))
+        values += [(tie, digits), (float(rng.uniform(-3000, 3000)), digits)]
+    shown = driver.execute_script("return arguments[0].map(([v, d]) => num(v, d))", values)
+    assert shown == [format(v, f".{d}f") for v, d in values]
 
 
 def test_a_ranking_fitted_from_a_verdict_file_has_no_calls_and_a_readable_leaderboard(

@@ -43,7 +43,7 @@ from eigenjury.stats.verdicts import FIRST, SECOND, TIE
 Persona = Callable[[str, str], str | None]  # (member, role "evaluee" | "judge") -> system prompt
 Transcript = Callable[[TranscriptLine], None]  # where each line goes as it is made
 Job = tuple[str, dict[str, Any], ChatRequest, Any]  # member, transcript fields, request, tag
-SAMPLES = 6  # comparison lines kept for the static report
+SAMPLES = 6  # judgments the static report shows, spread over judges and scenarios
 
 
 def _nowhere(line: TranscriptLine) -> None:
@@ -65,7 +65,8 @@ class Collector:
     answer_choices: dict[str, tuple[str, ...]] | None = None
     transcript: Transcript = _nowhere
     accounting: Accounting = field(default_factory=Accounting)  # by member and role
-    samples: list[TranscriptLine] = field(default_factory=list)  # a few judgments, read
+    # per judge, its first read judgments on SAMPLES distinct scenarios
+    samples: dict[str, list[TranscriptLine]] = field(default_factory=dict)
     responses: dict[tuple[str, str], str | None] = field(default_factory=dict)
     reflections: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
     # likelihood mode: (judge, evaluee, scenario) -> the reply's score (nats per token)
@@ -113,8 +114,26 @@ class Collector:
 
     def _line(self, line: TranscriptLine) -> None:
         self.transcript(line)
-        if line.role == "comparison" and line.reply and len(self.samples) < SAMPLES:
-            self.samples.append(line)
+        if line.role in ("comparison", "repair") and line.verdicts is not None:
+            kept = self.samples.setdefault(line.member, [])
+            if len(kept) < SAMPLES and all(k.scenario != line.scenario for k in kept):
+                kept.append(line)
+
+    def sample_lines(self, n: int = SAMPLES) -> list[TranscriptLine]:
+        """`n` read judgments for the static report: judges in turn, each on a scenario
+        not shown yet where it has one."""
+        queues = {judge: list(lines) for judge, lines in sorted(self.samples.items())}
+        picked: list[TranscriptLine] = []
+        shown: set[str] = set()
+        while len(picked) < n and any(queues.values()):
+            for lines in queues.values():
+                if not lines or len(picked) == n:
+                    continue
+                fresh = next((k for k in lines if k.scenario not in shown), lines[0])
+                lines.remove(fresh)
+                picked.append(fresh)
+                shown.add(fresh.scenario)
+        return picked
 
     async def _respond(self, needed: set[tuple[str, str]]) -> None:
         todo = sorted(needed - self.responses.keys())

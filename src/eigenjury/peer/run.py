@@ -53,6 +53,17 @@ from eigenjury.stats.verdicts import DataError, VerdictTable
 
 
 @dataclass(frozen=True)
+class SampleJudgment:
+    """A judgment as the static report shows it: the judge's call, the scenario's
+    message and the two replies it judged (None where a reply was not made)."""
+
+    judgment: TranscriptLine
+    question: str
+    first_reply: str | None
+    second_reply: str | None
+
+
+@dataclass(frozen=True)
 class RankRun:
     """A fitted run: its record, and what its other outputs are made of."""
 
@@ -61,7 +72,7 @@ class RankRun:
     outcomes: Outcomes
     table: VerdictTable
     criterion: list[str] | None  # each verdict's criterion number in criteria mode
-    samples: list[TranscriptLine]  # a few judgments, for the static report
+    samples: list[SampleJudgment]  # a few judgments, for the static report
     out: Path  # where its outputs go
 
 
@@ -328,9 +339,17 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     if got.control is not None and got.control_collector is not None:
         control, _ = got.control.table(per_criterion, got.control_collector.responses)
         record.greenbeard = greenbeard_shift(config, table, control, ranking)
-    return RankRun(
-        record, ranking, got.outcomes, table, criterion, got.collector.samples, inputs.out
-    )
+    collector = got.collector
+    samples = [
+        SampleJudgment(
+            line,
+            collector.scenarios.get(line.scenario, ""),
+            collector.responses.get((str(line.first), line.scenario)),
+            collector.responses.get((str(line.second), line.scenario)),
+        )
+        for line in collector.sample_lines()
+    ]
+    return RankRun(record, ranking, got.outcomes, table, criterion, samples, inputs.out)
 
 
 async def run(

@@ -560,10 +560,14 @@ def check_design(counts: VerdictCounts, *, min_verdicts: float = 30.0) -> Design
             )
     no_judging = evaluated & (judge_n <= 0)
     if no_judging.any() and not no_judging[evaluated].all():
-        spread = "as the external judges' consensus" if external.any() else "uniformly"
+        onward = "evenly to every evaluee"
+        if external.any():
+            onward = "as the external judges' consensus"
         warnings.append(
-            f"{_list(names[no_judging])} never judge; their trust is spread {spread} "
-            "(the PageRank convention for dangling rows)"
+            f"{_list(names[no_judging])} never judge: their own trust comes from the "
+            "verdicts on them, as every member's does; the trust that reaches them they "
+            f"pass on {onward} (the PageRank convention for members without verdicts of "
+            "their own), an empty row in the trust matrix"
         )
     thin_e = evaluated & (evaluee_n < min_verdicts)
     if thin_e.any():

@@ -30,14 +30,16 @@ _TRANSCRIPT_HEAD = re.compile(
     rb'"scenario": (' + _STRING + rb")"
     rb'(?:, "evaluee": (' + _STRING + rb"))?"
     rb'(?:, "first": (' + _STRING + rb'), "second": (' + _STRING + rb")"
-    rb'(?:, "verdicts": (null|\[[^\]]*\]))?)?'
+    rb'(?:, "verdicts": (null|\[[^\]]*\])'
+    rb'(?:, "failure": (null|' + _STRING + rb"))?)?)?"
 )
 _TRACE_HEAD = re.compile(
     rb'\{"task_id": (' + _STRING + rb'), "candidate": (' + _STRING + rb"|null)"
 )
 # What a comparison's verdicts (one per criterion: 0 tie, 1 first, 2 second, null
-# unread) come to, as the transcript filter offers them.
-VERDICTS = ("first", "second", "tie", "mixed", "unread", "unrecorded")
+# unread) come to, as the transcript filter offers them: after its repair, if it had
+# one; "unread" and "failed" are the terminal's "parse" and "judge error".
+VERDICTS = ("first", "second", "tie", "mixed", "unread", "failed", "unrecorded")
 _VERDICT_OF = {0: "tie", 1: "first", 2: "second"}
 _NO_LINE = -1
 NAMED_LINES = 5  # unreadable lines named in full; the rest are counted
@@ -89,12 +91,15 @@ def json_line(line: bytes) -> dict[str, Any]:
     return data
 
 
-def verdict_category(verdicts: Any, recorded: bool = True) -> str:
+def verdict_category(verdicts: Any, recorded: bool = True, failure: Any = None) -> str:
     """One word for a comparison's verdicts (a list of 0, 1, 2 or null, one per
     criterion): all criteria agree (first, second, tie), they differ (mixed), none was
-    read (unread), or the file predates verdicts. Anything else is a ValueError."""
+    read (unread), the call failed (failed: `failure` other than "parse"), or the file
+    predates verdicts. Anything else is a ValueError."""
     if not recorded:
         return "unrecorded"
+    if failure is not None and failure != "parse":
+        return "failed"
     if verdicts is not None and not (
         isinstance(verdicts, list) and all(v is None or v in _VERDICT_OF for v in verdicts)
     ):
@@ -143,9 +148,12 @@ class _Names:
 
 @dataclass
 class _Comparisons:
-    """Column per field, one entry per comparison (or repair) line."""
+    """Column per field, one entry per comparison line (and per repair line that
+    follows no unread comparison of its judge, pair and scenario). `verdict` is the
+    verdict that counted: a repaired comparison's is its repair's."""
 
     offset: list[int] = field(default_factory=list)
+    repair: list[int] = field(default_factory=list)  # its repair line's offset, or _NO_LINE
     role: list[str] = field(default_factory=list)
     judge: list[int] = field(default_factory=list)
     first: list[int] = field(default_factory=list)
@@ -167,10 +175,11 @@ class Filters:
 def _whole_head(head: re.Match[bytes], line: bytes) -> bool:
     """Whether the first bytes read all that the line's role needs (a comparison its
     sides and any verdicts, a reflection its evaluee); if not, the line is parsed."""
-    role, evaluee, first, verdicts = head.group(1, 4, 5, 7)
+    role, evaluee, first, verdicts, failure = head.group(1, 4, 5, 7, 8)
     if role in (b"comparison", b"repair"):
         unread_verdicts = verdicts is None and line.startswith(b', "verdicts"', head.end())
-        return first is not None and not unread_verdicts
+        unread_failure = failure is None and line.startswith(b', "failure"', head.end())
+        return first is not None and not unread_verdicts and not unread_failure
     return role != b"reflection" or evaluee is not None
 
 
@@ -196,8 +205,10 @@ class TranscriptIndex:
         self.unreadable = Unreadable()
         self._names = _Names()
         self._tokens: dict[bytes, int] = {}  # a name as written in the file -> its code
-        self._verdict_tokens: dict[bytes | None, str] = {}
+        self._verdict_tokens: dict[tuple[bytes | None, bytes | None], str] = {}
         self._rows = _Comparisons()
+        # (judge, first, second, scenario) of unread comparisons -> row: where a repair goes
+        self._repairable: dict[tuple[int, int, int, int], int] = {}
         self._replies: dict[tuple[int, int], int] = {}  # (evaluee, scenario) -> offset
         self._reflections: dict[tuple[int, int, int], int] = {}  # (judge, evaluee, scenario)
         self._done = threading.Event()
@@ -247,11 +258,14 @@ class TranscriptIndex:
             found = self._tokens[token] = self._names.code(json.loads(token))
         return found
 
-    def _verdict(self, token: bytes | None) -> str:
-        found = self._verdict_tokens.get(token)
+    def _verdict(self, token: bytes | None, failure: bytes | None) -> str:
+        key = (token, failure)
+        found = self._verdict_tokens.get(key)
         if found is None:
             verdicts = None if token is None else json.loads(token)
-            found = self._verdict_tokens[token] = verdict_category(verdicts, token is not None)
+            said = None if failure is None else json.loads(failure)
+            found = verdict_category(verdicts, token is not None, said)
+            self._verdict_tokens[key] = found
         return found
 
     def _add(self, line: bytes, offset: int) -> None:
@@ -259,13 +273,13 @@ class TranscriptIndex:
         if head is None or not _whole_head(head, line):
             self._add_parsed(line, offset)
             return
-        role, member, scenario, evaluee, first, second, verdicts = head.groups()
+        role, member, scenario, evaluee, first, second, verdicts, failure = head.groups()
         if role in (b"comparison", b"repair"):
             self._add_comparison(
                 offset,
                 role.decode(),
                 (self._code(member), self._code(first), self._code(second), self._code(scenario)),
-                self._verdict(verdicts),
+                self._verdict(verdicts, failure),
             )
         elif role == b"evaluee":
             self._replies.setdefault((self._code(member), self._code(scenario)), offset)
@@ -286,7 +300,8 @@ class TranscriptIndex:
         if role in ("comparison", "repair"):
             codes = (code(member), code(_name(data, "first")), code(_name(data, "second")),
                      code(scenario))  # fmt: skip
-            verdict = verdict_category(data.get("verdicts"), "verdicts" in data)
+            recorded = "verdicts" in data
+            verdict = verdict_category(data.get("verdicts"), recorded, data.get("failure"))
             self._add_comparison(offset, role, codes, verdict)
         elif role == "evaluee":
             self._replies.setdefault((code(member), code(scenario)), offset)
@@ -297,8 +312,19 @@ class TranscriptIndex:
     def _add_comparison(
         self, offset: int, role: str, codes: tuple[int, int, int, int], verdict: str
     ) -> None:
+        """A comparison line a row; a repair line joins the unread comparison it
+        repairs (its verdict is the one that counted), or is a row of its own."""
         rows = self._rows
+        repaired = self._repairable.pop(codes, None) if role == "repair" else None
+        if repaired is not None:
+            rows.repair[repaired] = offset
+            if verdict != "unread":
+                rows.verdict[repaired] = verdict
+            return
+        if role == "comparison" and verdict == "unread":
+            self._repairable[codes] = len(rows.offset)
         rows.offset.append(offset)
+        rows.repair.append(_NO_LINE)
         rows.role.append(role)
         rows.judge.append(codes[0])
         rows.first.append(codes[1])
@@ -344,6 +370,10 @@ class TranscriptIndex:
         self._queries[filters] = found
         return found
 
+    def repaired(self, rows: list[int]) -> int:
+        """How many of the comparisons at row numbers `rows` had a repair request."""
+        return sum(self._rows.repair[i] != _NO_LINE for i in rows)
+
     def comparisons(self, rows: list[int]) -> list[dict[str, Any]]:
         """The comparisons at row numbers `rows`, each with the judge's full call, both
         replies and the judge's reflections on them; a line among them that cannot be
@@ -354,6 +384,7 @@ class TranscriptIndex:
             judge, first, second, scenario = r.judge[i], r.first[i], r.second[i], r.scenario[i]
             offsets += [
                 r.offset[i],
+                r.repair[i],
                 self._replies.get((first, scenario), _NO_LINE),
                 self._replies.get((second, scenario), _NO_LINE),
                 self._reflections.get((judge, first, scenario), _NO_LINE),
@@ -362,11 +393,11 @@ class TranscriptIndex:
         lines = list(read_lines(self.path, offsets))
         shown = []
         for n, i in enumerate(rows):
-            read = lines[5 * n : 5 * n + 5]
+            read = lines[6 * n : 6 * n + 6]
             damaged = [line for line in read if isinstance(line, Damaged)]
             for line in damaged:
                 self.unreadable.add(line.where, line.problem)
-            call, first_reply, second_reply, first_notes, second_notes = map(_object, read)
+            call, repair, first_reply, second_reply, first_notes, second_notes = map(_object, read)
             shown.append(
                 {
                     "row": i,
@@ -381,6 +412,13 @@ class TranscriptIndex:
                     "error": call.get("error"),
                     "messages": _messages(call.get("messages")),
                     "reply": call.get("reply"),
+                    "scores": call.get("scores"),
+                    "choice_logprobs": call.get("choice_logprobs"),
+                    "repair": {
+                        key: repair.get(key) for key in ("verdicts", "reply", "failure", "error")
+                    }
+                    if repair
+                    else None,
                     "question": _question(first_reply or second_reply),
                     "first_reply": first_reply.get("reply"),
                     "second_reply": second_reply.get("reply"),

@@ -285,6 +285,7 @@ async def transcripts(request: web.Request) -> web.Response:
         {
             **index.progress(),
             "total": len(rows),
+            "repaired": index.repaired(rows),
             "page": page,
             "size": size,
             "scenarios": index.scenarios(),

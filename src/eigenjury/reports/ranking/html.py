@@ -4,19 +4,22 @@ view` browses them all."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from eigenjury.peer.record import GreenbeardShift, RankingRecord, StylePart, TranscriptLine
+from eigenjury.peer.record import GreenbeardShift, RankingRecord, StylePart
 from eigenjury.reports.accounting import ACCOUNTING_COLUMNS, accounting_cells
 from eigenjury.reports.kit import e, fmt, page, table, with_ci
 from eigenjury.reports.output import Outputs
 from eigenjury.reports.ranking.charts import heatmap_svg, leaderboard_svg, plane_svg
 from eigenjury.reports.ranking.sentences import meaning
 from eigenjury.reports.ranking.words import (
+    EMPTY_ROWS,
     SELF_PREFERENCE,
     STYLE_ASSUMPTION,
     STYLE_MEANING,
     UNCONTROLLED,
+    VERDICT_WORDS,
     above_rows,
     dropped_note,
     elo_ci_cell,
@@ -27,6 +30,7 @@ from eigenjury.reports.ranking.words import (
     intervals_note,
     is_styled,
     judge_name,
+    label_probabilities,
     rank_ci_cell,
     self_preference_cell,
     signal_cell,
@@ -37,11 +41,8 @@ from eigenjury.reports.ranking.words import (
 )
 
 if TYPE_CHECKING:
-    from eigenjury.peer.run import RankRun
+    from eigenjury.peer.run import RankRun, SampleJudgment
     from eigenjury.records import LinesFile
-
-
-SAMPLE_JUDGMENTS = 6  # judgments the static report shows in full
 
 
 def outputs(run: RankRun, transcripts: LinesFile) -> Outputs:
@@ -59,9 +60,7 @@ def outputs(run: RankRun, transcripts: LinesFile) -> Outputs:
     )
 
 
-def render(
-    record: RankingRecord, transcripts: list[TranscriptLine], *, samples: int = SAMPLE_JUDGMENTS
-) -> str:
+def render(record: RankingRecord, samples: Sequence[SampleJudgment] = ()) -> str:
     """The whole static report of a rank run (a `fit` record renders without the run's
     parts)."""
     run = record.run
@@ -117,7 +116,8 @@ def render(
     tm = record.trust_matrix
     out.append(
         "<h2>Trust matrix</h2><p class=muted>Row: judge; column: evaluee; darker = "
-        "more trust.</p>" + heatmap_svg(tm.judges, tm.evaluees, tm.rows)
+        f"more trust.{EMPTY_ROWS if any(not any(r) for r in tm.rows) else ''}</p>"
+        + heatmap_svg(tm.judges, tm.evaluees, tm.rows)
     )
     lenses = {j.name: j.lens for j in record.judges}
     out.append(
@@ -180,7 +180,7 @@ def render(
     if run is not None:
         out.append("<h2>Calls, tokens and cost</h2>")
         out.append(table(list(ACCOUNTING_COLUMNS), accounting_cells(run.accounting), left=2))
-    out.append(_transcript_samples(transcripts, samples))
+    out.append(_sample_judgments(samples))
     fit = record.fit
     out.append(
         f'<p class="muted">Fit: {fit.verdicts:g} verdicts, {fit.cells} cells, '
@@ -221,24 +221,38 @@ def _greenbeard(g: GreenbeardShift) -> str:
     )
 
 
-def _transcript_samples(transcripts: list[TranscriptLine], n: int) -> str:
-    comparisons = [t for t in transcripts if t.role == "comparison" and t.reply][:n]
-    if not comparisons:
+def _sample_judgments(samples: Sequence[SampleJudgment]) -> str:
+    """A few judgments in full (judges in turn, on different scenarios): the message,
+    both replies, the judge's reply or scores, and its probabilities where it gave any."""
+    if not samples:
         return ""
     out = ["<h2>Sample judgments</h2><p class=muted>Model text is shown as text, escaped.</p>"]
-    for t in comparisons:
-        prompt = t.messages[-1][1] if t.messages else ""
-        scores = ""
+    for sample in samples:
+        t = sample.judgment
+        said = ", ".join(VERDICT_WORDS.get(v, "unread") if v is not None else "unread"
+                         for v in t.verdicts or ())  # fmt: skip
         if t.scores:  # likelihood mode: the verdict went to the higher score
-            scores = (
+            how = (
                 "<p>Scores (follows minus breaks, nats per token; not probabilities): "
                 + ", ".join(f"{e(label)} {value:+.4f}" for label, value in t.scores.items())
                 + "</p>"
             )
+        else:
+            how = f"<p><b>{e(t.member)}'s reply</b></p><pre>{e(t.reply or '')}</pre>"
+            if t.choice_logprobs:
+                odds = label_probabilities(t.choice_logprobs)
+                how += f"<p>Its probabilities of its answers: {e(odds)}</p>"
+            prompt = "".join(
+                f"<p><b>{e(role)}</b></p><pre>{e(text)}</pre>" for role, text in t.messages
+            )
+            how += f"<details><summary>the judge's prompt</summary>{prompt}</details>"
+        repair = " (after a repair request)" if t.role == "repair" else ""
         out.append(
-            f"<details><summary>{e(t.member)} judges {e(t.first)} (A) vs "
-            f"{e(t.second)} (B) on {e(t.scenario)}</summary>"
-            f"<pre>{e(prompt)}</pre>{scores}<p><b>Judge reply</b></p><pre>{e(t.reply)}</pre>"
-            "</details>"
+            f"<details><summary>{e(t.member)} judges {e(t.first)} (A) vs {e(t.second)} (B) "
+            f"on {e(t.scenario)}: {e(said)}{repair}</summary>"
+            f"<p><b>The message</b></p><pre>{e(sample.question)}</pre>"
+            f"<p><b>A: {e(t.first)}</b></p><pre>{e(sample.first_reply or '(no reply)')}</pre>"
+            f"<p><b>B: {e(t.second)}</b></p><pre>{e(sample.second_reply or '(no reply)')}</pre>"
+            f"{how}</details>"
         )
     return "".join(out)

@@ -3,6 +3,8 @@ the same words: intervals, style control, trust formation, the greenbeard fits."
 
 from __future__ import annotations
 
+import math
+
 from eigenjury.peer.record import (
     GreenbeardShift,
     JudgeRow,
@@ -27,6 +29,22 @@ def elo_ci_cell(m: ModelRow) -> str:
 
 
 SELF_PREFERENCE = "self-preference (log-odds)"
+# a judgment's verdict per criterion, in the viewer's words (view/static/app.js)
+VERDICT_WORDS = {0: "tie", 1: "first better", 2: "second better"}
+
+
+def label_probabilities(logprobs: dict[str, float]) -> str:
+    """A judge's log-probabilities of its allowed answers as probabilities over them
+    ("A 0.912, B 0.071, tie 0.017"), as the viewer shows them."""
+    top = max(logprobs.values())
+    weights = {label: math.exp(value - top) for label, value in logprobs.items()}
+    total = sum(weights.values())
+    return ", ".join(f"{label} {weight / total:.3f}" for label, weight in weights.items())
+# the viewer's trust heatmap says the same (view/static/app.js)
+EMPTY_ROWS = (
+    " Empty rows: members that never judge; they pass the trust that reaches them on "
+    "evenly to every evaluee (see the warnings)."
+)
 
 
 def self_preference_cell(j: JudgeRow) -> str:

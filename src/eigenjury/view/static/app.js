@@ -32,8 +32,21 @@ function sig(value) {
   return Number.isInteger(value) ? String(value) : String(Number(Number(value).toPrecision(4)));
 }
 
+// `digits` decimals by the rule of Python's format, which writes the terminal and the
+// static report: the nearest, and an exact tie to the even digit (toFixed breaks a tie
+// away from zero: 1458.5 would read 1459 here and 1458 there).
+function fixed(value, digits) {
+  const rounded = value.toFixed(digits);
+  const exact = Math.abs(value).toFixed(Math.min(100, digits + 60)); // the double, in full
+  const dot = exact.indexOf(".");
+  if (!/^50*$/.test(exact.slice(dot + 1 + digits))) return rounded;
+  const kept = exact.slice(0, digits ? dot + 1 + digits : dot);
+  if (Number(kept.at(-1)) % 2 === 1) return rounded;
+  return (value < 0 ? "-" : "") + kept;
+}
+
 function num(value, digits = 2) {
-  return value === null || value === undefined ? "-" : Number(value).toFixed(digits);
+  return value === null || value === undefined ? "-" : fixed(Number(value), digits);
 }
 
 function withCi(value, ci, digits = 2) {
@@ -76,7 +89,7 @@ function when(iso) {
 }
 
 function money(value) {
-  return value === null || value === undefined ? "-" : `$${Number(value).toFixed(4)}`;
+  return value === null || value === undefined ? "-" : `$${fixed(Number(value), 4)}`;
 }
 
 // A change, "+" when up, coloured: green up, red down.
@@ -362,7 +375,9 @@ function rankingRun(record, run) {
     el("p", { class: "muted", id: "elo-rule" }, eloRule(record)),
     leaderboard, ...pairwise),
     ...(record.style ? [styleControl(record.style, record.settings.ci)] : []),
-    section("Trust", el("p", { class: "muted" }, "how much each judge (row) trusts each evaluee (column)"), heatmap(record.trust_matrix)),
+    section("Trust", el("p", { class: "muted" }, "how much each judge (row) trusts each evaluee (column)." +
+      (record.trust_matrix && record.trust_matrix.rows.some((row) => row.every((v) => !v)) ? EMPTY_ROWS : "")),
+      heatmap(record.trust_matrix)),
     section("Dispositions and lenses", lenses),
     section("Judges", judges),
     section("Cost by member and role", cost),
@@ -432,7 +447,7 @@ function styleCheck(record, run) {
     if (!ci) return plus(value);
     return `${plus(value)} [${ci[0] === null ? "-∞" : plus(ci[0])}, ${ci[1] === null ? "∞" : plus(ci[1])}]`;
   };
-  const pct = (v) => `${Math.round(100 * v)}%`;
+  const pct = (v) => `${fixed(100 * v, 0)}%`;
   const share = (r) => (r.share_ci ? `${pct(r.share)} [${pct(r.share_ci[0])}, ${pct(r.share_ci[1])}]` : pct(r.share));
   const rows = [...record.judges, record.pooled].map((r) => [
     r.judge === null || r.judge === undefined ? "all judges, pooled" : r.judge,
@@ -463,12 +478,16 @@ function styleCheck(record, run) {
   ];
 }
 
+// the report's caption says the same (reports/ranking/words.py)
+const EMPTY_ROWS = " Empty rows: members that never judge; they pass the trust that reaches them on " +
+  "evenly to every evaluee (see the warnings).";
+
 function heatmap(matrix) {
   if (!matrix || !matrix.rows) return el("p", { class: "muted" }, "no trust matrix");
   const high = Math.max(...matrix.rows.flat().filter((v) => v !== null), 1e-9);
   const rows = matrix.rows.map((row, i) =>
     el("tr", {}, el("td", { class: "l" }, matrix.judges[i]), row.map((v) => {
-      const cell = el("td", {}, num(v, 3));
+      const cell = el("td", {}, row.every((x) => !x) ? "-" : num(v, 3));
       if (v !== null) cell.style.backgroundColor = `rgba(36, 81, 179, ${(0.75 * v) / high})`;
       return cell;
     })),
@@ -524,7 +543,7 @@ async function showTranscripts(params) {
       "div",
       { class: "pager" },
       el("button", { id: "prev", onclick: turn(page - 1), disabled: page <= 1 ? "" : null }, "← previous"),
-      el("span", { id: "t-total" }, `${data.total} comparisons · page ${page} of ${pages}`),
+      el("span", { id: "t-total" }, `${data.total} comparison${data.total === 1 ? "" : "s"}${data.repaired ? ` (${data.repaired} with a repair request)` : ""} · page ${page} of ${pages}`),
       el("button", { id: "next", onclick: turn(page + 1), disabled: page >= pages ? "" : null }, "next →"),
     ),
     ...data.items.map(comparisonCard),
@@ -552,9 +571,22 @@ function setFilter(name, value) {
 
 const VERDICT_WORDS = { 0: "tie", 1: "first better", 2: "second better" };
 
+// A judge's log-probabilities of its allowed answers as probabilities over them.
+function labelProbabilities(logprobs) {
+  const entries = Object.entries(logprobs);
+  const top = Math.max(...entries.map(([, v]) => v));
+  const total = entries.reduce((sum, [, v]) => sum + Math.exp(v - top), 0);
+  return entries.map(([k, v]) => `${k} ${fixed(Math.exp(v - top) / total, 3)}`).join(", ");
+}
+
+function verdictWords(verdicts) {
+  const said = (verdicts || []).map((v) => VERDICT_WORDS[v] || "unread");
+  return said.length ? ` (verdict${said.length > 1 ? "s" : ""}: ${said.join(", ")})` : "";
+}
+
 function comparisonCard(item) {
-  const said = (item.verdicts || []).map((v) => VERDICT_WORDS[v] || "unread");
-  const verdicts = said.length ? ` (verdict${said.length > 1 ? "s" : ""}: ${said.join(", ")})` : "";
+  const verdicts = verdictWords(item.verdicts);
+  const repair = item.repair;
   const side = (label, name, reply, reflection) =>
     el("div", {}, el("h4", {}, `${label}: ${name}`), pre(reply),
       reflection === null || reflection === undefined ? null : [el("h4", {}, `${item.judge}'s notes on ${name}`), pre(reflection)]);
@@ -562,18 +594,29 @@ function comparisonCard(item) {
     "details",
     { class: "comparison" },
     el("summary", {}, `#${item.row + 1} ${item.judge} judges ${item.first} vs ${item.second} on ${item.scenario}`,
-      tag(item.verdict), item.role === "repair" ? tag("repair", "mixed") : null),
+      tag(item.verdict), item.role === "repair" || repair ? tag("repair", "mixed") : null),
     item.question === null ? null : [el("h4", {}, "The message"), pre(item.question)],
     el("div", { class: "pair" },
       side("first", item.first, item.first_reply, item.first_reflection),
       side("second", item.second, item.second_reply, item.second_reflection)),
-    el("h4", {}, `${item.judge}'s reply${verdicts}`),
-    pre(item.reply),
-    item.failure ? el("p", { class: "warn failure" }, `no verdict counted: ${item.failure}`) : null,
+    item.scores ? [
+      el("h4", {}, `${item.judge}'s likelihood verdict${verdicts}`),
+      el("p", { class: "scores" }, `scores ${Object.entries(item.scores).map(([k, v]) => `${k} ${v >= 0 ? "+" : ""}${num(v, 4)}`).join(", ")}: ` +
+        "how much likelier each reply is, per token, from a speaker who follows the constitution than from one who breaks it " +
+        "(nats per token; scores, not probabilities). No prompt: the verdict is the higher score, from the judge's scoring calls."),
+    ] : [el("h4", {}, `${item.judge}'s reply${verdicts}`), pre(item.reply)],
+    item.choice_logprobs ? el("p", { class: "probs" }, `the judge's probabilities of its answers: ${labelProbabilities(item.choice_logprobs)}`) : null,
+    item.failure && !repair ? el("p", { class: "warn failure" }, `no verdict counted: ${item.failure}`) : null,
     item.error ? el("p", { class: "warn error" }, `the call failed: ${item.error}`) : null,
+    repair ? [
+      el("h4", {}, `${item.judge}'s reply could not be read (${item.failure}); its reply to the repair request${verdictWords(repair.verdicts)}`),
+      pre(repair.reply),
+      repair.failure ? el("p", { class: "warn failure" }, `no verdict counted: ${repair.failure}`) : null,
+      repair.error ? el("p", { class: "warn error" }, `the repair call failed: ${repair.error}`) : null,
+    ] : null,
     item.unreadable ? el("p", { class: "warn unreadable" }, `not shown, could not be read: ${item.unreadable.join("; ")}`) : null,
-    el("details", {}, el("summary", {}, "the judge's prompt"),
-      (item.messages || []).map(([role, content]) => [el("h4", {}, role), pre(content)])),
+    item.messages && item.messages.length ? el("details", {}, el("summary", {}, "the judge's prompt"),
+      item.messages.map(([role, content]) => [el("h4", {}, role), pre(content)])) : null,
   );
 }
 
