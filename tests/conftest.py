@@ -31,6 +31,8 @@ def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 def working_directory(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each test runs in a folder of its own: commands keep their shared store in the
-    working directory (.eigenjury/store.sqlite), which must never be the checkout."""
+    """Each test runs in a folder of its own, with a user data folder of its own: the
+    per-user store (engine.settings.default_store) must never be the tester's, and a
+    store left in the working directory by an older eigenjury never the checkout's."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+    monkeypatch.setenv("EIGENJURY_DATA_DIR", str(tmp_path_factory.mktemp("user-data")))

@@ -339,7 +339,7 @@ class Command:
     out_kind: str | None = None
 
 
-STORE = ".eigenjury"  # the default store's folder, in the working directory
+STORE = ".eigenjury"  # the default store's folder: the tests' user data folder
 
 
 def _simulate(cwd: Path) -> list[str]:

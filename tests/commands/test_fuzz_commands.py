@@ -11,7 +11,8 @@ time limit: a hang is a failure that says so. (Hypothesis is not a dependency of
 project; seeded tables keep CI stable without it.)
 
 Decided here:
-- A refused run may not create the default store (.eigenjury/store.sqlite): input,
+- A refused run may not create the default store (the per-user one, here in
+  .eigenjury of the working directory): input,
   models and keys are checked before the engine opens it. Two exceptions: an
   unreachable endpoint is only found once the engine runs, and a run that fails only
   at the end, on writing its output, keeps the store it filled, so that a rerun answers
@@ -260,10 +261,12 @@ def _check_message(outcome: Outcome, names: Sequence[Name]) -> None:
 
 @pytest.fixture
 def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh, empty working directory (the default store would land here)."""
+    """A fresh, empty working directory, with the user data folder inside it so that
+    the checks of what a refused run leaves behind see the per-user store too."""
     root = tmp_path / "work"
     root.mkdir()
     monkeypatch.chdir(root)
+    monkeypatch.setenv("EIGENJURY_DATA_DIR", str(root / fz.STORE))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     return root

@@ -4,6 +4,7 @@ by every command, backends found by name."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from eigenjury.cli import build_parser, main
 from eigenjury.commands.options import engine_settings
 from eigenjury.engine import Store
 from eigenjury.engine.backends import backend_names, connect
-from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
+from eigenjury.engine.settings import DIRECTORY_STORE, EngineSettings, default_store
 from eigenjury.errors import InputError
 from eigenjury.peer.config import RankConfig
 
@@ -50,19 +51,48 @@ def test_configs_and_commands_share_one_set_of_engine_defaults() -> None:
         ["bound", "measure", "d.jsonl", "--judge", "scripted:echo", "--out", "p.json"],
     ):
         assert engine_settings(build_parser().parse_args(argv)) == config.engine == EngineSettings()
-    assert EngineSettings().store_path() == DEFAULT_STORE
+    assert EngineSettings().store_path() == default_store()
+    assert default_store() == Path(os.environ["EIGENJURY_DATA_DIR"], "store.sqlite")
 
 
-def test_a_rank_into_another_folder_is_served_from_the_shared_store(
+def test_a_rank_into_another_folder_or_from_another_folder_is_served_from_the_store(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One store per user: neither the output folder nor the working directory decides
+    where the calls are kept (the same config run from elsewhere used to pay again)."""
+    path = _config(Path("project")).resolve()
+    assert main(["rank", str(path), "--out", "first", "--no-progress"]) == 0
+    assert default_store().is_file()
+    assert not Path("first/store.sqlite").exists() and not DIRECTORY_STORE.exists()
+    elsewhere = Path("elsewhere").resolve()
+    elsewhere.mkdir()
+    for folder, out in ((Path(), "second"), (elsewhere, "third")):
+        monkeypatch.chdir(folder)
+        assert main(["rank", str(path), "--out", out, "--no-progress"]) == 0
+        total = json.loads(Path(out, "results.json").read_text())["run"]["accounting"]["total"]
+        assert total["calls"] > 0 and total["cached"] == total["calls"]
+
+
+def test_a_folders_store_of_an_older_eigenjury_is_absorbed_once(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = _config(Path("project"))
-    assert main(["rank", str(path), "--out", "first", "--no-progress"]) == 0
-    assert DEFAULT_STORE.is_file()  # in the working directory, not the run folder
-    assert not Path("first/store.sqlite").exists()
-    assert main(["rank", str(path), "--out", "second", "--no-progress"]) == 0
-    total = json.loads(Path("second/results.json").read_text())["run"]["accounting"]["total"]
-    assert total["calls"] > 0 and total["cached"] == total["calls"]
+    """Calls kept in ./.eigenjury/store.sqlite (the default before 0.3.3) are taken into
+    the per-user store the first time a command uses it from that folder: nothing is
+    paid for again, the old file is renamed (never deleted), and it happens once."""
+    requests = write_requests(Path("requests.jsonl"), 4)
+    batch = ["batch", str(requests), "--model", "scripted:echo", "--no-progress"]
+    assert main([*batch, "--out", "a.jsonl", "--store", str(DIRECTORY_STORE)]) == 0
+    kept = _keys(DIRECTORY_STORE)
+    capsys.readouterr()
+    assert main([*batch, "--out", "b.jsonl"]) == 0
+    assert all(json.loads(line)["cached"] for line in Path("b.jsonl").read_text().splitlines())
+    said = capsys.readouterr().err
+    assert f"absorbed {len(kept)} stored calls of {DIRECTORY_STORE}" in said
+    assert str(default_store()) in said
+    assert _keys(default_store()) == kept and not DIRECTORY_STORE.exists()
+    assert _keys(DIRECTORY_STORE.with_name("store.sqlite.absorbed")) == kept
+    assert main([*batch, "--out", "c.jsonl"]) == 0
+    assert "absorbed" not in capsys.readouterr().err
 
 
 def test_a_call_rank_made_is_a_cache_hit_for_batch(capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,7 +144,7 @@ def test_a_run_folder_of_eigenjury_0_1_gives_its_calls_to_the_shared_store(
     total = json.loads(Path("project/run/results.json").read_text())["run"]["accounting"]
     assert total["total"]["cached"] == total["total"]["calls"] > 0
     assert "into the shared store" in capsys.readouterr().err
-    assert Path("project/run/store.sqlite.moved").is_file() and DEFAULT_STORE.is_file()
+    assert Path("project/run/store.sqlite.moved").is_file() and default_store().is_file()
     assert not Path("project/run/store.sqlite").exists()
 
 
@@ -125,12 +155,14 @@ def _keys(store: Path) -> list[str]:
 
 @pytest.mark.parametrize("out", [".eigenjury", "proj"])
 def test_a_store_in_the_output_folder_is_adopted_only_from_a_run_of_0_1(
-    out: str, capsys: pytest.CaptureFixture[str]
+    out: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A folder is taken for a 0.1 run's by its record, never by a file called
     store.sqlite: `--out .eigenjury` used to move the shared store into itself (and pay
     for every call again), and `--out proj` emptied the store of `batch --store
     proj/store.sqlite`."""
+    if out == ".eigenjury":  # the user data folder there, as a user may set it
+        monkeypatch.setenv("EIGENJURY_DATA_DIR", str(Path(out).resolve()))
     path = _config(Path("project"))
     assert main(["rank", str(path), "--out", "first", "--no-progress"]) == 0
     store = Path(out, "store.sqlite")

@@ -15,7 +15,7 @@ from scipy.stats import kendalltau
 from eigenjury.cli import main
 from eigenjury.engine import Store
 from eigenjury.engine.runner import run_engine
-from eigenjury.engine.settings import DEFAULT_STORE
+from eigenjury.engine.settings import default_store
 from eigenjury.errors import InputError
 from eigenjury.jobs import run_rank
 from eigenjury.peer.designs import Comparison
@@ -171,7 +171,7 @@ def test_interrupted_collection_resumes(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="rerun to resume"):
         run_rank(path, progress=False)
-    with Store(DEFAULT_STORE) as store:  # the shared store of the working directory
+    with Store(default_store()) as store:  # the per-user store
         kept = store.counts()["ok"]
     data = yaml.safe_load(path.read_text())
     del data["engine"]["budget_tokens"]

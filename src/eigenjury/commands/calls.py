@@ -15,7 +15,7 @@ from eigenjury.commands.options import (
     engine_settings,
     store_path,
 )
-from eigenjury.engine.settings import DEFAULT_STORE
+from eigenjury.engine.settings import DEFAULT_STORE_SAID
 from eigenjury.errors import InputError
 from eigenjury.exit_codes import EXIT_SOME_FAILED
 
@@ -55,7 +55,7 @@ def register(commands: Any) -> None:
     export.add_argument(
         "--store",
         type=Path,
-        help=f"the store to export (default {DEFAULT_STORE}, shared by every command)",
+        help=f"the store to export (default {DEFAULT_STORE_SAID}, shared by every command)",
     )
     export.set_defaults(handler=export_command)
 
@@ -102,12 +102,14 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def export_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.engine.store import Store
+    from eigenjury.engine.store import Store, adopt_directory_store
 
     if args.out.suffix.lower() not in (".jsonl", ".parquet"):
         raise InputError("export to a .jsonl or .parquet file", path=args.out)
     store = store_path(args)
     check_output(args.out, {"store": store})
+    if args.store is None:
+        adopt_directory_store(store)
     with Store(store, create=False) as opened:
         n = opened.export(args.out)
     console.print(f"wrote {n} results to {escape(str(args.out))}")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from eigenjury.engine.backends import backend_names
-from eigenjury.engine.settings import DEFAULT_STORE, EngineSettings
+from eigenjury.engine.settings import DEFAULT_STORE_SAID, EngineSettings, default_store
 from eigenjury.errors import InputError, located
 from eigenjury.files import blocking_file, output_target
 
@@ -141,7 +141,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--store",
         type=Path,
-        help=f"SQLite store of call results, shared by every command (default {DEFAULT_STORE})",
+        help="SQLite store of call results, shared by every command "
+        f"(default: {DEFAULT_STORE_SAID})",
     )
     group.add_argument(
         "--concurrency",
@@ -209,8 +210,8 @@ def engine_settings(args: argparse.Namespace) -> EngineSettings:
 
 
 def store_path(args: argparse.Namespace) -> Path:
-    """The store a command's --store names (the shared default when none)."""
-    store: Path = args.store or DEFAULT_STORE
+    """The store a command's --store names (the per-user default when none)."""
+    store: Path = args.store.expanduser() if args.store else default_store()
     return store
 
 

@@ -6,8 +6,9 @@ answers, runs the method's work, and closes the store and the backend whatever
 happens. A Ctrl-C becomes `Interrupted`, which names the store: everything finished is
 in it, and rerunning sends only the rest.
 
-Every command shares one store per working directory (settings.DEFAULT_STORE) unless
-told otherwise, so a call one method made is a cache hit for every other.
+Every command shares one store per user (settings.default_store) unless told
+otherwise, so a call one method made is a cache hit for every other, whatever folder
+it is run from; a per-directory store of an older eigenjury is absorbed into it first.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from eigenjury.engine.backends import RoundMap, connect
 from eigenjury.engine.engine import Budget, Engine, check_specs
 from eigenjury.engine.limits import EndpointLimits, RetryPolicy
 from eigenjury.engine.settings import EngineSettings
-from eigenjury.engine.store import Store
+from eigenjury.engine.store import Store, adopt_directory_store
 from eigenjury.errors import InputError, Interrupted
 from eigenjury.models.spec import ModelSpec
 from eigenjury.records import AccountingRecord
@@ -66,7 +67,10 @@ def open_engine(
             raise describe(spec, exc) from None
     backend, map_rounds = connect(settings.backend, settings.ray_address)
     try:
-        store = Store(settings.store_path(base))
+        path = settings.store_path(base)
+        if settings.store is None:
+            adopt_directory_store(path)
+        store = Store(path)
     except BaseException:
         if backend is not None:
             backend.close()

@@ -4,6 +4,7 @@ only): every command builds its options from it at start-up."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,24 @@ from eigenjury.engine.limits import MIN_PER_MINUTE
 if TYPE_CHECKING:
     from eigenjury.models.prices import PriceTable
 
-DEFAULT_STORE = Path(".eigenjury/store.sqlite")
+# Before eigenjury 0.3.3 the shared store was one per working directory, so the same
+# config run from another folder paid again; such a store is absorbed into the per-user
+# one (engine.store.adopt_directory_store).
+DIRECTORY_STORE = Path(".eigenjury/store.sqlite")
+DEFAULT_STORE_SAID = "one per user: store.sqlite in $EIGENJURY_DATA_DIR or the user data folder"
+
+
+def default_store() -> Path:
+    """The store every command shares unless told otherwise: one per user, in
+    $EIGENJURY_DATA_DIR, else the platform's user data folder (platformdirs:
+    ~/.local/share/eigenjury on Linux, ~/Library/Application Support/eigenjury on
+    macOS, %LOCALAPPDATA%\\eigenjury on Windows)."""
+    explicit = os.environ.get("EIGENJURY_DATA_DIR")
+    if explicit:
+        return Path(explicit).expanduser() / "store.sqlite"
+    import platformdirs
+
+    return platformdirs.user_data_path("eigenjury", appauthor=False) / "store.sqlite"
 
 
 class EngineSettings(BaseModel):
@@ -23,7 +41,9 @@ class EngineSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    store: str | None = Field(None, description=f"SQLite store of call results ({DEFAULT_STORE})")
+    store: str | None = Field(
+        None, description=f"SQLite store of call results (default {DEFAULT_STORE_SAID})"
+    )
     concurrency: int = Field(16, ge=1, description="calls in flight per endpoint; halved on 429")
     rpm: float | None = Field(None, description="requests per minute per endpoint")
     tpm: float | None = Field(None, description="tokens per minute per endpoint")
@@ -47,8 +67,8 @@ class EngineSettings(BaseModel):
 
     def store_path(self, base: Path | None = None) -> Path:
         if self.store is None:
-            return DEFAULT_STORE
-        return (base or Path()) / self.store
+            return default_store()
+        return (base or Path()) / Path(self.store).expanduser()
 
     def price_table(self, base: Path | None = None) -> PriceTable:
         from eigenjury.models.prices import PriceTable

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from eigenjury.engine.settings import DIRECTORY_STORE
 from eigenjury.errors import InputError
 from eigenjury.files import atomic_writer
 from eigenjury.models.spec import ModelSpec
@@ -564,3 +565,26 @@ def _parquet_schema() -> Any:
         "created_at": real,
     }
     return pa.schema([(name, types.get(name, text)) for name in _COLUMNS])
+
+
+def adopt_directory_store(store: Path) -> None:
+    """Absorb the working directory's store of an older eigenjury
+    (./.eigenjury/store.sqlite) into `store`, the per-user one, once: its results are
+    added (a success never replaced by an error), then the old file is renamed, not
+    deleted, so a rerun from that folder pays for nothing and nothing is lost."""
+    old = DIRECTORY_STORE
+    if not old.is_file() or old.is_symlink():
+        return
+    if store.exists() and old.samefile(store):
+        return  # the user data folder was pointed at it
+    with Store(store) as target:
+        moved = target.absorb(old)
+    kept = old.with_name("store.sqlite.absorbed")
+    for suffix in ("", "-wal", "-shm"):  # a WAL left by a crash goes with its file
+        part = old.with_name(old.name + suffix)
+        if part.exists():
+            part.rename(kept.with_name(kept.name + suffix))
+    _print_note(
+        f"absorbed {moved} stored calls of {old} (this folder's store, from an older "
+        f"eigenjury) into the per-user store {store}; the old file is kept as {kept}"
+    )
