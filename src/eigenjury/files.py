@@ -241,6 +241,48 @@ def within(path: Path, folder: Path) -> bool:
     return Path(os.path.realpath(path)).is_relative_to(folder)
 
 
+# Names that say "a file": an output folder never takes one (`simulate --out sim.csv`
+# made a folder called sim.csv).
+FILE_SUFFIXES = frozenset(
+    {".csv", ".tsv", ".json", ".jsonl", ".parquet", ".html", ".htm", ".txt", ".md", ".yaml",
+     ".yml", ".sqlite", ".db", ".zip", ".gz"}
+)  # fmt: skip
+
+
+def check_output_folder(out: Path, what: str = "--out") -> None:
+    """Refuse, before anything is spent, an output folder that cannot be made (a file is
+    there or above it) or whose name is a file's (`what` names the setting)."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"this is a file; give {what} a folder to write the results in", path=out)
+    blocked = blocking_file(out)
+    if blocked is not None:
+        raise InputError(
+            f"the output folder cannot be made: {blocked} is a file; give {what} another folder",
+            path=out,
+        )
+    if not out.exists() and out.suffix.lower() in FILE_SUFFIXES:
+        raise InputError(
+            f"this names a {out.suffix} file, but the results are a folder of files; give "
+            f"{what} a folder name such as {out.with_suffix('')}",
+            path=out,
+        )
+
+
+def json_output(out: Path, what: str = "--out") -> Path:
+    """The path a JSON record is written to: `out` as given when it ends in .json,
+    refused when it ends in another format's suffix (FILE_SUFFIXES), else with .json
+    added (`fit --out arena-fit` wrote a file without one)."""
+    if out.suffix.lower() == ".json" or out.is_dir():
+        return out  # (a folder is refused by the output checks, naming it)
+    if out.suffix.lower() in FILE_SUFFIXES:
+        raise InputError(
+            f"this writes a JSON record; give {what} a .json path such as "
+            f"{out.with_suffix('.json')}",
+            path=out,
+        )
+    return out.with_name(out.name + ".json")
+
+
 def blocking_file(folder: Path) -> Path | None:
     """The file at `folder` or above it that keeps the folder from being made, if any
     (found without making anything)."""

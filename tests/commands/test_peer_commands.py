@@ -499,3 +499,26 @@ def test_fit_leaves_out_the_judges_it_is_told_to_and_names_one_it_cannot(
     assert record["settings"]["exclude_judges"] == ["model-1", "model-2"]
     assert {"model-1", "model-2"} <= {m["name"] for m in record["models"]}
     assert {"model-1", "model-2"}.isdisjoint(j["name"] for j in record["judges"])
+
+
+def test_outputs_are_the_kind_their_names_say(
+    simulated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON record's --out gets .json when it has no suffix and refuses another
+    format's; a folder's --out never takes a file's name (simulate --out sim.csv made a
+    folder called sim.csv). Refusals exit 2, name the path and make nothing."""
+    verdicts = str(simulated / "verdicts.csv")
+    code, out, _ = _run(capsys, "fit", verdicts, "--bootstrap", "0", "--out", "arena-fit")
+    assert code == 0 and "wrote arena-fit.json" in out
+    assert isinstance(read_record(Path("arena-fit.json"), RankingRecord), RankingRecord)
+    assert not Path("arena-fit").exists()
+    code, _, err = _run(capsys, "fit", verdicts, "--bootstrap", "0", "--out", "fit.csv")
+    assert code == 2 and "fit.csv: this writes a JSON record" in err and "fit.json" in err
+    code, _, err = _run(capsys, "agreement", verdicts, "--reference", "m0", "--out", "t.parquet")
+    assert code == 2 and "t.parquet" in err and "t.json" in err
+    code, _, err = _run(capsys, "simulate", "--out", "sim.csv")
+    assert code == 2 and "sim.csv: this names a .csv file" in err and "such as sim" in err
+    assert not Path("sim.csv").exists() and not Path("fit.csv").exists()
+    Path("taken").write_text("a file\n")
+    code, _, err = _run(capsys, "simulate", "--out", "taken")
+    assert code == 2 and "taken: this is a file" in err

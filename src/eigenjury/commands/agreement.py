@@ -21,6 +21,7 @@ from eigenjury.commands.options import (
     seed,
 )
 from eigenjury.errors import InputError, located
+from eigenjury.files import json_output
 
 
 def register(commands: Any) -> None:
@@ -68,6 +69,7 @@ def agreement_command(args: argparse.Namespace, console: Console) -> int:
     if problem:
         raise InputError(problem, field="--bootstrap")
     if args.out:
+        args.out = json_output(args.out)
         check_output(args.out, {"verdict file": args.verdicts})
     table = read_judgments(args)
     with located(args.verdicts, field="--reference"):

@@ -21,6 +21,7 @@ from eigenjury.commands.options import (
 )
 from eigenjury.errors import InputError, located
 from eigenjury.exit_codes import EXIT_SOME_FAILED, EXIT_USAGE
+from eigenjury.files import check_output_folder, json_output
 
 # = stats.abb.BOUND_METHODS, the default first (importing it would load scipy)
 METHODS = ("kl+bernstein", "kl", "bernstein", "hoeffding", "bootstrap")
@@ -206,6 +207,7 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.reports.output import Outputs, write_outputs
 
     store = store_path(args)
+    args.out = json_output(args.out)
     check_output(args.out, {"dataset": args.dataset, "store": store})
     items = read_dataset(args.dataset)
     generators = _generators(args.generators)
@@ -400,11 +402,7 @@ def _check_out_folder(args: argparse.Namespace) -> None:
     from eigenjury.reports.output import REPORT
 
     names = (RELEASED, BoundCertificate.FILE, REPORT)
-    if args.out.exists() and not args.out.is_dir():
-        raise InputError(
-            f"this is a file; give --out a folder to write {', '.join(names)} in",
-            path=args.out,
-        )
+    check_output_folder(args.out)
     for name in names:
         check_output(args.out / name, {"score file": args.scores, "profile": args.profile})
 

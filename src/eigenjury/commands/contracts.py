@@ -20,6 +20,7 @@ from eigenjury.commands.options import (
     store_path,
 )
 from eigenjury.errors import InputError
+from eigenjury.files import check_output_folder
 
 if TYPE_CHECKING:
     from eigenjury.contracts.bundle import ContractSource
@@ -154,7 +155,9 @@ def _answers(args: argparse.Namespace, source: ContractSource) -> Answers:
 
 
 def _check_out(args: argparse.Namespace, record_file: Path) -> None:
-    """Before any call is paid for: the record can be written there, over no input."""
+    """Before any call is paid for: the output folder can be made and the record
+    written there, over no input."""
+    check_output_folder(record_file.parent)
     inputs = {"submissions file": args.submissions, "store": store_path(args)}
     check_output(record_file, inputs)
 

@@ -25,6 +25,7 @@ from eigenjury.commands.options import (
     style_features,
 )
 from eigenjury.errors import InputError, located
+from eigenjury.files import check_output_folder, json_output
 from eigenjury.peer.settings import MAX_ANCHOR_VALUE, FitSettings, anchor_value_problem, setting_key
 
 if TYPE_CHECKING:
@@ -171,6 +172,7 @@ def simulate_command(args: argparse.Namespace, console: Console) -> int:
         seed=args.seed,
         soft=args.soft or None,
     )
+    check_output_folder(args.out)
     simulation = simulate(population, design)
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet"}[args.format]
@@ -383,6 +385,7 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
     if problem:
         raise InputError(problem, field="--bootstrap")
     if args.out:
+        args.out = json_output(args.out)
         inputs = {"verdict file": args.verdicts, "truth file": args.truth}
         check_output(args.out, inputs)
     table = read_judgments(args, *_reading(settings, agreement=args.agreement is not None))
@@ -572,6 +575,7 @@ def style_check_command(args: argparse.Namespace, console: Console) -> int:
     check = prepare_check(args.run, args.config, settings)
     config = check.run.config
     out = args.out if args.out is not None else args.run
+    check_output_folder(out)
     judges = [m.spec for m in config.population if m.judges]
     with LinesFile(out / "style-check-transcripts.jsonl") as transcripts:
         ran = run_engine(

@@ -23,7 +23,7 @@ from eigenjury.engine import Engine
 from eigenjury.engine.runner import Describe
 from eigenjury.engine.store import Store
 from eigenjury.errors import InputError
-from eigenjury.files import blocking_file, load_json, read_text
+from eigenjury.files import check_output_folder, load_json, read_text
 from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
 from eigenjury.peer.collect import Collector, Transcript
@@ -218,17 +218,6 @@ class Inputs:
     questions: list[Question] | None  # objective mode: the questions and their keys
 
 
-def check_output_folder(out: Path) -> None:
-    """Refuse, before the store opens, an output folder that cannot be made there."""
-    blocked = blocking_file(out)
-    if blocked is not None:
-        raise InputError(
-            f"the output folder cannot be made: {blocked} is a file; give --out (or the "
-            "config's output) another folder",
-            path=out,
-        )
-
-
 def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None = None) -> Inputs:
     """Read and check everything a run needs, before anything is spent; `seed` replaces
     every seed of the config."""
@@ -259,7 +248,7 @@ def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None
         raise InputError(problem, path=path, field="fit.cv")
     # the config's output is relative to the config (`--out` to the working directory)
     out_dir = Path(out) if out is not None else base / config.output
-    check_output_folder(out_dir)
+    check_output_folder(out_dir, "--out (or the config's output)")
     return Inputs(config, path, out_dir, constitution, scenarios, questions)
 
 
