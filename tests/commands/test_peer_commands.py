@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -522,3 +523,46 @@ def test_outputs_are_the_kind_their_names_say(
     Path("taken").write_text("a file\n")
     code, _, err = _run(capsys, "simulate", "--out", "taken")
     assert code == 2 and "taken: this is a file" in err
+
+
+def test_export_leaderboard_writes_markdown_and_csv_of_a_fit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The leaderboard as a plain table: Markdown with the notes that qualify it (a
+    pipe in a model's name escaped, so the table keeps its columns), CSV with the
+    record's values; the format follows --out's suffix and a mismatch is refused."""
+    rows = [
+        f"{s},{judge},{a},{b},{1 if (s + i) % 4 else 2}\n"
+        for s in range(60)
+        for i, (a, b) in enumerate([("x|y", "plain"), ("plain", "x|y"), ("third", "x|y")])
+        for judge in ("x|y", "plain", "third")
+    ]
+    verdicts = tmp_path / "v.csv"
+    verdicts.write_text(HEADER + "".join(rows))
+    (tmp_path / "run").mkdir()
+    result = tmp_path / "run" / "results.json"
+    assert main(["fit", str(verdicts), "--bootstrap", "50", "--out", str(result)]) == 0
+    record = read_record(result, RankingRecord)
+    capsys.readouterr()
+    assert main(["export-leaderboard", str(result)]) == 0
+    markdown = capsys.readouterr().out.splitlines()
+    table = [line for line in markdown if line.startswith("|")]
+    assert len(table) == 2 + len(record.models)
+    assert all(line.replace("\\|", "").count("|") == 8 for line in table)
+    assert "x\\|y" in "\n".join(table) and "- Elo 95%: scenario-bootstrap" in markdown[-4]
+    assert main(["export-leaderboard", str(result.parent), "--out", "board.csv"]) == 0
+    with Path("board.csv").open(newline="") as f:
+        board = list(csv.DictReader(f))
+    assert [r["model"] for r in board] == [m.name for m in record.models]
+    assert [float(r["elo"]) for r in board] == [m.elo for m in record.models]
+    assert [float(r["elo_low_95"]) for r in board] == [m.elo_ci[0] for m in record.models]
+    code, _, err = _run(capsys, "export-leaderboard", str(result), "--format", "csv", "--out",
+                        "board.md")  # fmt: skip
+    assert code == 2 and "a CSV table goes in a .csv file" in err and "board.csv" in err
+    code, _, err = _run(capsys, "export-leaderboard", str(simulated_truth(tmp_path)))
+    assert code == 2 and "not a ranking record" in err
+
+
+def simulated_truth(tmp_path: Path) -> Path:
+    assert main(["simulate", "--out", str(tmp_path / "sim"), "--models", "3"]) == 0
+    return tmp_path / "sim" / "truth.json"

@@ -45,6 +45,7 @@ def register(commands: Any) -> None:
     declare_rank(commands)
     declare_style_check(commands)
     declare_demo(commands)
+    declare_export_leaderboard(commands)
 
 
 def declare_simulate(commands: Any) -> None:
@@ -632,4 +633,57 @@ def _report(run: RankRun, console: Console) -> int:
 
     print_summary(console, run.record)
     console.print(f"report: {escape(str(run.out / REPORT))}", highlight=False)
+    return 0
+
+
+LEADERBOARD_SUFFIXES = {".md": "md", ".csv": "csv"}
+
+
+def declare_export_leaderboard(commands: Any) -> None:
+    """`export-leaderboard`: a ranking's leaderboard as Markdown or CSV."""
+    export = commands.add_parser(
+        "export-leaderboard",
+        help="write a ranking's leaderboard as a Markdown or CSV table",
+        description="The leaderboard of a `rank`, `demo` or `fit` result (its results.json, "
+        "or the run folder holding it) as a plain table: Markdown to read or paste, with "
+        "the notes that qualify the numbers under it; CSV for other programs, with the "
+        "values as the record holds them.",
+    )
+    export.add_argument("result", type=Path, help="results.json, or a run folder holding one")
+    export.add_argument(
+        "--format",
+        choices=("md", "csv"),
+        help="table format (default: by the --out suffix, .md or .csv; md without --out)",
+    )
+    export.add_argument("--out", type=Path, help="file to write (default: print it)")
+    export.set_defaults(handler=export_leaderboard_command)
+
+
+def export_leaderboard_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.files import write_text
+    from eigenjury.peer.record import RankingRecord
+    from eigenjury.records import read_record
+    from eigenjury.reports.ranking.leaderboard import leaderboard_text
+
+    source: Path = args.result
+    if source.is_dir():
+        source = source / RankingRecord.FILE
+    form = args.format
+    if args.out is not None:
+        implied = LEADERBOARD_SUFFIXES.get(args.out.suffix.lower())
+        if implied is None or (form is not None and form != implied):
+            wanted = form or "md"
+            raise InputError(
+                f"a {'Markdown' if wanted == 'md' else 'CSV'} table goes in a .{wanted} file; "
+                f"give --out a name such as {args.out.with_suffix('.' + wanted).name}",
+                path=args.out,
+            )
+        form = implied
+        check_output(args.out, {"result": source})
+    text = leaderboard_text(read_record(source, RankingRecord), form or "md")
+    if args.out is None:
+        console.file.write(text)
+        return 0
+    write_text(args.out, text)
+    console.print(f"wrote {escape(str(args.out))}", highlight=False)
     return 0

@@ -1,0 +1,119 @@
+"""A ranking record's leaderboard as a plain table, to paste or to load elsewhere:
+`eigenjury export-leaderboard`. Markdown is for reading (numbers rounded as the
+terminal rounds them, the notes that qualify them under the table); CSV is for
+programs (the record's values as stored, an empty cell where there is none)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Literal
+
+from eigenjury.peer.record import RankingRecord
+from eigenjury.reports.ranking.words import (
+    STYLE_ASSUMPTION_SHORT,
+    above_rows,
+    elo_ci_cell,
+    elo_rule,
+    held_equal,
+    intervals_note,
+    is_styled,
+    rank_ci_cell,
+    uncontrolled_cells,
+)
+
+LeaderboardFormat = Literal["md", "csv"]
+
+
+def leaderboard_text(record: RankingRecord, form: LeaderboardFormat) -> str:
+    return _markdown(record) if form == "md" else _csv(record)
+
+
+def _level(record: RankingRecord) -> str:
+    return f"{100 * record.settings.ci:g}%"
+
+
+def _markdown(record: RankingRecord) -> str:
+    level, styled = _level(record), is_styled(record)
+    headers = ["rank", f"rank {level}", "model", "Elo", f"Elo {level}"]
+    headers += ["Elo uncontrolled", "change"] if styled else []
+    headers += ["trust", "verdicts"]
+    rows = [
+        [
+            str(m.rank),
+            rank_ci_cell(m),
+            _cell(m.name),
+            f"{m.elo:.0f}",
+            elo_ci_cell(m),
+            *(uncontrolled_cells(m) if styled else []),
+            f"{m.trust:.4f}",
+            f"{m.verdicts_as_evaluee:g}",
+        ]
+        for m in record.models
+    ]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    notes = [
+        f"Elo {level}: scenario-bootstrap intervals ({record.settings.bootstrap} rounds)"
+        if record.settings.bootstrap
+        else "no intervals: fitted without bootstrap",
+        intervals_note(record),
+        elo_rule(record),
+    ]
+    if styled:
+        notes += [
+            f"Elo with style held equal ({held_equal(record)}) {STYLE_ASSUMPTION_SHORT}",
+            "change: places a model gains once style is held equal",
+        ]
+    above = above_rows(record)
+    if record.settings.pairwise_intervals is not None:
+        shown = "; ".join(f"{name} > {below}" for name, below in above)
+        notes.append(f"above (family-wise {level}): {shown or 'none'}")
+    return "\n".join(lines) + "\n\n" + "".join(f"- {_cell(n)}\n" for n in notes if n)
+
+
+def _cell(text: str) -> str:
+    """Text safe in a Markdown table cell: a pipe would split it."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _csv(record: RankingRecord) -> str:
+    level = f"{100 * record.settings.ci:g}"
+    styled = is_styled(record)
+    headers = ["rank", f"rank_low_{level}", f"rank_high_{level}", "model", "elo",
+               f"elo_low_{level}", f"elo_high_{level}"]  # fmt: skip
+    headers += ["elo_uncontrolled", "rank_change"] if styled else []
+    headers += ["trust", "verdicts"]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    for m in record.models:
+        writer.writerow(
+            [
+                m.rank,
+                *_pair(m.rank_ci),
+                m.name,
+                m.elo,
+                *_pair(m.elo_ci),
+                *([_blank(m.elo_uncontrolled), _blank(m.rank_change)] if styled else []),
+                m.trust,
+                _blank(m.verdicts_as_evaluee),
+            ]
+        )
+    return out.getvalue()
+
+
+def _pair(interval: Sequence[float | int | None] | None) -> list[object]:
+    if not interval:
+        return ["", ""]
+    return [_blank(interval[0]), _blank(interval[1])]
+
+
+def _blank(value: object) -> object:
+    """A cell: empty for None, a whole number without ".0"."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
