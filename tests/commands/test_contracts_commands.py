@@ -172,6 +172,31 @@ def test_grade_generates_submissions_from_candidates(
     assert record["tasks"][0]["candidate"] == "scripted:candidate-paris"
 
 
+def test_candidates_and_jurors_take_short_names_and_specs_get_short_labels(
+    contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NAME=SPEC names a candidate or a juror in every table and record, the record
+    keeping which spec each name stands for; a juror named by a long spec is shown under
+    a short label in the report's vote grid (its full name as the header's title)."""
+    with ServerThread() as server:
+        served = f"openai-compatible:org/judge-model@{server.base_url}"
+        args = grade_args(contract, tmp_path, "--candidate", "paris=scripted:candidate-paris",
+                          "--jury", "yes=scripted:juror-yes", "--jury", served)  # fmt: skip
+        assert main(args) == 0
+    record = read_record(tmp_path / "out" / "results.json", GradingRecord)
+    assert {t.candidate for t in record.tasks} == {"paris"}
+    assert record.candidates == {"paris": "scripted:candidate-paris"}
+    assert record.jury.jurors == ["yes", served]
+    assert record.jury.specs == ["scripted:juror-yes", served]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert f'<th title="{served}">judge-model</th>' in page and '<th title="yes">yes</th>' in page
+    unnamed = grade_args(contract, tmp_path / "plain", "--candidate", "scripted:candidate-paris",
+                         "--jury", "scripted:juror-yes")  # fmt: skip
+    assert main(unnamed) == 0
+    plain = json.loads((tmp_path / "plain" / "out" / "results.json").read_text())
+    assert "candidates" not in plain and "specs" not in plain["jury"]
+
+
 @pytest.mark.slow
 def test_failed_juror_calls_exit_1_and_a_rerun_resumes(
     contract: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

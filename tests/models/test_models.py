@@ -21,6 +21,8 @@ from eigenjury.models import (
 )
 from eigenjury.models.errors import ServerError
 from eigenjury.models.providers.scripted import ScriptedProvider, register_script
+from eigenjury.models.spec import named_spec
+from eigenjury.names import short_labels
 
 
 @pytest.mark.parametrize(
@@ -300,3 +302,31 @@ def test_grade_refuses_a_juror_file_that_is_no_model_before_opening_the_store(
     err = capsys.readouterr().err
     assert code == 2 and "is not a GGUF model" in err and "Traceback" not in err
     assert not store.exists()  # refused like a missing file: nothing asked, nothing stored
+
+
+def test_a_short_name_is_taken_only_where_it_cannot_be_part_of_a_spec() -> None:
+    """NAME=SPEC names a model; a spec whose endpoint query holds "=" stays a spec, and
+    a name that is not a bare word is refused as a spec would be."""
+    assert named_spec("judge-a=openai:gpt-4o-mini") == (
+        "judge-a",
+        ModelSpec.parse("openai:gpt-4o-mini"),
+    )
+    query = "openai-compatible:m@http://h:8000/v1?auth=abc"
+    assert named_spec(query) == (None, ModelSpec.parse(query))
+    assert named_spec(" local:smollm2-135m ") == (None, ModelSpec.parse("local:smollm2-135m"))
+    with pytest.raises(SpecError, match="unknown provider 'a b=openai'"):
+        named_spec("a b=openai:gpt-4o")
+
+
+def test_short_labels_keep_names_apart() -> None:
+    names = [
+        "openai-compatible:org/judge@http://127.0.0.1:8080/v1",
+        "openai-compatible:org/judge@http://127.0.0.1:8080/v1#2",
+        "openai:gpt-4o",
+        "anthropic:gpt-4o",
+        "local:smollm2-135m",
+        "ann",
+    ]
+    assert short_labels(names) == [
+        "judge", "judge#2", "openai:gpt-4o", "anthropic:gpt-4o", "smollm2-135m", "ann",
+    ]  # fmt: skip

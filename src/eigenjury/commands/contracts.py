@@ -56,7 +56,10 @@ def _add_jury_options(
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--candidate", action="append", metavar="SPEC", help="model that answers the tasks (repeat)"
+        "--candidate",
+        action="append",
+        metavar="SPEC",
+        help="model that answers the tasks (repeat); NAME=SPEC gives it a short name",
     )
     source.add_argument("--submissions", type=Path, help="JSONL: task_id, submission, candidate")
     parser.add_argument("--candidate-temperature", type=bounded(float, 0.0, 2.0), default=0.0)
@@ -119,12 +122,16 @@ def _jury_if_needed(
 def _jury(
     args: argparse.Namespace, specs: list[str], verdict_format: VerdictFormat = "auto"
 ) -> Jury:
-    """The jurors `specs` with the juror settings; `verdict_format` where the command
-    has --verdict-format (an exported Harbor verifier asks as "auto")."""
+    """The jurors `specs` (each SPEC or NAME=SPEC) with the juror settings;
+    `verdict_format` where the command has --verdict-format (an exported Harbor verifier
+    asks as "auto")."""
     from eigenjury.contracts.jury import Jury
+    from eigenjury.models.spec import named_spec
 
+    named = [named_spec(s) for s in specs]
     return Jury.from_specs(
-        specs,
+        [spec for _, spec in named],
+        names=[name for name, _ in named],
         temperature=args.juror_temperature,
         seed=args.juror_seed,
         max_tokens=args.juror_max_tokens,
@@ -143,12 +150,14 @@ def _answers(args: argparse.Namespace, source: ContractSource) -> Answers:
     nothing behind), or the candidates that will answer."""
     from eigenjury.contracts.run import Answers
     from eigenjury.contracts.submissions import read_submissions
-    from eigenjury.models.spec import ModelSpec
+    from eigenjury.models.spec import named_spec
 
     if args.submissions:
         return Answers(given=tuple(read_submissions(args.submissions, source.contract)))
+    named = [named_spec(c) for c in args.candidate]
     return Answers(
-        candidates=tuple(ModelSpec.parse(c) for c in args.candidate),
+        candidates=tuple(spec for _, spec in named),
+        names=tuple(name or str(spec) for name, spec in named),
         temperature=args.candidate_temperature,
         max_tokens=args.candidate_max_tokens,
     )

@@ -112,12 +112,15 @@ async def generate_submissions(
     source: ContractSource,
     candidates: Sequence[ModelSpec],
     *,
+    names: Sequence[str] | None = None,
     temperature: float = 0.0,
     seed: int = 0,
     max_tokens: int = 1024,
 ) -> list[Submission]:
-    """Each candidate answers each task once (from the store when it already has)."""
+    """Each candidate answers each task once (from the store when it already has); its
+    submissions carry its name (default: its spec)."""
     contract = source.contract
+    called = names if names is not None else [str(spec) for spec in candidates]
     calls = (
         Call(
             spec,
@@ -129,24 +132,24 @@ async def generate_submissions(
                 max_tokens=max_tokens,
             ),
             role="candidate",
-            tag=task.task_id,
+            tag=(task.task_id, name),
         )
-        for spec in candidates
+        for spec, name in zip(candidates, called, strict=True)
         for task in contract.tasks
     )
     out = []
     total = len(candidates) * len(contract.tasks)
     async with contextlib.aclosing(engine.stream(calls, total=total)) as results:
         async for result in results:
-            c, task_id, spec = result.completion, result.call.tag, str(result.call.spec)
+            c, (task_id, name) = result.completion, result.call.tag
             if c is None:
                 error = f"{result.error_kind}: {result.error_message}"
-                out.append(Submission(task_id, spec, None, error))
+                out.append(Submission(task_id, name, None, error))
                 continue
             out.append(
                 Submission(
                     task_id,
-                    spec,
+                    name,
                     c.text,
                     input_tokens=c.usage.input_tokens,
                     output_tokens=c.usage.output_tokens,

@@ -71,16 +71,18 @@ class Jury:
         max_tokens: int = 1024,
         batch_criteria: bool = False,
         verdict_format: VerdictFormat = "auto",
+        names: Sequence[str | None] | None = None,
     ) -> Jury:
-        """Jurors named by their spec; a repeated spec is named `spec#2`, `spec#3`, ..."""
+        """Jurors named by `names` where given (NAME=SPEC on the command line), else by
+        their spec; a repeated name is `name#2`, `name#3`, ..."""
         parsed = [v if isinstance(v, ModelSpec) else ModelSpec.parse(v) for v in specs]
         if not parsed:
             raise ValueError("a jury needs at least one juror")
+        given = list(names) if names is not None else [None] * len(parsed)
+        bases = [name or str(spec) for name, spec in zip(given, parsed, strict=True)]
         jurors = (
             Juror(name, spec, sample)
-            for spec, (name, sample) in zip(
-                parsed, juror_names([str(s) for s in parsed]), strict=True
-            )
+            for spec, (name, sample) in zip(parsed, juror_names(bases), strict=True)
         )
         return cls(tuple(jurors), temperature, seed, max_tokens, batch_criteria, verdict_format)
 

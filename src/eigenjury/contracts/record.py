@@ -28,10 +28,15 @@ class JuryPart(Sparse):
     """The jury's names and settings; only `jurors` (empty) when no criterion needs one.
     `verdict_format` only where it was forced (not "auto")."""
 
-    OMITTED = frozenset({"temperature", "seed", "max_tokens", "batch_criteria", "verdict_format"})
+    OMITTED = frozenset(
+        {"specs", "temperature", "seed", "max_tokens", "batch_criteria", "verdict_format"}
+    )
 
     jurors: list[str]
     """The jurors' names (a repeated model is `spec#2`, ...); empty when no criterion needs one."""
+    specs: list[str] | None = None
+    """Each juror's model spec, in the order of `jurors`, where some juror was given a short name
+    (NAME=SPEC); left out where every name is its spec."""
     temperature: float | None = None
     """The jurors' sampling temperature (left out without a jury)."""
     seed: int | None = None
@@ -257,7 +262,7 @@ class GradingRecord(Sparse, Record):
 
     KIND: ClassVar[str] = "grading"
     FILE: ClassVar[str] = "results.json"
-    OMITTED = frozenset({"escalate_to", "accounting", "verdicts", "diversity"})
+    OMITTED = frozenset({"escalate_to", "accounting", "verdicts", "diversity", "candidates"})
 
     kind: str = KIND
     """Always "grading"."""
@@ -265,6 +270,9 @@ class GradingRecord(Sparse, Record):
     """The contract, as the command was given it."""
     jury: JuryPart
     """The jury's names and settings."""
+    candidates: dict[str, str] | None = None
+    """Each candidate's model spec by the short name it was given (NAME=SPEC); left out where
+    every candidate is named by its spec, or submissions were given."""
     escalate_to: Escalation | None = None
     """The cascade's second jury (left out without one)."""
     summary: list[CandidateSummary]

@@ -25,8 +25,16 @@ class Answers:
 
     given: tuple[Submission, ...] | None = None
     candidates: tuple[ModelSpec, ...] = ()
+    names: tuple[str, ...] | None = None  # each candidate's (NAME=SPEC); default its spec
     temperature: float = 0.0
     max_tokens: int = 1024
+
+    def named(self) -> dict[str, str] | None:
+        """Each candidate's spec by its short name, where some was given one."""
+        if self.names is None:
+            return None
+        specs = {name: str(spec) for name, spec in zip(self.names, self.candidates, strict=True)}
+        return specs if any(name != spec for name, spec in specs.items()) else None
 
     async def submissions(self, engine: Engine, source: ContractSource) -> list[Submission]:
         if self.given is not None:
@@ -35,6 +43,7 @@ class Answers:
             engine,
             source,
             self.candidates,
+            names=self.names,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
         )
@@ -71,6 +80,7 @@ async def run(engine: Engine, inputs: GradingInputs) -> GradingRecord:
     return grading_record(
         results,
         contract=inputs.contract,
+        candidates=inputs.answers.named(),
         jury=inputs.jury,
         escalate_to=inputs.escalate_to,
         escalate_margin=inputs.escalate_margin,
@@ -136,6 +146,10 @@ async def compare(engine: Engine, inputs: ComparisonInputs) -> Compared:
     )
     return Compared(
         record,
-        grading_record(results_a, contract=inputs.contract, jury=inputs.pool_a),
-        grading_record(results_b, contract=inputs.contract, jury=inputs.pool_b),
+        *(
+            grading_record(
+                results, contract=inputs.contract, jury=pool, candidates=inputs.answers.named()
+            )
+            for results, pool in ((results_a, inputs.pool_a), (results_b, inputs.pool_b))
+        ),
     )

@@ -119,6 +119,7 @@ def grading_record(
     escalate_to: Jury | None = None,
     escalate_margin: int = 1,
     warnings: Sequence[str] = (),
+    candidates: dict[str, str] | None = None,
 ) -> GradingRecord:
     """The record of graded `results`, with their judgements (no accounting: the
     command adds what the run's calls cost once the engine has closed)."""
@@ -126,6 +127,7 @@ def grading_record(
         created=now(),
         contract=contract,
         jury=_jury_part(jury),
+        candidates=candidates,
         escalate_to=(
             None
             if escalate_to is None
@@ -181,8 +183,10 @@ def _jury_part(jury: Jury | None) -> JuryPart:
     """The jury's names and settings (no jurors: every criterion has a grader without a model)."""
     if jury is None:
         return JuryPart(jurors=[])
+    named = any(j.name.partition("#")[0] != str(j.spec) for j in jury.jurors)
     return JuryPart(
         jurors=list(jury.names),
+        specs=[str(j.spec) for j in jury.jurors] if named else None,
         temperature=jury.temperature,
         seed=jury.seed,
         max_tokens=jury.max_tokens,

@@ -279,3 +279,16 @@ class Persona:
         if not self.system_prompt:
             return request
         return replace(request, messages=(Message("system", self.system_prompt), *request.messages))
+
+
+_NAME = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.\-]*)=(.+)", re.DOTALL)
+
+
+def named_spec(text: str) -> tuple[str | None, ModelSpec]:
+    """`NAME=SPEC` (a short name for the model, shown in tables and records) or a bare
+    spec. A name has no ":", so a spec whose endpoint carries "=" (a query) is never
+    taken for one."""
+    found = _NAME.fullmatch(text.strip())
+    if found is None:
+        return None, ModelSpec.parse(text)
+    return found.group(1), ModelSpec.parse(found.group(2))

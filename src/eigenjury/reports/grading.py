@@ -26,6 +26,7 @@ from eigenjury.contracts.record import (
     TaskOutcome,
 )
 from eigenjury.contracts.schema import Contract, Criterion
+from eigenjury.names import short_labels
 from eigenjury.records import EstimatePart, dump_lines
 from eigenjury.reports.kit import e, estimate_text, money, page, table
 from eigenjury.reports.output import Outputs
@@ -125,7 +126,10 @@ def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judge
         names = list(
             dict.fromkeys([*jurors, *(j.juror or "" for c in judged for j in deciding[c.id])])
         )
-        head = "".join(f"<th>{e(n)}</th>" for n in names)
+        head = "".join(
+            f'<th title="{e(n)}">{e(label)}</th>'
+            for n, label in zip(names, short_labels(names), strict=True)
+        )
         rows = [_matrix_row(c, deciding[c.id], names) for c in judged]
         out.append(
             f'<table class="votes"><tr><th class="l">criterion</th><th>weight</th>{head}'

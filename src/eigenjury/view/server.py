@@ -23,8 +23,10 @@ from typing import Any
 
 from aiohttp import web
 
+from eigenjury.contracts.record import GradingRecord
 from eigenjury.errors import InputError
 from eigenjury.files import within
+from eigenjury.names import short_labels
 from eigenjury.peer.record import RankingRecord, StyleCheckRecord
 from eigenjury.records import Found, Record, find_records
 from eigenjury.reports.kit import CSS
@@ -244,11 +246,15 @@ async def run_page(request: web.Request) -> web.Response:
     if run.transcripts is not None:
         run.transcripts.start()
     summary = run.summary(request.app[CATALOGUE].roots)
-    said = {}
+    said: dict[str, Any] = {}
     if isinstance(run.record, RankingRecord):
         said = {"meaning": meaning(run.record)}
     elif isinstance(run.record, StyleCheckRecord):
         said = {"meaning": style_check_meaning(run.record)}
+    elif isinstance(run.record, GradingRecord):  # short juror labels for the vote grid
+        jurors = [*run.record.jury.jurors, *(run.record.escalate_to or run.record.jury).jurors]
+        names = list(dict.fromkeys(jurors))
+        said = {"labels": dict(zip(names, short_labels(names), strict=True))}
     return web.json_response({**summary, "record": run.data, **said})
 
 

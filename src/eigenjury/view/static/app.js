@@ -670,8 +670,10 @@ async function openTask(record, task, box) {
     const vote = votes.find((v) => v.criterion_id === criterion && (juror === null ? v.stage !== "jury" : v.juror === juror));
     return el("td", { class: "vote" }, vote ? tag(vote.error ? "error" : vote.grade || "unparsed") : "");
   };
+  const labels = current.data.labels || {}; // short labels of specs (names.short_labels)
   const grid = table(
-    ["criterion", "grader", "weight", "passed", "rule", ...jurors],
+    ["criterion", "grader", "weight", "passed", "rule",
+      ...jurors.map((j) => el("span", { title: j, class: "juror" }, labels[j] || j))],
     task.criteria.map((c) =>
       el("tr", { class: c.split ? "split" : null }, el("td", { class: "l" }, c.id), el("td", { class: "l" }, c.grader),
         el("td", {}, num(c.weight, 0)), el("td", {}, tag(c.passed ? "pass" : "fail")), cell(c.id, null),
