@@ -241,6 +241,12 @@ def test_a_grading_run_its_vote_grid_and_a_submission_as_text(
     visible(driver, "#votes")
     split = driver.find_elements(By.CSS_SELECTOR, "#votes tr.split")
     assert len(split) == 1 and "lovely" in split[0].text
+    jurors = driver.find_elements(By.CSS_SELECTOR, "#votes th span.juror")
+    assert jurors and all(  # a spec's short label, its full name on hover
+        j.get_attribute("title").startswith("scripted:")
+        and j.text == j.get_attribute("title").removeprefix("scripted:")
+        for j in jurors
+    )
     assert XSS in driver.find_element(By.CSS_SELECTOR, "#task pre").text
     assert len(driver.find_elements(By.CSS_SELECTOR, "details.vote-reply")) == 4
     no_script_ran(driver)
