@@ -63,7 +63,7 @@ def _markdown(record: RankingRecord) -> str:
     ]
     if styled:
         notes += [
-            f"Elo with style held equal ({held_equal(record)}) {STYLE_ASSUMPTION_SHORT}",
+            f"{held_equal(record)} {STYLE_ASSUMPTION_SHORT}",
             "change: places a model gains once style is held equal",
         ]
     above = above_rows(record)
