@@ -21,6 +21,7 @@ import pytest
 from test_view import SCRIPT, make_runs
 
 from contract_scripts import XSS
+from eigenjury.reports.ranking.words import SLOT_BOUND
 from peer_scripts import QUALITIES
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -434,6 +435,10 @@ def test_numbers_round_as_the_terminal_and_report_round_them(
         values += [(tie, digits), (float(rng.uniform(-3000, 3000)), digits)]
     shown = driver.execute_script("return arguments[0].map(([v, d]) => num(v, d))", values)
     assert shown == [format(v, f".{d}f") for v, d in values]
+    # and a judge at the slot bound is read as the report reads it (words.SLOT_BOUND)
+    bounds = [{"position_bias": b} for b in (SLOT_BOUND, -SLOT_BOUND, 14.2, None)]
+    by_slot = driver.execute_script("return arguments[0].map(bySlot)", bounds)
+    assert by_slot == [True, True, False, False]
 
 
 def test_a_ranking_fitted_from_a_verdict_file_has_no_calls_and_a_readable_leaderboard(

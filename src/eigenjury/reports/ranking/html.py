@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from eigenjury.peer.record import GreenbeardShift, RankingRecord, StylePart
 from eigenjury.reports.accounting import ACCOUNTING_COLUMNS, accounting_cells
-from eigenjury.reports.kit import e, fmt, page, table, with_ci
+from eigenjury.reports.kit import e, fmt, page, table
 from eigenjury.reports.output import Outputs
 from eigenjury.reports.ranking.charts import heatmap_svg, leaderboard_svg, plane_svg
 from eigenjury.reports.ranking.sentences import meaning
@@ -31,11 +31,13 @@ from eigenjury.reports.ranking.words import (
     is_styled,
     judge_name,
     label_probabilities,
+    position_bias_cell,
     rank_ci_cell,
     self_preference_cell,
     signal_cell,
     style_headers,
     style_rows,
+    tie_propensity_cell,
     trust_formation,
     uncontrolled_cells,
 )
@@ -135,8 +137,8 @@ def render(record: RankingRecord, samples: Sequence[SampleJudgment] = ()) -> str
         rows.append(
             [
                 judge_name(j.name, j.external),
-                with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
-                with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
+                tie_propensity_cell(j),
+                position_bias_cell(j),
                 self_preference_cell(j),
                 order.pairs if order else 0,
                 fmt(order.consistent if order else None, ".0%"),

@@ -12,7 +12,6 @@ from rich.table import Table
 from eigenjury.peer.record import RankingRecord, StylePart
 from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.agreement import print_agreement
-from eigenjury.reports.kit import with_ci
 from eigenjury.reports.ranking.sentences import meaning
 from eigenjury.reports.ranking.words import (
     SELF_PREFERENCE,
@@ -29,11 +28,13 @@ from eigenjury.reports.ranking.words import (
     intervals_note,
     is_styled,
     judge_name,
+    position_bias_cell,
     rank_ci_cell,
     self_preference_cell,
     signal_cell,
     style_headers,
     style_rows,
+    tie_propensity_cell,
     trust_formation,
     uncontrolled_cells,
 )
@@ -109,8 +110,8 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     for j in record.judges:
         judges.add_row(
             escape(judge_name(j.name, j.external)),
-            with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f"),
-            with_ci(j.position_bias, j.position_bias_ci, "+.2f"),
+            tie_propensity_cell(j),
+            position_bias_cell(j),
             self_preference_cell(j),
             f"{j.verdicts:g}",
             signal_cell(j),

@@ -29,6 +29,31 @@ def elo_ci_cell(m: ModelRow) -> str:
 
 
 SELF_PREFERENCE = "self-preference (log-odds)"
+# The fit's bound on a judge's position bias (stats.btd._LOG_BOUND; a test keeps them
+# equal), which only a judge that always picks one slot reaches. Its tie propensity then
+# has no say in any verdict, so whatever value the fit left it at is no estimate.
+SLOT_BOUND = 15.0
+
+
+def _by_slot(j: JudgeRow) -> bool:
+    return j.position_bias is not None and abs(j.position_bias) >= SLOT_BOUND - 1e-6
+
+
+def position_bias_cell(j: JudgeRow) -> str:
+    """The position bias with its interval, or, at the fit's bound, the slot it always
+    picks (the number there is the bound, not an estimate)."""
+    if _by_slot(j):
+        assert j.position_bias is not None
+        return f"always the {'first' if j.position_bias > 0 else 'second'} slot (at the bound)"
+    return with_ci(j.position_bias, j.position_bias_ci, "+.2f")
+
+
+def tie_propensity_cell(j: JudgeRow) -> str:
+    """The tie propensity with its interval; not determined for a judge that answers by
+    slot alone."""
+    if _by_slot(j):
+        return "not determined (answers by slot)"
+    return with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f")
 # a judgment's verdict per criterion, in the viewer's words (view/static/app.js)
 VERDICT_WORDS = {0: "tie", 1: "first better", 2: "second better"}
 

@@ -323,8 +323,10 @@ function rankingRun(record, run) {
       const c = consistency[j.name] || {};
       return [
         j.external ? `${j.name} (external)` : j.name, // never judged: no trust of its own
-        withCi(j.tie_propensity, j.tie_propensity_ci, 3),
-        withCi(j.position_bias, j.position_bias_ci, 3),
+        // at the fit's bound a judge answers by slot (reports/ranking/words.py SLOT_BOUND)
+        bySlot(j) ? "not determined (answers by slot)" : withCi(j.tie_propensity, j.tie_propensity_ci, 3),
+        bySlot(j) ? `always the ${j.position_bias > 0 ? "first" : "second"} slot (at the bound)`
+          : withCi(j.position_bias, j.position_bias_ci, 3),
         // log-odds it adds to its own reply; absent for judges that never judged themselves
         j.self_verdicts ? `${withCi(j.self_preference, j.self_preference_ci, 2)} (n=${num(j.self_verdicts, 0)})` : "-",
         num(c.consistent, 3),
@@ -477,6 +479,9 @@ function styleCheck(record, run) {
           num(m.elo_uncontrolled, 0)]), { id: "at-taste" }, 2)) : null,
   ];
 }
+
+const SLOT_BOUND = 15; // reports/ranking/words.py SLOT_BOUND
+const bySlot = (j) => j.position_bias !== null && j.position_bias !== undefined && Math.abs(j.position_bias) >= SLOT_BOUND - 1e-6;
 
 // the report's caption says the same (reports/ranking/words.py)
 const EMPTY_ROWS = " Empty rows: members that never judge; they pass the trust that reaches them on " +
