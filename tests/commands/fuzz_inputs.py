@@ -419,6 +419,13 @@ def _agreement(cwd: Path) -> list[str]:
             "agreement.json"]  # fmt: skip
 
 
+def _leaderboard(cwd: Path) -> list[str]:
+    (cwd / "verdicts.csv").write_bytes(artifact("verdicts.csv"))
+    fit = ["fit", str(cwd / "verdicts.csv"), "--bootstrap", "0", "--out", str(cwd / "results.json")]
+    assert main(fit) == 0, "could not make the result to export"
+    return ["export-leaderboard", "results.json", "--out", "board.md"]
+
+
 def _check(cwd: Path) -> list[str]:
     _contract_files(cwd)
     return ["contracts", "check", "contract.yaml"]
@@ -464,6 +471,7 @@ COMMANDS: dict[str, Command] = {
         Command("demo", None, (), "folder"),
         Command("batch", _batch, ("results.jsonl", STORE), "file"),
         Command("export", _export, ("all.jsonl",), "file"),
+        Command("export-leaderboard", _leaderboard, ("board.md",), "file"),
         Command("grade", _grade, ("grades", STORE), "folder"),
         Command("juries compare", _compare, ("comparison", STORE), "folder"),
         Command("contracts check", _check, ()),

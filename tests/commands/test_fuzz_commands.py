@@ -755,14 +755,16 @@ def test_path_option_values(
     (cwd / "afile").write_text("a regular file\n")
     role = _role(command, action)
     current = value_of(base, flag)
-    leaf = Path(current).name if current else "store.sqlite" if role == "store" else "x.json"
+    folder_out = role == "output" and spec.out_kind == "folder"
+    # a folder never takes a file's name (files.check_output_folder)
+    default = "store.sqlite" if role == "store" else "x" if folder_out else "x.json"
+    leaf = Path(current).name if current else default
     value = {
         "empty": "",
         "directory": "adir",
         "under-a-file": f"afile/{leaf}",
         "new-folders": f"new/deeper/{leaf}",
     }[kind]
-    folder_out = role == "output" and spec.out_kind == "folder"
     expect: int | None = 2
     if (kind == "new-folders" and role in ("output", "store")) or (
         kind == "directory" and folder_out

@@ -670,6 +670,7 @@ def export_leaderboard_command(args: argparse.Namespace, console: Console) -> in
         source = source / RankingRecord.FILE
     form = args.format
     if args.out is not None:
+        check_output(args.out, {"result": source})
         implied = LEADERBOARD_SUFFIXES.get(args.out.suffix.lower())
         if implied is None or (form is not None and form != implied):
             wanted = form or "md"
@@ -679,7 +680,6 @@ def export_leaderboard_command(args: argparse.Namespace, console: Console) -> in
                 path=args.out,
             )
         form = implied
-        check_output(args.out, {"result": source})
     text = leaderboard_text(read_record(source, RankingRecord), form or "md")
     if args.out is None:
         console.file.write(text)
