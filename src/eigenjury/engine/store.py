@@ -567,6 +567,19 @@ def _parquet_schema() -> Any:
     return pa.schema([(name, types.get(name, text)) for name in _COLUMNS])
 
 
+def absorb_and_keep(old: Path, store: Path, kept: Path) -> int:
+    """Add every result of the store at `old` to `store`, then rename `old` (with any
+    WAL a crash left beside it) to `kept`: never deleted, never absorbed twice. Returns
+    how many results it held."""
+    with Store(store) as target:
+        moved = target.absorb(old)
+    for suffix in ("", "-wal", "-shm"):
+        part = old.with_name(old.name + suffix)
+        if part.exists():
+            part.rename(kept.with_name(kept.name + suffix))
+    return moved
+
+
 def adopt_directory_store(store: Path) -> None:
     """Absorb the working directory's store of an older eigenjury
     (./.eigenjury/store.sqlite) into `store`, the per-user one, once: its results are
@@ -577,13 +590,8 @@ def adopt_directory_store(store: Path) -> None:
         return
     if store.exists() and old.samefile(store):
         return  # the user data folder was pointed at it
-    with Store(store) as target:
-        moved = target.absorb(old)
     kept = old.with_name("store.sqlite.absorbed")
-    for suffix in ("", "-wal", "-shm"):  # a WAL left by a crash goes with its file
-        part = old.with_name(old.name + suffix)
-        if part.exists():
-            part.rename(kept.with_name(kept.name + suffix))
+    moved = absorb_and_keep(old, store, kept)
     _print_note(
         f"absorbed {moved} stored calls of {old} (this folder's store, from an older "
         f"eigenjury) into the per-user store {store}; the old file is kept as {kept}"

@@ -21,7 +21,7 @@ from pathlib import Path
 from eigenjury.config import load_config
 from eigenjury.engine import Engine
 from eigenjury.engine.runner import Describe
-from eigenjury.engine.store import Store
+from eigenjury.engine.store import absorb_and_keep
 from eigenjury.errors import InputError
 from eigenjury.files import check_output_folder, load_json, read_text
 from eigenjury.models.spec import ModelSpec
@@ -430,10 +430,8 @@ def adopt_run_store(inputs: Inputs) -> None:
     shared = inputs.config.engine.store_path(inputs.path.parent)
     if shared.exists() and old.samefile(shared):
         return
-    with Store(shared) as store:
-        moved = store.absorb(old)
     kept = old.with_name("store.sqlite.moved")
-    old.rename(kept)
+    moved = absorb_and_keep(old, shared, kept)
     print(
         f"note: moved {moved} stored calls of this run folder ({old}, from eigenjury 0.1) "
         f"into the shared store {shared}; the old file is kept as {kept}",

@@ -13,14 +13,13 @@ from typing import Literal
 from eigenjury.peer.record import RankingRecord
 from eigenjury.reports.ranking.words import (
     STYLE_ASSUMPTION_SHORT,
+    UNCONTROLLED,
     above_rows,
-    elo_ci_cell,
     elo_rule,
     held_equal,
     intervals_note,
     is_styled,
-    rank_ci_cell,
-    uncontrolled_cells,
+    leaderboard_row,
 )
 
 LeaderboardFormat = Literal["md", "csv"]
@@ -37,21 +36,9 @@ def _level(record: RankingRecord) -> str:
 def _markdown(record: RankingRecord) -> str:
     level, styled = _level(record), is_styled(record)
     headers = ["rank", f"rank {level}", "model", "Elo", f"Elo {level}"]
-    headers += ["Elo uncontrolled", "change"] if styled else []
+    headers += [*UNCONTROLLED] if styled else []
     headers += ["trust", "verdicts"]
-    rows = [
-        [
-            str(m.rank),
-            rank_ci_cell(m),
-            _cell(m.name),
-            f"{m.elo:.0f}",
-            elo_ci_cell(m),
-            *(uncontrolled_cells(m) if styled else []),
-            f"{m.trust:.4f}",
-            f"{m.verdicts_as_evaluee:g}",
-        ]
-        for m in record.models
-    ]
+    rows = [leaderboard_row(m, styled, _cell(m.name)) for m in record.models]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     notes = [

@@ -20,7 +20,6 @@ from eigenjury.reports.ranking.words import (
     UNCONTROLLED,
     above_rows,
     dropped_note,
-    elo_ci_cell,
     elo_rule,
     first_replies,
     greenbeard_shifts,
@@ -28,15 +27,14 @@ from eigenjury.reports.ranking.words import (
     intervals_note,
     is_styled,
     judge_name,
+    leaderboard_row,
     position_bias_cell,
-    rank_ci_cell,
     self_preference_cell,
     signal_cell,
     style_headers,
     style_rows,
     tie_propensity_cell,
     trust_formation,
-    uncontrolled_cells,
 )
 
 
@@ -78,16 +76,7 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     board.add_column("trust", justify="right")
     board.add_column("verdicts", justify="right")
     for m in record.models:
-        board.add_row(
-            str(m.rank),
-            rank_ci_cell(m),
-            escape(m.name),
-            f"{m.elo:.0f}",
-            elo_ci_cell(m),
-            *(uncontrolled_cells(m) if styled else []),
-            f"{m.trust:.4f}",
-            f"{m.verdicts_as_evaluee:g}",
-        )
+        board.add_row(*leaderboard_row(m, styled, escape(m.name)))
     console.print(board)
     if note:
         above = above_rows(record)

@@ -54,6 +54,8 @@ def tie_propensity_cell(j: JudgeRow) -> str:
     if _by_slot(j):
         return "not determined (answers by slot)"
     return with_ci(j.tie_propensity, j.tie_propensity_ci, ".2f")
+
+
 # a judgment's verdict per criterion, in the viewer's words (view/static/app.js)
 VERDICT_WORDS = {0: "tie", 1: "first better", 2: "second better"}
 
@@ -65,6 +67,8 @@ def label_probabilities(logprobs: dict[str, float]) -> str:
     weights = {label: math.exp(value - top) for label, value in logprobs.items()}
     total = sum(weights.values())
     return ", ".join(f"{label} {weight / total:.3f}" for label, weight in weights.items())
+
+
 # the viewer's trust heatmap says the same (view/static/app.js)
 EMPTY_ROWS = (
     " Empty rows: members that never judge; they pass the trust that reaches them on "
@@ -110,6 +114,22 @@ def held_equal(record: RankingRecord) -> str:
 
 
 UNCONTROLLED = ["Elo uncontrolled", "change"]  # the leaderboard's columns with style control
+
+
+def leaderboard_row(m: ModelRow, styled: bool, name: str) -> list[str]:
+    """A model's leaderboard cells as the terminal and the Markdown export show them:
+    rank, its interval, `name` (the model's, escaped for where it goes), Elo, its
+    interval, the uncontrolled Elo and change where `styled`, trust, verdicts."""
+    return [
+        str(m.rank),
+        rank_ci_cell(m),
+        name,
+        f"{m.elo:.0f}",
+        elo_ci_cell(m),
+        *(uncontrolled_cells(m) if styled else []),
+        f"{m.trust:.4f}",
+        f"{m.verdicts_as_evaluee:g}",
+    ]
 
 
 def uncontrolled_cells(m: ModelRow) -> list[str]:
