@@ -30,7 +30,9 @@ benchmarks/calibration.py. Six parts:
    honest crowd, 60 and 400 scenarios, three judges a scenario. The friend's Elo gain
    over honest verdicts (the same noise), median and largest over the studies (for
    the ring, the larger of the two members' gains), by the self-trust rule (s_ii +
-   min(delta_i, 0), eigenjury's; the fitted s_ii alone, as 0.3.0, on the same fit),
+   min(delta_i^+, 0) with delta_i^+ the bound on the self-preference, eigenjury's since
+   0.3.4; s_ii + min(delta_i, 0), 0.3.1 to 0.3.3; the fitted s_ii alone, as 0.3.0, on
+   the same fit),
    beside the EigenBench model (no self-preference term) and the ring under damping
    toward uniform pre-trust; and how far the rule moves honest fits. Whether the fit
    names the colluders (stats.favour), and how often it names an honest judge.
@@ -51,6 +53,7 @@ import numpy as np
 from _common import environment, table
 from eigenjury.stats import PeerRanking, ScorePrior, make_population, simulate_verdicts
 from eigenjury.stats.bootstrap import percentile_interval
+from eigenjury.stats.eigentrust import own_scores
 from eigenjury.stats.elo import to_elo
 from eigenjury.stats.verdicts import VerdictTable
 from eigenjury.testing.verdicts import Design, verdicts
@@ -175,10 +178,7 @@ def collusion_gains(seed: int, design: Design, ring: bool) -> dict[str, float]:
 
     def elo(table: VerdictTable, rule: str, **options: Any) -> np.ndarray:
         fit = PeerRanking(bootstrap=0, **options).fit(table)
-        at = [fit.models_.index(m) for m in members]
-        if rule == "fitted":  # 0.3.0's rule: self-trust from the fitted s_ii alone
-            return fitted_rule_elo(fit)[at]
-        return np.asarray(fit.elo_)[at]
+        return rule_elo(fit, rule)[[fit.models_.index(m) for m in members]]
 
     def gain(rule: str, **options: Any) -> float:
         moved = elo(rigged_table, rule, **options) - elo(honest_table, rule, **options)
@@ -189,38 +189,46 @@ def collusion_gains(seed: int, design: Design, ring: bool) -> dict[str, float]:
     named = {(f.judge, f.evaluee) for f in rigged.favours_}
     out = {
         "named": float(colluders <= named),
-        "lowered": gain("lowered"),
+        "bound": gain("bound"),
+        "estimate": gain("estimate"),
         "fitted": gain("fitted"),
-        "eigenbench": gain("lowered", self_preference=False),
+        "eigenbench": gain("bound", self_preference=False),
     }
     if ring and not design.crowd:
         for damping in (0.2, 0.5):
-            out[f"damping {damping:g}"] = gain("lowered", damping=damping)
+            out[f"damping {damping:g}"] = gain("bound", damping=damping)
     return out
 
 
-def fitted_rule_elo(fit: PeerRanking) -> np.ndarray:
-    """Elo by 0.3.0's self-trust rule (the fitted s_ii alone) on the same fit."""
-    _, trust = fit._statistic.trust(fit.btd_.scores(), fit.btd_.judge_mask_)
+def rule_elo(fit: PeerRanking, rule: str) -> np.ndarray:
+    """Elo on the same fit by a self-trust rule: "bound" (eigenjury's, s_ii +
+    min(delta_i^+, 0)), "estimate" (0.3.1 to 0.3.3: s_ii + min(delta_i, 0)) or
+    "fitted" (0.3.0: the fitted s_ii alone)."""
+    if rule == "bound":
+        return np.asarray(fit.elo_)
+    scores = fit.btd_.scores()
+    if rule == "estimate":
+        scores = own_scores(scores, fit.btd_.self_bias_)
+    _, trust = fit._statistic.trust(scores, fit.btd_.judge_mask_)
     return np.asarray(to_elo(trust))
 
 
-def both_rules_truth(design: Design) -> tuple[np.ndarray, np.ndarray]:
+RULES = ("bound", "estimate", "fitted")
+
+
+def rules_truth(design: Design) -> list[np.ndarray]:
     big = dataclasses.replace(design, scenarios=TRUTH_SCENARIOS)
     fit = PeerRanking(bootstrap=0).fit(verdicts(big, 10_000))
-    return np.asarray(fit.elo_), fitted_rule_elo(fit)
+    return [rule_elo(fit, rule) for rule in RULES]
 
 
-def both_rules_error(
-    seed: int, design: Design, truths: tuple[np.ndarray, np.ndarray]
-) -> tuple[float, float]:
+def rules_error(seed: int, design: Design, truths: list[np.ndarray]) -> list[float]:
     """One honest study's Elo RMSE against each rule's own large-sample truth."""
     fit = PeerRanking(bootstrap=0).fit(verdicts(design, seed))
-    lowered, fitted = truths
-    return (
-        float(np.sqrt(np.mean((fit.elo_ - lowered) ** 2))),
-        float(np.sqrt(np.mean((fitted_rule_elo(fit) - fitted) ** 2))),
-    )
+    return [
+        float(np.sqrt(np.mean((rule_elo(fit, rule) - truth) ** 2)))
+        for rule, truth in zip(RULES, truths, strict=True)
+    ]
 
 
 def false_alarm(seed: int, population: str) -> float:
@@ -250,7 +258,14 @@ def collusion(pool: ProcessPoolExecutor, n: int) -> None:
             for ring in (False, True):
                 gains = list(pool.map(collusion_gains, range(n), [design] * n, [ring] * n))
                 row = [label, scenarios, "ring of two" if ring else "one colluder"]
-                for key in ("lowered", "fitted", "eigenbench", "damping 0.2", "damping 0.5"):
+                for key in (
+                    "bound",
+                    "estimate",
+                    "fitted",
+                    "eigenbench",
+                    "damping 0.2",
+                    "damping 0.5",
+                ):
                     got = [g[key] for g in gains if key in g]
                     row.append(f"{np.median(got):.0f} / {np.max(got):.0f}" if got else "")
                 row.append(f"{np.mean([g['named'] for g in gains]):.2f}")
@@ -262,7 +277,8 @@ def collusion(pool: ProcessPoolExecutor, n: int) -> None:
                 "judges",
                 "scenarios",
                 "attack",
-                "s_ii + min(delta_i, 0)",
+                "s_ii + min(delta_i^+, 0)",
+                "s_ii + min(delta_i, 0) (0.3.1-0.3.3)",
                 "fitted s_ii (0.3.0)",
                 "no self-preference",
                 "damping 0.2",
@@ -275,14 +291,19 @@ def collusion(pool: ProcessPoolExecutor, n: int) -> None:
     rows = []
     for scenarios in (30, 100, 300):
         design = Design(scenarios=scenarios)
-        truths = both_rules_truth(design)
+        truths = rules_truth(design)
         count = 4 * n
         errors = np.array(
-            list(pool.map(both_rules_error, range(count), [design] * count, [truths] * count))
+            list(pool.map(rules_error, range(count), [design] * count, [truths] * count))
         )
-        rows.append([scenarios, count, f"{errors[:, 0].mean():.1f}", f"{errors[:, 1].mean():.1f}"])
+        rows.append([scenarios, count, *(f"{e:.1f}" for e in errors.mean(axis=0))])
     print("\n6b. honest studies (the default design): Elo RMSE against each rule's own truth")
-    print(table(["scenarios", "studies", "s_ii + min(delta_i, 0)", "fitted s_ii (0.3.0)"], rows))
+    print(
+        table(
+            ["scenarios", "studies", "delta_i^+ (bound)", "delta_i (0.3.1-0.3.3)", "fitted s_ii"],
+            rows,
+        )
+    )
     rows = []
     count = 4 * n
     for population in (

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
@@ -22,6 +25,7 @@ from eigenjury.stats import (
     simulate_verdicts,
     trust_matrix,
 )
+from eigenjury.stats.btd import SELF_BOUND_Z, self_bias_upper
 
 
 def _fitted_trust(model: LowRankBTD) -> np.ndarray:
@@ -214,3 +218,50 @@ def test_a_dimension_above_the_number_of_models_is_a_data_error(
     allocated (2**70 columns would be)."""
     with pytest.raises(DataError, match=f"dim\\) of {dim} exceeds the 8 models"):
         LowRankBTD(dim).fit(VerdictCounts.from_table(table))
+
+
+def _modest(table: VerdictTable, judge: int, picks_itself: bool) -> VerdictTable:
+    """`table` with `judge` always (or never) picking its own reply."""
+    verdict = table.verdict.copy()
+    first, second = (1, 2) if picks_itself else (2, 1)
+    verdict[(table.judge == judge) & (table.first == judge)] = first
+    verdict[(table.judge == judge) & (table.second == judge)] = second
+    return dataclasses.replace(table, verdict=verdict)
+
+
+def _self_loglik(model: LowRankBTD, counts: VerdictCounts, delta: np.ndarray) -> float:
+    """Log-likelihood plus the self-preference prior with every judge's delta set to
+    `delta`, through the model's own likelihood (not the bound's arithmetic)."""
+    moved = copy.copy(model)
+    moved.params_ = dataclasses.replace(model.params_, self_bias=delta)
+    assert model.prior is not None
+    return moved.loglik(counts) - 0.5 * float(delta @ delta) / model.prior.self_sd**2
+
+
+def test_self_preference_bound_is_the_one_sided_profile_likelihood_bound() -> None:
+    """At each judge's bound the log-likelihood (the others' parameters held) has
+    fallen z^2 / 2 below its peak; a judge that never picks its own reply is bounded
+    well below 0 although its estimate is unbounded in information; one that always
+    picks itself is bounded above its estimate; a judge never judged itself: +inf."""
+    table = simulate_verdicts(make_population(5, 2, seed=2), n_scenarios=400, seed=3)
+    table = _modest(_modest(table, 1, False), 2, True)
+    counts = VerdictCounts.from_table(table)
+    model = LowRankBTD(restarts=1).fit(counts)
+    upper, delta = model.self_bias_upper_, model.self_bias_
+    assert upper[1] < -1.0 and delta[1] < upper[1]
+    assert upper[2] > delta[2] > 2.0
+    assert np.all(upper > delta)
+    peak = _self_loglik(model, counts, delta)
+    for judge in range(5):
+        at_bound = delta.copy()
+        at_bound[judge] = upper[judge]
+        drop = peak - _self_loglik(model, counts, at_bound)
+        assert drop == pytest.approx(0.5 * SELF_BOUND_Z**2, abs=1e-6)
+    assert self_bias_upper(model.params_, counts, z=2.0)[1] > upper[1]  # wider at 2 sd
+
+    external = table.judge != table.first  # no judge ever judges itself
+    external &= table.judge != table.second
+    kept = VerdictCounts.from_table(table.select(external))
+    assert np.all(np.isinf(LowRankBTD(restarts=1).fit(kept).self_bias_upper_))
+    no_term = LowRankBTD(restarts=1, self_preference=False).fit(counts)
+    assert np.all(np.isinf(no_term.self_bias_upper_))  # nothing lowers a self-score

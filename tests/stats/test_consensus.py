@@ -53,9 +53,11 @@ def test_bootstrap_resamples_scenarios_not_rows(table: VerdictTable) -> None:
         table.scenarios,
         table.weight[twice],
     )
-    # without the prior, which is worth a fixed number of verdicts whatever the data
-    once = PeerRanking(bootstrap=30, ci=0.9, n_jobs=1, seed=3, prior=None).fit(table)
-    both = PeerRanking(bootstrap=30, ci=0.9, n_jobs=1, seed=3, prior=None).fit(doubled)
+    # without the prior, which is worth a fixed number of verdicts whatever the data,
+    # and the self-preference bound of trust, which counts verdicts as independent
+    plain = {"prior": None, "self_preference": False}
+    once = PeerRanking(bootstrap=30, ci=0.9, n_jobs=1, seed=3, **plain).fit(table)
+    both = PeerRanking(bootstrap=30, ci=0.9, n_jobs=1, seed=3, **plain).fit(doubled)
     np.testing.assert_allclose(both.elo_ci_, once.elo_ci_, atol=1e-4)
 
 

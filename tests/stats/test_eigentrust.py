@@ -113,7 +113,8 @@ def test_equal_ratings_share_ranks_whatever_their_last_digits() -> None:
 
 
 def test_a_judge_trusts_itself_on_the_lower_of_its_fitted_score_and_its_own_verdicts() -> None:
-    """s_ii + min(delta_i, 0): a judge whose verdicts on itself say less than the
+    """s_ii + min(delta_i^+, 0), delta_i^+ a bound on the judge's self-preference
+    (stats.btd.self_bias_upper): a judge whose verdicts on itself say less than the
     factorisation gets the lower score; one that favours itself keeps s_ii; the other
     entries, and judges beyond the evaluees (external), are untouched."""
     scores = _random_scores(5, 4)

@@ -185,8 +185,9 @@ def test_damping_defaults_and_refusals(panel_only: Population, mixed: Population
     plain = PeerRanking(bootstrap=0).fit(peers_only)
     assert plain.damping_ == 0.0 and plain.external_weights_ is None
     assert plain.models_ == plain.judges_ and not plain.external_.any()
-    # today's computation, bit for bit (a judge's own score lowered by its modesty)
-    matrix = trust_matrix(own_scores(plain.btd_.scores(), plain.btd_.self_bias_))
+    # today's computation, bit for bit (a judge's own score lowered as far as its
+    # verdicts on itself show it modest)
+    matrix = trust_matrix(own_scores(plain.btd_.scores(), plain.btd_.self_bias_upper_))
     np.testing.assert_array_equal(plain.trust_, eigentrust(matrix))
     with pytest.raises(DataError, match="damping 1 makes trust the pre-trust alone"):
         PeerRanking(bootstrap=0, damping=1.0).fit(peers_only)

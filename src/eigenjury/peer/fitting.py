@@ -51,8 +51,11 @@ if TYPE_CHECKING:  # a fit from a file loads neither the engine nor the run's co
 
 METHOD = "low-rank Bradley-Terry-Davidson -> EigenTrust -> Elo"
 TRUST_RULE = "win share: T_ij = exp(s_ij) / sum_j' exp(s_ij'), ties left out"
-# with self-preference fitted (stats.eigentrust.own_scores); 0.3.0 had the fitted s_ii
-SELF_TRUST_RULE = "; T_ii from s_ii + min(delta_i, 0)"
+# with self-preference fitted (stats.eigentrust.own_scores): delta_i^+ is the bound of
+# stats.btd.self_bias_upper; 0.3.0 had the fitted s_ii, 0.3.1 to 0.3.3 min(delta_i, 0)
+SELF_TRUST_RULE = (
+    "; T_ii from s_ii + min(delta_i^+, 0), delta_i^+ the 1-sd upper bound of its self-preference"
+)
 PAIRWISE_INTERVALS = "max-t"  # stats.elo.elo_difference_intervals
 NORMALISATION = (
     "(a - b) / (|a| + |b|) for the first reply's a and the second's b, divided by its "

@@ -113,7 +113,7 @@ class _ConsensusStatistic:
 
     def summarise(self, model: LowRankBTD) -> dict[str, FloatArray]:
         scores = model.scores()
-        matrix, trust = self.trust(own_scores(scores, model.self_bias_), model.judge_mask_)
+        matrix, trust = self.trust(own_scores(scores, model.self_bias_upper_), model.judge_mask_)
         judged = scores[np.ix_(model.judge_mask_, self.evaluees)]
         spread = float(np.ptp(judged, axis=1).max()) if judged.size else 0.0
         return {
@@ -708,8 +708,10 @@ class PeerRanking:
 
     def elo_at(self, params: BTDParams) -> FloatArray:
         """The evaluees' Elo under other BTD parameters, by the fitted trust rule (for
-        derivatives of Elo with respect to the parameters)."""
-        scores = own_scores(params.lenses @ params.dispositions.T, params.self_bias)
+        derivatives of Elo with respect to the parameters; each judge's self-preference
+        bound keeps its margin over the estimate)."""
+        margin = self.btd_.self_bias_upper_ - self.btd_.self_bias_
+        scores = own_scores(params.lenses @ params.dispositions.T, params.self_bias + margin)
         _, trust = self._statistic.trust(scores, self.btd_.judge_mask_)
         return to_elo(trust, anchor=self.anchor_index_, value=self.anchor_value)
 

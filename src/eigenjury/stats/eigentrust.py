@@ -21,9 +21,13 @@ models would always tie). But the factorisation alone can set s_ii far too high:
 judge's friend that another judge always picks gets a direction of its own, which
 only the friend's own lens meets, and nothing but the prior pins that lens (its
 verdicts on itself go to delta_i). The friend then trusts itself on a score its own
-verdicts deny (delta_i of -7 logits). So s_ii is lowered to s_ii + delta_i where the
-judge's verdicts on itself say less than the factorisation does (`own_scores`); a
-judge that rates itself higher keeps s_ii, its self-preference buying nothing.
+verdicts deny (delta_i of -7 logits). So s_ii is lowered where the judge's verdicts on
+itself say less than the factorisation does, as far as they show it: to s_ii +
+delta_i^+, delta_i^+ an upper confidence bound on its self-preference
+(stats.btd.self_bias_upper; `own_scores`). A judge that rates itself higher keeps
+s_ii, its self-preference buying nothing; an honest judge whose estimate is noise
+around 0 is left alone (lowering by the estimate itself biased every fit: the noise
+of an honest judge's delta_i only ever took its trust away).
 
 EigenTrust (Kamvar et al. 2003) then finds t = t G with G = (1 - a) T + a 1 p: an
 evaluee is trusted when trusted judges prefer it. Rows of judges without data are
@@ -74,12 +78,14 @@ def trust_matrix(
     return np.asarray(t)
 
 
-def own_scores(scores: FloatArray, self_bias: FloatArray) -> FloatArray:
+def own_scores(scores: FloatArray, self_bias_upper: FloatArray) -> FloatArray:
     """`scores` (judges x models, one namespace) with each judge's score of itself
-    lowered by its self-preference where that is negative: s_ii + min(delta_i, 0)."""
+    lowered where its verdicts on itself say less, as far as they show it:
+    s_ii + min(delta_i^+, 0), delta_i^+ the upper bound on its self-preference
+    (stats.btd.self_bias_upper)."""
     lowered = np.array(scores, dtype=np.float64, copy=True)
     own = np.arange(min(lowered.shape))
-    lowered[own, own] += np.minimum(np.asarray(self_bias, dtype=np.float64)[own], 0.0)
+    lowered[own, own] += np.minimum(np.asarray(self_bias_upper, dtype=np.float64)[own], 0.0)
     return lowered
 
 
