@@ -217,7 +217,7 @@ def test_a_judge_picking_a_friend_moves_it_no_more_than_one_judge_can() -> None:
     verdicts on itself said -2): m6 gained 337 to 495 Elo and ranked first. Its
     self-trust now follows its own verdicts where they show it less (s_ii +
     min(delta_i^+, 0), delta_i^+ a bound on its self-preference): it gains what one
-    judge of eight giving it all its trust gives (95 to 105 Elo in the benchmark, as in
+    judge of eight giving it all its trust gives (95 to 111 Elo in the benchmark, as in
     EigenBench's model without the self term)."""
     design = Design(strengths=MILD, scenarios=400, judges_per_scenario=3)
     for seed in range(2):
