@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,8 @@ def run(seed: int, folder: Path) -> tuple[dict[str, object], float]:
     subprocess.run(
         [sys.executable, "-m", "eigenjury", "demo", "--seed", str(seed), "--no-progress"],
         cwd=folder,
+        # the store is per user since 0.3.3: a folder of its own keeps every call uncached
+        env={**os.environ, "EIGENJURY_DATA_DIR": str(folder / "data")},
         check=True,
         stdout=subprocess.DEVNULL,
     )
