@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize
-from scipy.special import logsumexp
 
 from eigenjury.stats._threads import one_blas_thread
 from eigenjury.stats.verdicts import (
@@ -82,6 +82,12 @@ _SAME_OPTIMUM = 1e-6
 # which no bootstrap sees (BENCHMARKS.md section 19). At 1.96 the kink's bias is gone
 # but the factorisation's noisier s_ii is back (RMSE +20%); at 1 both are small.
 SELF_BOUND_Z = 1.0
+Solver = Literal["auto", "lbfgs"]
+SOLVERS: tuple[Solver, ...] = ("auto", "lbfgs")
+# The bound's search: at most this far above the estimate (a judge whose every verdict
+# on itself picks itself has no finite bound without the prior), and this many steps.
+_SELF_REACH = 4096.0
+_SELF_STEPS = 100
 
 
 def davidson_nll(
@@ -126,6 +132,52 @@ def davidson_nll(
     g -= n_first
     g += 0.5 * r_tie
     return nll, g, r_tie
+
+
+def davidson_curvature(
+    offset: FloatArray, log_tie: FloatArray, n: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """The negative log-likelihood of counts `n` (cells x 3) as a function of each
+    cell's first-slot offset a = s1 - s2 + gamma (its logits relative to their midpoint
+    are [log lambda, a/2, -a/2]) and tie logit: (nll, d/da, d/dlog_tie, d2/da2,
+    d2/da dlog_tie, d2/dlog_tie2) per cell. The second derivatives are the variances
+    and covariance of the verdict's scores (first +1, second -1; tie) under the model,
+    times the cell's count: the local model the pair solver fits on."""
+    x = 0.5 * offset
+    a = np.abs(x)
+    t = np.exp(-a)
+    lam = np.exp(log_tie)
+    denom = t + lam
+    denom *= t
+    denom += 1.0
+    favoured = 1.0 / denom
+    p_tie = lam * t
+    p_tie *= favoured
+    lead = 1.0 - t * t  # P(first) - P(second), signed below
+    lead *= favoured
+    np.copysign(lead, x, out=lead)
+    n_tie = n[:, TIE]
+    wins = n[:, FIRST] - n[:, SECOND]
+    total = n[:, FIRST] + n[:, SECOND]
+    total += n_tie
+    np.log(denom, out=denom)
+    denom += a
+    nll = total * denom
+    nll -= n_tie * log_tie
+    nll -= wins * x
+    g_offset = total * lead
+    g_offset -= wins
+    g_offset *= 0.5
+    g_tie = total * p_tie
+    g_tie -= n_tie
+    h_offset = 1.0 - p_tie - lead * lead
+    h_offset *= 0.25 * total
+    h_cross = p_tie * lead
+    h_cross *= -0.5 * total
+    h_tie = 1.0 - p_tie
+    h_tie *= p_tie
+    h_tie *= total
+    return nll, g_offset, g_tie, h_offset, h_cross, h_tie
 
 
 @dataclass(frozen=True)
@@ -260,8 +312,7 @@ def btd_objective(
     """(NLL + the prior's -log p) per verdict + (l2/2)(|U|^2 + |V|^2 + |beta|^2), and
     its exact gradient. The prior is on the judges present in the cells' layout and the
     models shown in it, so that resampled counts keep one prior."""
-    m = counts.n_models
-    p = BTDParams.unpack(x, m, dim, style_shape(counts, per_judge_style))
+    p = BTDParams.unpack(x, counts.n_models, dim, style_shape(counts, per_judge_style))
     scores = p.lenses @ p.dispositions.T  # (judge, evaluee)
     nll, g, g_tie = davidson_nll(
         scores.ravel()[counts.judge_first],
@@ -270,14 +321,48 @@ def btd_objective(
         first_offset(p, counts, position_bias),
         counts.n,
     )
-    w = 1.0 / counts.total
-    g_scores = tally(counts.judge_first, g, m * m)
-    g_scores -= tally(counts.judge_second, g, m * m)
+    penalty, grad = _chain(
+        p,
+        scores,
+        counts,
+        g,
+        g_tie,
+        _style_gradient(counts, g, per_judge_style),
+        total=counts.total,
+        l2=l2,
+        position_bias=position_bias,
+        prior=prior,
+    )
+    return nll / counts.total + penalty, grad
+
+
+def _chain(
+    p: BTDParams,
+    scores: FloatArray,
+    cells: VerdictCounts,
+    g: FloatArray,
+    g_tie: FloatArray,
+    g_style: FloatArray,
+    *,
+    total: float,
+    l2: float,
+    position_bias: bool,
+    prior: ScorePrior | None,
+) -> tuple[float, FloatArray]:
+    """The prior's -log p per verdict plus the L2 penalty, and the objective's gradient
+    per verdict, from a loss's gradient per cell of `cells` with respect to the first
+    slot's offset (`g`, which is also d/ds1 = -d/ds2), to the tie logit (`g_tie`), and
+    to the style coefficients (`g_style`, their shape). Cells may be verdict cells, or
+    the (judge, pair) groups of the pair solver's local model."""
+    m = cells.n_models
+    w = 1.0 / total
+    g_scores = tally(cells.judge_first, g, m * m)
+    g_scores -= tally(cells.judge_second, g, m * m)
     g_scores = g_scores.reshape(m, m)
-    g_self = tally(counts.judge, g * counts.self_side, m)
+    g_self = tally(cells.judge, g * cells.self_side, m)
     log_prior = 0.0
     if prior is not None:
-        log_prior, g_prior = prior.penalty(scores, counts.judges_present, counts.shown)
+        log_prior, g_prior = prior.penalty(scores, cells.judges_present, cells.shown)
         g_scores += g_prior
         log_prior += 0.5 * float(p.self_bias @ p.self_bias) / prior.self_sd**2
         g_self += p.self_bias / prior.self_sd**2
@@ -286,14 +371,17 @@ def btd_objective(
         [
             (g_scores @ p.dispositions + l2 * p.lenses).ravel(),
             (g_scores.T @ p.lenses + l2 * p.dispositions).ravel(),
-            tally(counts.judge, g_tie, m) * w,
-            tally(counts.judge, g, m) * w if position_bias else np.zeros(m),
+            tally(cells.judge, g_tie, m) * w,
+            tally(cells.judge, g, m) * w if position_bias else np.zeros(m),
             g_self * w,
-            (_style_gradient(counts, g, per_judge_style) * w + l2 * p.style).ravel(),
+            (g_style * w + l2 * p.style).ravel(),
         ]
     )
-    penalty = 0.5 * l2 * (np.sum(p.lenses**2) + np.sum(p.dispositions**2) + np.sum(p.style**2))
-    return (nll + log_prior) * w + penalty, grad
+    return log_prior * w + _l2_penalty(p, l2), grad
+
+
+def _l2_penalty(p: BTDParams, l2: float) -> float:
+    return 0.5 * l2 * float(np.sum(p.lenses**2) + np.sum(p.dispositions**2) + np.sum(p.style**2))
 
 
 def _style_gradient(counts: VerdictCounts, g_offset: FloatArray, per_judge: bool) -> FloatArray:
@@ -307,6 +395,340 @@ def _style_gradient(counts: VerdictCounts, g_offset: FloatArray, per_judge: bool
         [tally(counts.judge, weighted[:, f], counts.n_models) for f in range(counts.n_style)],
         axis=1,
     )
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One posterior to minimise: the counts and everything fixed about the fit."""
+
+    counts: VerdictCounts
+    dim: int
+    l2: float
+    position_bias: bool
+    per_judge_style: bool
+    prior: ScorePrior | None
+
+    def unpack(self, x: FloatArray) -> BTDParams:
+        shape = style_shape(self.counts, self.per_judge_style)
+        return BTDParams.unpack(x, self.counts.n_models, self.dim, shape)
+
+    def objective(self, x: FloatArray, l2: float | None = None) -> tuple[float, FloatArray]:
+        return btd_objective(
+            x,
+            self.counts,
+            self.dim,
+            self.l2 if l2 is None else l2,
+            self.position_bias,
+            self.per_judge_style,
+            self.prior,
+        )
+
+
+@dataclass(frozen=True)
+class _Expansion:
+    """The objective at `x` to second order, from one pass over the cells: its value,
+    gradient and Hessian (every parameter, fixed ones included); `scale` is the
+    Hessian's largest diagonal entry."""
+
+    x: FloatArray
+    value: float
+    grad: FloatArray
+    outer: FloatArray  # the Gauss-Newton part: positive semi-definite
+    bilinear: FloatArray  # the second-order terms of the scores' bilinear map
+
+    @property
+    def scale(self) -> float:
+        return float(np.max(np.abs(np.diag(self.outer)), initial=1e-300))
+
+
+def _group_variables(
+    p: BTDParams, scores: FloatArray, groups: VerdictCounts, problem: _Problem
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per (judge, pair) group: the first slot's offset without style, the tie logit,
+    and the style coefficients that apply (groups x features)."""
+    offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
+    offset += first_offset(p, groups, problem.position_bias)
+    coef = (
+        p.style[groups.judge]
+        if problem.per_judge_style
+        else np.broadcast_to(p.style, (groups.n_cells, p.style.size))
+    )
+    return offset, p.log_tie[groups.judge], coef
+
+
+def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
+    """One pass over the cells: the objective, its gradient and its exact Hessian.
+
+    Every cell's loss depends on the parameters through its group's offset a (style
+    excepted), tie logit and style coefficients b only, so the cells' curvature sums
+    per group into a (2 + features)-square block; the Hessian is those blocks carried
+    through the Jacobian of (a, log_tie, b), plus the second-order terms of the scores
+    u_i . v_j (in the loss and the prior), the prior's own curvature and the L2 terms.
+    """
+    counts = problem.counts
+    assert counts.style is not None
+    pairs = counts.pairs
+    group, groups = pairs.group, pairs.layout
+    size = groups.n_cells
+    p = problem.unpack(x)
+    scores = p.lenses @ p.dispositions.T
+    offset, log_tie, coef = _group_variables(p, scores, groups, problem)
+    z = counts.style
+    n_style = z.shape[1]
+    nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(
+        offset[group] + np.einsum("cf,cf->c", z, coef[group]), log_tie[group], counts.n
+    )
+    k = 2 + n_style
+    # per group: slope (a, log tie, b); curvature (a a, tie tie, a tie, then per feature
+    # a b, tie b, and b b' for each pair of features)
+    rows = [g_a, g_tie, h_aa, h_tt, h_at]
+    for f in range(n_style):
+        weighted = h_aa * z[:, f]
+        rows += [g_a * z[:, f], weighted, h_at * z[:, f]]
+        rows += [weighted * z[:, e] for e in range(f, n_style)]
+    sums = iter(pairs.sums(np.stack(rows)))
+    slope = np.empty((size, k))
+    block = np.empty((size, k, k))
+    slope[:, 0], slope[:, 1] = next(sums), next(sums)
+    block[:, 0, 0], block[:, 1, 1] = next(sums), next(sums)
+    block[:, 0, 1] = block[:, 1, 0] = next(sums)
+    for f in range(n_style):
+        slope[:, 2 + f] = next(sums)
+        block[:, 0, 2 + f] = block[:, 2 + f, 0] = next(sums)
+        block[:, 1, 2 + f] = block[:, 2 + f, 1] = next(sums)
+        for e in range(f, n_style):
+            block[:, 2 + f, 2 + e] = block[:, 2 + e, 2 + f] = next(sums)
+    penalty, grad = _chain(
+        p,
+        scores,
+        groups,
+        slope[:, 0],
+        slope[:, 1],
+        _group_style_gradient(slope[:, 2:], groups, problem.per_judge_style),
+        total=counts.total,
+        l2=problem.l2,
+        position_bias=problem.position_bias,
+        prior=problem.prior,
+    )
+    outer, second = _hessian(problem, p, scores, groups, slope[:, 0], block)
+    return _Expansion(x, float(nll.sum()) / counts.total + penalty, grad, outer, second)
+
+
+def _group_style_gradient(g_coef: FloatArray, groups: VerdictCounts, per_judge: bool) -> FloatArray:
+    """d/dbeta from each group's gradient with respect to the coefficients it uses."""
+    if not per_judge:
+        return np.asarray(g_coef.sum(axis=0))
+    return np.stack(
+        [tally(groups.judge, g_coef[:, f], groups.n_models) for f in range(g_coef.shape[1])],
+        axis=1,
+    )
+
+
+def _hessian(
+    problem: _Problem,
+    p: BTDParams,
+    scores: FloatArray,
+    groups: VerdictCounts,
+    g_offset: FloatArray,
+    block: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """The objective's Hessian from each group's curvature `block` in (a, log_tie, b)
+    and gradient `g_offset` in a (see _expand), in two parts: the Gauss-Newton part
+    (semi-definite) and the second-order terms of the scores' bilinear map."""
+    m, d = groups.n_models, problem.dim
+    md = m * d
+    n_style = block.shape[1] - 2
+    size = 2 * md + 3 * m + p.style.size
+    judge, first, second = groups.judge, groups.first, groups.second
+    # each group's Jacobian of (a, log_tie, b) over the parameters it touches
+    width = 3 * d + 3 + n_style
+    where = np.empty((groups.n_cells, width), dtype=np.int64)
+    where[:, :d] = judge[:, None] * d + np.arange(d)
+    where[:, d : 2 * d] = md + first[:, None] * d + np.arange(d)
+    where[:, 2 * d : 3 * d] = md + second[:, None] * d + np.arange(d)
+    where[:, 3 * d] = 2 * md + m + judge  # position bias
+    where[:, 3 * d + 1] = 2 * md + 2 * m + judge  # self-preference
+    where[:, 3 * d + 2] = 2 * md + judge  # log tie
+    base = 2 * md + 3 * m
+    styles = np.arange(n_style)
+    where[:, 3 * d + 3 :] = (
+        base + judge[:, None] * n_style + styles if problem.per_judge_style else base + styles
+    )
+    jacobian = np.zeros((groups.n_cells, 2 + n_style, width))
+    jacobian[:, 0, :d] = p.dispositions[first] - p.dispositions[second]
+    jacobian[:, 0, d : 2 * d] = p.lenses[judge]
+    jacobian[:, 0, 2 * d : 3 * d] = -p.lenses[judge]
+    jacobian[:, 0, 3 * d] = 1.0
+    jacobian[:, 0, 3 * d + 1] = groups.self_side
+    jacobian[:, 1, 3 * d + 2] = 1.0
+    jacobian[:, 2:, 3 * d + 3 :] = np.eye(n_style)
+    local = np.transpose(jacobian, (0, 2, 1)) @ (block @ jacobian)
+    flat = where[:, :, None] * size + where[:, None, :]
+    hessian = tally(flat.ravel(), local.ravel(), size * size).reshape(size, size)
+    # second-order terms of a = u_i . (v_j - v_k) and of the prior's scores
+    bend = tally(groups.judge_first, g_offset, m * m) - tally(groups.judge_second, g_offset, m * m)
+    bend = bend.reshape(m, m)
+    if problem.prior is not None:
+        prior = problem.prior
+        bend += prior.penalty(scores, groups.judges_present, groups.shown)[1]
+        # the prior is (1/2) tr(S^T K S M) on the present judges' rows and the shown
+        # evaluees' columns: K weighs judges (deviation and consensus), M centres
+        present, shown = groups.judges_present, groups.shown
+        n_judges = len(present)
+        consensus_var = prior.judge_sd**2 + n_judges * prior.consensus_sd**2
+        within = np.eye(n_judges) - 1.0 / n_judges
+        weigh = np.zeros((m, m))
+        weigh[np.ix_(present, present)] = within / prior.judge_sd**2 + 1.0 / (
+            n_judges * consensus_var
+        )
+        centre = np.zeros((m, m))
+        centre[np.ix_(shown, shown)] = np.eye(len(shown)) - 1.0 / len(shown)
+        if len(shown) >= 2:
+            lenses, dispositions = p.lenses, p.dispositions
+            hessian[:md, :md] += np.kron(weigh, dispositions.T @ centre @ dispositions)
+            hessian[md : 2 * md, md : 2 * md] += np.kron(centre, lenses.T @ weigh @ lenses)
+            cross = np.einsum("ib,ja->iajb", weigh @ lenses, centre @ dispositions)
+            hessian[:md, md : 2 * md] += cross.reshape(md, md)
+            hessian[md : 2 * md, :md] += cross.reshape(md, md).T
+    bilinear = np.zeros((size, size))
+    bilinear[:md, md : 2 * md] = np.kron(bend, np.eye(d))
+    bilinear[md : 2 * md, :md] = bilinear[:md, md : 2 * md].T
+    hessian /= problem.counts.total
+    bilinear /= problem.counts.total
+    own = np.arange(2 * md + 2 * m, 2 * md + 3 * m)
+    if problem.prior is not None:
+        hessian[own, own] += 1.0 / (problem.prior.self_sd**2 * problem.counts.total)
+    gauged = np.r_[np.arange(2 * md), np.arange(base, size)]
+    hessian[gauged, gauged] += problem.l2
+    return hessian, bilinear
+
+
+def _limits(bounds: list[tuple[float | None, float | None]]) -> tuple[FloatArray, FloatArray]:
+    lower = np.array([b[0] if b[0] is not None else -np.inf for b in bounds])
+    upper = np.array([b[1] if b[1] is not None else np.inf for b in bounds])
+    return lower, upper
+
+
+def _projected_norm(
+    x: FloatArray, grad: FloatArray, limits: tuple[FloatArray, FloatArray]
+) -> float:
+    """The largest gradient component that a move within the bounds could follow."""
+    lower, upper = limits
+    blocked = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
+    return float(np.max(np.abs(np.where(blocked, 0.0, grad))))
+
+
+# The pair solver's steps: at most this many, each accepted when the objective falls by
+# at least this share of what the second-order model promised.
+_PAIR_STEPS = 50
+_ACCEPT = 1e-4
+_DAMPING = (1e-12, 1e-8, 1e4)
+# The longest first step, in any one parameter (logits); a step that keeps its promise
+# lets the next reach four times as far, one that breaks it a quarter.
+_REACH = 1.0  # floor, start, give up (relative to the Hessian)
+# Changes in the objective (per verdict) within this share of it are rounding.
+_ROUNDING = 1e-14
+
+
+def _off_gauge(p: BTDParams, dim: int) -> FloatArray:
+    """An orthonormal basis (parameters x gauge directions) of the moves of lenses and
+    dispositions that leave every judge's centred scores unchanged: U A, -V A^T for
+    each d x d A, and 1 w^T added to V."""
+    m = p.lenses.shape[0]
+    md = m * dim
+    size = p.pack().size
+    moves = []
+    for a in range(dim):
+        for b in range(dim):
+            move = np.zeros(size)
+            move[:md].reshape(m, dim)[:, b] = p.lenses[:, a]
+            move[md : 2 * md].reshape(m, dim)[:, a] = -p.dispositions[:, b]
+            moves.append(move)
+        shift = np.zeros(size)
+        shift[md : 2 * md].reshape(m, dim)[:, a] = 1.0
+        moves.append(shift)
+    basis, triangle = np.linalg.qr(np.stack(moves, axis=1))
+    kept = np.abs(np.diag(triangle)) > 1e-12
+    return np.asarray(basis[:, kept])
+
+
+def _definite(
+    hessian: FloatArray, free: NDArray[np.bool_], gauge: FloatArray, scale: float
+) -> tuple[FloatArray, FloatArray]:
+    """Eigenvalues (ascending) and vectors of the free parameters' Hessian with the
+    gauge directions projected out and given the curvature `scale` instead."""
+    block = hessian[np.ix_(free, free)]
+    inside = block - gauge @ (gauge.T @ block)
+    inside = inside - (inside @ gauge) @ gauge.T
+    inside += scale * (gauge @ gauge.T)
+    values, vectors = np.linalg.eigh(0.5 * (inside + inside.T))
+    return values, vectors
+
+
+def _pair_solve(
+    problem: _Problem, x: FloatArray, limits: tuple[FloatArray, FloatArray], tol: float
+) -> tuple[_Expansion, int]:
+    """Damped Newton steps with the exact Hessian (_expand): a style fit has a cell per
+    style difference (28,000 for 2,400 peer scenarios, a million on arena battles) but
+    few (judge, pair) groups, so one pass over the cells gives the whole second-order
+    model, and a handful of steps reach the tolerance L-BFGS needed 50-100 passes for.
+    Each step solves (H + mu I) step = -g over the free parameters off the gauge; mu
+    (relative to H's largest curvature) grows tenfold when a step keeps less than a
+    quarter of the decrease it promised and shrinks tenfold when it keeps three
+    quarters, and a step is capped in length (`_REACH`). Returns the expansion at the
+    point reached and the steps taken; the caller polishes with L-BFGS-B where this
+    stopped short of `tol`."""
+    lower, upper = limits
+    free = lower < upper
+    here = _expand(problem, x)
+    norm = _projected_norm(x, here.grad, limits)
+    damping, steps, reach = _DAMPING[1], 0, _REACH
+    while norm > tol and steps < _PAIR_STEPS and damping < _DAMPING[2]:
+        steps += 1
+        # lenses and dispositions move the scores only across the gauge (U A, V A^-T;
+        # V + 1 w^T), which the L2 term alone bends, barely: steps keep out of it, and
+        # canonical_gauge takes each point to the gauge's own optimum instead
+        across = _off_gauge(problem.unpack(x), problem.dim)[free]
+        grad = here.grad[free]
+        grad = grad - across @ (across.T @ grad)
+        # the exact Hessian where it is definite (near the optimum: Newton's
+        # quadratic convergence); far from it, where the scores' bilinear map bends
+        # it negative, its Gauss-Newton part (always semi-definite: still descent)
+        values, vectors = _definite(here.outer + here.bilinear, free, across, here.scale)
+        if values[0] <= 0:
+            values, vectors = _definite(here.outer, free, across, here.scale)
+        along = vectors.T @ grad
+        size = values + damping * here.scale
+        step = -vectors @ (along / size)
+        longest = float(np.max(np.abs(step)))
+        if longest > reach:
+            step *= reach / longest
+        promised = -float(grad @ step + 0.5 * step @ (vectors * values) @ (vectors.T @ step))
+        trial_x = x.copy()
+        trial_x[free] += step
+        # lenses and dispositions back in the gauge the L2 term prefers: the same
+        # scores at a lower penalty, so the steps need not crawl along the gauge
+        trial_x = canonical_gauge(problem.unpack(np.clip(trial_x, lower, upper))).pack()
+        trial = _expand(problem, trial_x)
+        trial_norm = _projected_norm(trial_x, trial.grad, limits)
+        fell = here.value - trial.value
+        if abs(fell) <= _ROUNDING * max(1.0, abs(here.value)):
+            # at the optimum the objective stops moving in its last digits: the
+            # gradient says whether the step still helps
+            if trial_norm >= norm:
+                break
+            here, x, norm = trial, trial_x, trial_norm
+            continue
+        kept = fell / promised
+        if kept > _ACCEPT:
+            here, x, norm = trial, trial_x, trial_norm
+        if kept < 0.25:
+            damping *= 10.0
+            reach = 0.25 * min(reach, longest)
+        elif kept > 0.75:
+            damping = max(damping / 10.0, _DAMPING[0])
+            reach = max(reach, 4.0 * longest)
+    return here, steps
 
 
 @dataclass(frozen=True)
@@ -358,6 +780,11 @@ class LowRankBTD:
         array of the coefficients' shape (features, or judges x features), NaN where a
         coefficient is fitted (None: all are). Counts without style features have no
         coefficients to hold.
+    solver : "auto": with style features, whose cells are one per style difference,
+        damped Newton steps over the (judge, pair) groups (exact Hessian from one pass
+        over the cells), then L-BFGS-B if they stop short; L-BFGS-B on the cells
+        otherwise. "lbfgs": L-BFGS-B on the cells always (the two reach the same
+        optimum; BENCHMARKS.md section 22 times them).
     restarts : seeded starts; the problem is non-convex, the best objective wins.
     tol : gradient tolerance (projected, per verdict) of the optimiser.
     max_iter : iteration cap per start.
@@ -388,6 +815,7 @@ class LowRankBTD:
         self_preference: bool = True,
         style_per_judge: bool = False,
         style_fixed: FloatArray | None = None,
+        solver: Solver = "auto",
         restarts: int = DEFAULT_RESTARTS,
         tol: float = 1e-9,
         max_iter: int = 5000,
@@ -400,6 +828,7 @@ class LowRankBTD:
         self.self_preference = self_preference
         self.style_per_judge = style_per_judge
         self.style_fixed = style_fixed
+        self.solver = solver
         self.restarts = restarts
         self.tol = tol
         self.max_iter = max_iter
@@ -410,6 +839,8 @@ class LowRankBTD:
         (its style coefficients are taken when their shape fits, else started at 0)."""
         if self.dim < 1:
             raise ValueError(f"dim must be at least 1, got {self.dim}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be 'auto' or 'lbfgs', got {self.solver!r}")
         if counts.total <= 0:
             raise ValueError("no verdicts to fit")
         m = counts.n_models
@@ -481,45 +912,77 @@ class LowRankBTD:
         return _HeldStyle(held)
 
     def _solve(self, counts: VerdictCounts, start: BTDParams, tol: float) -> _Solution:
-        m, d = counts.n_models, self.dim
-        shape = style_shape(counts, self.style_per_judge)
-        bias = slice(2 * m * d + m, 2 * m * d + 2 * m)
-        own = slice(2 * m * d + 2 * m, 2 * m * d + 3 * m)
-        bounds: list[tuple[float | None, float | None]] = [(None, None)] * (2 * m * d)
-        bounds += [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
-        bounds += [(None, None)] * m  # the prior holds self_bias
-        bounds += self._fixed_style(shape).bounds()
-        x0 = start.pack().copy()
-        for fitted, part in ((self.position_bias, bias), (self.self_preference, own)):
-            if not fitted:
-                bounds[part] = [(0.0, 0.0)] * m
-                x0[part] = 0.0
-        args = (counts, d, self.l2, self.position_bias, self.style_per_judge, self.prior)
+        """Minimise from `start` to gradient `tol`: L-BFGS-B on the cells; with style,
+        whose cells are one per style difference, the pair solver first."""
+        problem = _Problem(
+            counts, self.dim, self.l2, self.position_bias, self.style_per_judge, self.prior
+        )
+        x0, bounds = self._start_and_bounds(counts, start)
+        limits = _limits(bounds)
+        n_iter = 0
+        split = counts.style is not None and counts.pairs.layout.n_cells < counts.n_cells
+        if self.solver == "auto" and split:
+            reached, n_iter = _pair_solve(problem, x0, limits, tol)
+            x0 = reached.x
+            solution = self._solution(
+                problem, x0, n_iter, "pair solver converged", limits, tol, reached
+            )
+            if solution.converged:  # as near as rounding lets L-BFGS-B get too
+                return solution
         res = minimize(
-            btd_objective,
+            problem.objective,
             x0,
-            args=args,
             jac=True,
             method="L-BFGS-B",
             bounds=bounds,
             options={"maxiter": self.max_iter, "maxcor": 30, "ftol": 1e-15, "gtol": tol},
         )
-        _, grad = btd_objective(res.x, *args)
-        lower = np.array([b[0] if b[0] is not None else -np.inf for b in bounds])
-        upper = np.array([b[1] if b[1] is not None else np.inf for b in bounds])
-        projected = np.where(
-            ((res.x <= lower) & (grad > 0)) | ((res.x >= upper) & (grad < 0)), 0.0, grad
+        solution = self._solution(
+            problem, res.x, n_iter + int(res.nit), str(res.message), limits, tol
         )
-        grad_norm = float(np.max(np.abs(projected)))
-        converged = bool(res.success) or grad_norm <= 10 * tol
-        loss = btd_objective(res.x, counts, d, 0.0, *args[3:])[0]
+        return replace(solution, converged=solution.converged or bool(res.success))
+
+    def _start_and_bounds(
+        self, counts: VerdictCounts, start: BTDParams
+    ) -> tuple[FloatArray, list[tuple[float | None, float | None]]]:
+        """The packed start and each parameter's L-BFGS-B bounds (a parameter not
+        fitted is held at 0)."""
+        m, d = counts.n_models, self.dim
+        bias = slice(2 * m * d + m, 2 * m * d + 2 * m)
+        own = slice(2 * m * d + 2 * m, 2 * m * d + 3 * m)
+        bounds: list[tuple[float | None, float | None]] = [(None, None)] * (2 * m * d)
+        bounds += [(-_LOG_BOUND, _LOG_BOUND)] * (2 * m)
+        bounds += [(None, None)] * m  # the prior holds self_bias
+        bounds += self._fixed_style(style_shape(counts, self.style_per_judge)).bounds()
+        x0 = start.pack().copy()
+        for fitted, part in ((self.position_bias, bias), (self.self_preference, own)):
+            if not fitted:
+                bounds[part] = [(0.0, 0.0)] * m
+                x0[part] = 0.0
+        return np.clip(x0, *_limits(bounds)), bounds
+
+    def _solution(
+        self,
+        problem: _Problem,
+        x: FloatArray,
+        n_iter: int,
+        message: str,
+        limits: tuple[FloatArray, FloatArray],
+        tol: float,
+        reached: _Expansion | None = None,
+    ) -> _Solution:
+        """The solution at `x` (its objective and gradient from `reached`, when the pair
+        solver already has them)."""
+        value, grad = problem.objective(x) if reached is None else (reached.value, reached.grad)
+        grad_norm = _projected_norm(x, grad, limits)
+        params = problem.unpack(x)
         return _Solution(
-            BTDParams.unpack(res.x, m, d, shape),
-            float(res.fun),
-            loss,
-            int(res.nit),
-            converged,
-            str(res.message),
+            params,
+            value,
+            value - _l2_penalty(params, self.l2),
+            n_iter,
+            grad_norm <= 10 * tol,
+            message,
             grad_norm,
         )
 
@@ -593,30 +1056,42 @@ def self_bias_upper(
     log_tie = params.log_tie[judge]
     prior_var = math.inf if prior is None else prior.self_sd**2
 
-    def loglik(delta: FloatArray) -> FloatArray:
-        x = 0.5 * (apart + delta[judge] * side)
-        logits = np.stack([log_tie, x, -x], axis=1)
-        cell = n[:, TIE] * log_tie + (n[:, FIRST] - n[:, SECOND]) * x
-        cell -= n.sum(axis=1) * logsumexp(logits, axis=1)
-        return np.asarray(tally(judge, cell, m) - 0.5 * delta**2 / prior_var)
+    def loglik(delta: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Each judge's log-likelihood (with the prior) at `delta`, and its first and
+        second derivatives."""
+        nll, g, _, h, _, _ = davidson_curvature(apart + delta[judge] * side, log_tie, n)
+        value = -tally(judge, nll, m) - 0.5 * delta**2 / prior_var
+        slope = -tally(judge, g * side, m) - delta / prior_var
+        return value, slope, -tally(judge, h, m) - 1.0 / prior_var
 
-    low = np.asarray(params.self_bias, dtype=np.float64)
-    target = loglik(low) - 0.5 * z * z
-    width = np.ones(m)
-    for _ in range(12):  # widen until the bound is bracketed (4,096 logits at most)
-        inside = loglik(low + width) > target
-        if not inside.any():
-            break
-        width[inside] *= 2.0
-    high = low + width
-    for _ in range(50):
-        middle = 0.5 * (low + high)
-        inside = loglik(middle) > target
-        low = np.where(inside, middle, low)
-        high = np.where(inside, high, middle)
+    peak = np.asarray(params.self_bias, dtype=np.float64)
+    top, _, bend = loglik(peak)
+    target = top - 0.5 * z * z
+    # Newton on the concave log-likelihood, from the quadratic's answer, kept inside a
+    # bracket [low, high] that bisects when a step would leave it
+    low, high = peak.copy(), np.full(m, np.inf)
+    delta = peak + np.minimum(z / np.sqrt(np.maximum(-bend, 1e-300)), _SELF_REACH)
     present = np.zeros(m, dtype=bool)
     present[judge] = True
-    upper[present] = high[present]
+    for _ in range(_SELF_STEPS):
+        value, slope, _ = loglik(delta)
+        if np.all(
+            np.abs(value - target)[present] <= 1e-12 * np.maximum(1.0, np.abs(target))[present]
+        ):
+            break
+        inside = value > target
+        low = np.where(inside, delta, low)
+        high = np.where(inside, high, delta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = delta - (value - target) / slope
+        usable = (slope < 0) & (newton > low) & (newton < high)
+        fallback = np.where(np.isfinite(high), 0.5 * (low + high), low + 2.0 * (low - peak) + 1.0)
+        step = np.minimum(np.where(usable, newton, fallback), peak + _SELF_REACH)
+        settled = np.abs(step - delta) <= 1e-12 * (1.0 + np.abs(delta))
+        delta = step
+        if settled.all():
+            break
+    upper[present] = delta[present]
     return upper
 
 

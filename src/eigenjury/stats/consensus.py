@@ -30,6 +30,7 @@ from eigenjury.stats.btd import (
     BTDParams,
     LowRankBTD,
     ScorePrior,
+    Solver,
 )
 from eigenjury.stats.eigentrust import damping_for, own_scores, panel_trust, trust_matrix
 from eigenjury.stats.elo import elo_difference_intervals, rank_intervals, ranks, to_elo
@@ -69,6 +70,7 @@ class _ConsensusStatistic:
     self_preference: bool
     style_per_judge: bool
     style_fixed: FloatArray | None
+    solver: Solver
     restarts: int
     seed: int | None
     damping: float
@@ -89,6 +91,7 @@ class _ConsensusStatistic:
             self_preference=self.self_preference,
             style_per_judge=self.style_per_judge,
             style_fixed=self.style_fixed,
+            solver=self.solver,
             restarts=self.restarts,
             seed=self.seed,
         )
@@ -181,7 +184,7 @@ class PeerRanking:
 
     Parameters
     ----------
-    dim, l2, prior, position_bias, self_preference, restarts : passed to
+    dim, l2, prior, position_bias, self_preference, solver, restarts : passed to
         :class:`LowRankBTD` (prior: the Gaussian prior on the judges' scores,
         :class:`~eigenjury.stats.btd.ScorePrior`; self_preference: fit each judge's
         preference for its own replies, so that its verdicts on itself buy it no trust).
@@ -304,6 +307,7 @@ class PeerRanking:
         style: Sequence[str] | None = None,
         style_per_judge: bool = False,
         style_fixed: Mapping[str, float | Mapping[str, float]] | None = None,
+        solver: Solver = "auto",
         restarts: int = DEFAULT_RESTARTS,
         exclude_self: bool = False,
         exclude_judges: tuple[str, ...] = (),
@@ -330,6 +334,7 @@ class PeerRanking:
         self.style = style
         self.style_per_judge = style_per_judge
         self.style_fixed = style_fixed
+        self.solver = solver
         self.restarts = restarts
         self.exclude_self = exclude_self
         self.exclude_judges = tuple(exclude_judges)
@@ -402,6 +407,7 @@ class PeerRanking:
             self.self_preference,
             self.style_per_judge,
             self._held_style(),
+            self.solver,
             self.restarts,
             self.seed,
             self.damping_,

@@ -316,6 +316,33 @@ def judgment_weights(table: VerdictTable) -> FloatArray:
 
 
 @dataclass(frozen=True, eq=False)
+class Pairs:
+    """Cells grouped by (judge, first, second): each cell's `group`, and `layout`, the
+    groups as cells (no style, no counts)."""
+
+    group: IntArray
+    layout: VerdictCounts
+
+    @cached_property
+    def _starts(self) -> IntArray | None:
+        """Where each group's cells start, when they lie together in group order (as
+        the collapse leaves them); else None."""
+        group = self.group
+        if group.size and np.all(group[1:] >= group[:-1]):
+            return np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        return None
+
+    def sums(self, rows: FloatArray) -> FloatArray:
+        """Per group, the sums of each row of `rows` (rows x cells): one pass over
+        cells that lie together, a count per row otherwise."""
+        rows = np.asarray(rows, dtype=np.float64)
+        if self._starts is not None:
+            return np.asarray(np.add.reduceat(rows, self._starts, axis=1))
+        size = self.layout.n_cells
+        return np.stack([tally(self.group, row, size) for row in rows])
+
+
+@dataclass(frozen=True, eq=False)
 class VerdictCounts:
     """Weighted verdict counts per distinct (judge, first, second) cell.
 
@@ -376,28 +403,37 @@ class VerdictCounts:
     def n_style(self) -> int:
         return 0 if self.style is None else int(self.style.shape[1])
 
-    @property
+    @cached_property
     def total(self) -> float:
+        """The verdicts' total weight (read by every objective evaluation)."""
         return float(self.n.sum())
+
+    @cached_property
+    def pairs(self) -> Pairs:
+        """The cells that style control splits, joined again per (judge, first, second)."""
+        m = self.n_models
+        keys, group = np.unique(
+            (self.judge * m + self.first) * m + self.second, return_inverse=True
+        )
+        judge, rest = np.divmod(keys, m * m)
+        first, second = np.divmod(rest, m)
+        layout = VerdictCounts(judge, first, second, np.zeros((len(keys), 3)), self.models)
+        return Pairs(np.asarray(group.ravel(), dtype=np.int64), layout)
 
     def with_n(self, n: FloatArray) -> VerdictCounts:
         """Same cells, other counts (keeps the cached index arrays)."""
         out = VerdictCounts(self.judge, self.first, self.second, n, self.models, self.style)
-        for cached in ("judge_first", "judge_second", "self_side", "judges_present", "shown"):
-            if cached in self.__dict__:
-                out.__dict__[cached] = self.__dict__[cached]
+        cached = ("judge_first", "judge_second", "self_side", "judges_present", "shown", "pairs")
+        for name in cached:
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]
         return out
 
     def without_style(self) -> VerdictCounts:
         """The same verdicts in (judge, first, second) cells, style set aside."""
         if self.style is None:
             return self
-        m = self.n_models
-        keys, cell = np.unique((self.judge * m + self.first) * m + self.second, return_inverse=True)
-        n = np.stack([tally(cell, self.n[:, r], len(keys)) for r in range(3)], axis=1)
-        judge, rest = np.divmod(keys, m * m)
-        first, second = np.divmod(rest, m)
-        return VerdictCounts(judge, first, second, n, self.models)
+        return self.pairs.layout.with_n(self.pairs.sums(self.n.T).T)
 
     def judge_totals(self) -> FloatArray:
         """Verdict weight each model gave as a judge."""
