@@ -475,8 +475,9 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
     offset, log_tie, coef = _group_variables(p, scores, groups, problem)
     z = counts.style
     n_style = z.shape[1]
+    terms = np.einsum("cf,cf->c", z, coef[group]) if problem.per_judge_style else z @ p.style
     nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(
-        offset[group] + np.einsum("cf,cf->c", z, coef[group]), log_tie[group], counts.n
+        offset[group] + terms, log_tie[group], counts.n
     )
     k = 2 + n_style
     # per group: slope (a, log tie, b); curvature (a a, tie tie, a tie, then per feature
@@ -486,7 +487,7 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
         weighted = h_aa * z[:, f]
         rows += [g_a * z[:, f], weighted, h_at * z[:, f]]
         rows += [weighted * z[:, e] for e in range(f, n_style)]
-    sums = iter(pairs.sums(np.stack(rows)))
+    sums = iter(pairs.sums(rows))
     slope = np.empty((size, k))
     block = np.empty((size, k, k))
     slope[:, 0], slope[:, 1] = next(sums), next(sums)

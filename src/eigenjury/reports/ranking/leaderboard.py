@@ -12,14 +12,19 @@ from typing import Literal
 
 from eigenjury.peer.record import RankingRecord
 from eigenjury.reports.ranking.words import (
+    RANK_UB_NOTE,
     STYLE_ASSUMPTION_SHORT,
     UNCONTROLLED,
     above_rows,
+    battle_columns,
+    battle_row,
     elo_rule,
     held_equal,
     intervals_note,
+    is_battles,
     is_styled,
     leaderboard_row,
+    upper_bound_ranks,
 )
 
 LeaderboardFormat = Literal["md", "csv"]
@@ -35,10 +40,18 @@ def _level(record: RankingRecord) -> str:
 
 def _markdown(record: RankingRecord) -> str:
     level, styled = _level(record), is_styled(record)
-    headers = ["rank", f"rank {level}", "model", "Elo", f"Elo {level}"]
-    headers += [*UNCONTROLLED] if styled else []
-    headers += ["trust", "verdicts"]
-    rows = [leaderboard_row(m, styled, _cell(m.name)) for m in record.models]
+    ranks = upper_bound_ranks(record.models)
+    if is_battles(record):  # LMArena's layout
+        headers = battle_columns(level, styled)
+        rows = [
+            battle_row(m, rank, styled, _cell(m.name))
+            for m, rank in zip(record.models, ranks, strict=True)
+        ]
+    else:
+        headers = ["rank", f"rank {level}", "model", "Elo", f"Elo {level}"]
+        headers += [*UNCONTROLLED] if styled else []
+        headers += ["trust", "verdicts"]
+        rows = [leaderboard_row(m, styled, _cell(m.name)) for m in record.models]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     notes = [
@@ -47,6 +60,7 @@ def _markdown(record: RankingRecord) -> str:
         else "no intervals: fitted without bootstrap",
         intervals_note(record),
         elo_rule(record),
+        RANK_UB_NOTE if is_battles(record) and ranks and ranks[0] is not None else "",
     ]
     if styled:
         notes += [
@@ -71,11 +85,11 @@ def _csv(record: RankingRecord) -> str:
     headers = ["rank", f"rank_low_{level}", f"rank_high_{level}", "model", "elo",
                f"elo_low_{level}", f"elo_high_{level}"]  # fmt: skip
     headers += ["elo_uncontrolled", "rank_change"] if styled else []
-    headers += ["trust", "verdicts"]
+    headers += ["trust", "verdicts", "rank_ub"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(headers)
-    for m in record.models:
+    for m, rank_ub in zip(record.models, upper_bound_ranks(record.models), strict=True):
         writer.writerow(
             [
                 m.rank,
@@ -86,6 +100,7 @@ def _csv(record: RankingRecord) -> str:
                 *([_blank(m.elo_uncontrolled), _blank(m.rank_change)] if styled else []),
                 m.trust,
                 _blank(m.verdicts_as_evaluee),
+                _blank(rank_ub),
             ]
         )
     return out.getvalue()

@@ -14,17 +14,21 @@ from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.agreement import print_agreement
 from eigenjury.reports.ranking.sentences import meaning
 from eigenjury.reports.ranking.words import (
+    RANK_UB_NOTE,
     SELF_PREFERENCE,
     STYLE_ASSUMPTION_SHORT,
     STYLE_COEFFICIENT,
     UNCONTROLLED,
     above_rows,
+    battle_columns,
+    battle_row,
     dropped_note,
     elo_rule,
     first_replies,
     greenbeard_shifts,
     held_equal,
     intervals_note,
+    is_battles,
     is_styled,
     judge_name,
     leaderboard_row,
@@ -35,6 +39,7 @@ from eigenjury.reports.ranking.words import (
     style_rows,
     tie_propensity_cell,
     trust_formation,
+    upper_bound_ranks,
 )
 
 
@@ -60,23 +65,33 @@ def print_summary(console: Console, record: RankingRecord) -> None:
         *([note] if note else []),
         elo_rule(record),
     ]
+    battles = is_battles(record)
+    ranks = upper_bound_ranks(record.models)
+    if battles and ranks and ranks[0] is not None:
+        captions.append(RANK_UB_NOTE)
     board = Table(
         title=escape(title),
         title_justify="left",
         caption=escape("\n".join(captions)) if captions else None,
         caption_justify="left",
     )
-    board.add_column("rank", justify="right")
-    board.add_column(f"rank {ci_pct}", justify="center")
-    board.add_column("model")
-    board.add_column("Elo", justify="right")
-    board.add_column(f"Elo {ci_pct}", justify="center")
-    for column in UNCONTROLLED if styled else []:
-        board.add_column(column, justify="right")
-    board.add_column("trust", justify="right")
-    board.add_column("verdicts", justify="right")
-    for m in record.models:
-        board.add_row(*leaderboard_row(m, styled, escape(m.name)))
+    if battles:  # LMArena's layout
+        for column in battle_columns(ci_pct, styled):
+            board.add_column(column, justify="left" if column == "model" else "right")
+        for m, rank in zip(record.models, ranks, strict=True):
+            board.add_row(*battle_row(m, rank, styled, escape(m.name)))
+    else:
+        board.add_column("rank", justify="right")
+        board.add_column(f"rank {ci_pct}", justify="center")
+        board.add_column("model")
+        board.add_column("Elo", justify="right")
+        board.add_column(f"Elo {ci_pct}", justify="center")
+        for column in UNCONTROLLED if styled else []:
+            board.add_column(column, justify="right")
+        board.add_column("trust", justify="right")
+        board.add_column("verdicts", justify="right")
+        for m in record.models:
+            board.add_row(*leaderboard_row(m, styled, escape(m.name)))
     console.print(board)
     if note:
         above = above_rows(record)

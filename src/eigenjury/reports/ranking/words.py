@@ -4,6 +4,7 @@ the same words: intervals, style control, trust formation, the greenbeard fits."
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from eigenjury.peer.record import (
     GreenbeardShift,
@@ -132,6 +133,58 @@ def leaderboard_row(m: ModelRow, styled: bool, name: str) -> list[str]:
     ]
 
 
+def is_battles(record: RankingRecord) -> bool:
+    """Whether the verdicts are battles (arena votes, a panel's): no evaluee judges,
+    so the leaderboard follows LMArena's conventions (`battle_row`)."""
+    return bool(record.judges) and all(j.external for j in record.judges)
+
+
+def battle_columns(level: str, styled: bool) -> list[str]:
+    """The headers of `battle_row`'s cells, the interval's at `level` ("95%")."""
+    columns = ["Rank (UB)", "model", "Elo", f"{level} CI", "votes"]
+    return columns + (["Elo uncontrolled", "rank uncontrolled", "change"] if styled else [])
+
+
+RANK_UB_NOTE = (
+    "Rank (UB): 1 + the number of models whose interval lies wholly above this one's "
+    "(LMArena's); CI as +above/-below the Elo"
+)
+
+
+def upper_bound_ranks(models: Sequence[ModelRow]) -> list[int | None]:
+    """LMArena's Rank (UB): 1 + the number of models whose interval lies wholly above
+    this one's (their lower end above its upper end; an open end reaches to infinity);
+    None without intervals."""
+    if any(m.elo_ci is None for m in models):
+        return [None] * len(models)
+    low = [-math.inf if m.elo_ci[0] is None else m.elo_ci[0] for m in models if m.elo_ci]
+    high = [math.inf if m.elo_ci[1] is None else m.elo_ci[1] for m in models if m.elo_ci]
+    return [1 + sum(other > top for other in low) for top in high]
+
+
+def plus_minus_cell(m: ModelRow) -> str:
+    """The interval as LMArena writes it, relative to the Elo: "+12/-9"; an open end
+    (a perfect record) is infinite: "+∞/-15"."""
+    if not m.elo_ci:
+        return "-"
+    low, high = m.elo_ci
+    up = "+∞" if high is None else f"+{high - m.elo:.0f}"
+    down = "-∞" if low is None else f"-{m.elo - low:.0f}"
+    return f"{up}/{down}"
+
+
+def battle_row(m: ModelRow, rank_ub: int | None, styled: bool, name: str) -> list[str]:
+    """A model's cells in LMArena's layout: Rank (UB) (the rank without intervals),
+    `name`, Elo, the interval as +u/-l, votes, and with style control the uncontrolled
+    Elo, the uncontrolled rank and the places gained once style is held equal."""
+    cells = [str(m.rank if rank_ub is None else rank_ub), name, f"{m.elo:.0f}"]
+    cells += [plus_minus_cell(m), f"{m.verdicts_as_evaluee:g}"]
+    if styled:
+        unranked = "-" if m.rank_change is None else str(m.rank + m.rank_change)
+        cells += [fmt(m.elo_uncontrolled), unranked, _rank_change(m)]
+    return cells
+
+
 def uncontrolled_cells(m: ModelRow) -> list[str]:
     return [fmt(m.elo_uncontrolled), _rank_change(m)]
 
@@ -157,11 +210,16 @@ def intervals_note(record: RankingRecord) -> str | None:
     if method is None:
         return None
     ci = f"{100 * record.settings.ci:g}%"
+    above = (
+        f"above: the models it is above with family-wise {ci} confidence, all such "
+        f"statements holding at once (simultaneous {method} intervals on every pairwise "
+        "Elo difference)"
+    )
+    if is_battles(record):  # LMArena's layout has Rank (UB) instead of the rank interval
+        return above
     return (
         f"rank {ci}: a marginal interval, the percentiles of the model's rank over the "
-        f"bootstrap draws (each holds its own model's rank); above: the models it is above "
-        f"with family-wise {ci} confidence, all such statements holding at once "
-        f"(simultaneous {method} intervals on every pairwise Elo difference)"
+        f"bootstrap draws (each holds its own model's rank); {above}"
     )
 
 
