@@ -7,7 +7,9 @@ scenarios (the cluster bootstrap eigenjury runs) and once resampling verdict row
 replies). Scenario noise draws each reply's quality per scenario, so the verdicts of
 one scenario are correlated; at 0 they are independent given the design. The scenario
 draws also give a BCa interval (stats.bootstrap.bca_interval, its acceleration from a
-group jackknife of the same statistic, taken through the `map_rounds` hook).
+group jackknife of the same statistic, taken through the `map_rounds` hook). The
+sandwich interval (`interval="sandwich"`: the cluster-robust covariance of one fit,
+clustered by scenario, as many draws from it as rounds) needs no refit.
 
 The truth is what the fit converges to: under scenario noise the verdict probabilities
 average over the noise and the ratings shrink towards 1500, so each (models, noise)
@@ -57,7 +59,12 @@ SETTINGS = [  # (models, scenarios, scenario noise)
     (8, 3000, 1.0),
 ]
 QUICK_SETTINGS = [(8, 300, 0.0), (8, 300, 1.0)]
-INTERVALS = ("scenarios, percentile", "scenarios, BCa", "rows, percentile")
+INTERVALS = (
+    "scenarios, percentile",
+    "scenarios, BCa",
+    "scenarios, sandwich",
+    "rows, percentile",
+)
 POPULATION_SEED = 11
 TRUTH_SCENARIOS = 200_000
 
@@ -103,12 +110,15 @@ def one_dataset(
     jackknife = JackknifeToo()
     scenarios = PeerRanking(bootstrap=rounds, restarts=2, seed=k, map_rounds=jackknife)
     rows = PeerRanking(bootstrap=rounds, restarts=2, seed=k, n_jobs=1)
+    sandwich = PeerRanking(bootstrap=rounds, restarts=2, seed=k, interval="sandwich")
     scenarios.fit(verdicts)
     rows.fit(rows_as_scenarios(verdicts))
+    sandwich.fit(verdicts)
     draws = scenarios.bootstrap_["elo"]
     intervals = [
         percentile_interval(draws),
         bca_interval(draws, scenarios.elo_, jackknife.jackknife["elo"]),
+        (sandwich.elo_ci_[:, 0], sandwich.elo_ci_[:, 1]),
         percentile_interval(rows.bootstrap_["elo"]),
     ]
     out = {}

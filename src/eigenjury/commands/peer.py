@@ -249,7 +249,7 @@ def declare_fit(commands: Any) -> None:
     add_ci_option(fit)
     fit.add_argument(
         "--interval",
-        choices=("percentile", "bca"),
+        choices=("percentile", "bca", "sandwich"),
         help="bootstrap intervals: percentile (default), or bias-corrected and accelerated "
         "(from 100 rounds and 20 scenarios; corrects a bias the draws repeat, which they "
         "do where the model fits the verdicts, and adds noise where it does not)",

@@ -55,7 +55,8 @@ class FitSettings(BaseModel):
     prior on the judges' scores, "none" for maximum likelihood, unset for the
     estimator's. `external_weight`: weights of external judges in the pre-trust.
     `exclude_judges`: judges whose verdicts are left out (they stay evaluees).
-    `interval`: the bootstrap intervals, "percentile" or "bca" (PeerRanking's `interval`).
+    `interval`: the intervals, "percentile" or "bca" from the bootstrap, or "sandwich"
+    (PeerRanking's `interval`).
     `jobs`: processes for the bootstrap (unset: all cores). `cv`: scenario folds for a
     held-out log-likelihood (0: none)."""
 
@@ -64,7 +65,7 @@ class FitSettings(BaseModel):
     dim: int = Field(2, ge=1)
     bootstrap: int = Field(200, ge=0)
     ci: float = Field(0.95, gt=0.0, lt=1.0)
-    interval: Literal["percentile", "bca"] = "percentile"
+    interval: Literal["percentile", "bca", "sandwich"] = "percentile"
     seed: Seed = 0
     exclude_self: bool = False
     exclude_judges: list[str] | None = None

@@ -38,6 +38,7 @@ shrink with the data: its pull is that of a few verdicts, what it should be.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -466,14 +467,13 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
     u_i . v_j (in the loss and the prior), the prior's own curvature and the L2 terms.
     """
     counts = problem.counts
-    assert counts.style is not None
     pairs = counts.pairs
     group, groups = pairs.group, pairs.layout
     size = groups.n_cells
     p = problem.unpack(x)
     scores = p.lenses @ p.dispositions.T
     offset, log_tie, coef = _group_variables(p, scores, groups, problem)
-    z = counts.style
+    z = np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
     n_style = z.shape[1]
     terms = np.einsum("cf,cf->c", z, coef[group]) if problem.per_judge_style else z @ p.style
     nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(
@@ -525,6 +525,41 @@ def _group_style_gradient(g_coef: FloatArray, groups: VerdictCounts, per_judge: 
     )
 
 
+def group_jacobian(
+    p: BTDParams, groups: VerdictCounts, per_judge_style: bool
+) -> tuple[IntArray, FloatArray]:
+    """Per (judge, pair) group, the parameters its offset a, tie logit and style
+    coefficients b depend on (`where`, groups x width, indices into the packed
+    parameters) and the derivatives of (a, log_tie, b) by them (groups x (2 +
+    features) x width): the Jacobian, sparse by group."""
+    m, d = groups.n_models, p.lenses.shape[1]
+    md = m * d
+    n_style = p.style.shape[-1] if p.style.size else 0
+    judge, first, second = groups.judge, groups.first, groups.second
+    width = 3 * d + 3 + n_style
+    where = np.empty((groups.n_cells, width), dtype=np.int64)
+    where[:, :d] = judge[:, None] * d + np.arange(d)
+    where[:, d : 2 * d] = md + first[:, None] * d + np.arange(d)
+    where[:, 2 * d : 3 * d] = md + second[:, None] * d + np.arange(d)
+    where[:, 3 * d] = 2 * md + m + judge  # position bias
+    where[:, 3 * d + 1] = 2 * md + 2 * m + judge  # self-preference
+    where[:, 3 * d + 2] = 2 * md + judge  # log tie
+    base = 2 * md + 3 * m
+    styles = np.arange(n_style)
+    where[:, 3 * d + 3 :] = (
+        base + judge[:, None] * n_style + styles if per_judge_style else base + styles
+    )
+    jacobian = np.zeros((groups.n_cells, 2 + n_style, width))
+    jacobian[:, 0, :d] = p.dispositions[first] - p.dispositions[second]
+    jacobian[:, 0, d : 2 * d] = p.lenses[judge]
+    jacobian[:, 0, 2 * d : 3 * d] = -p.lenses[judge]
+    jacobian[:, 0, 3 * d] = 1.0
+    jacobian[:, 0, 3 * d + 1] = groups.self_side
+    jacobian[:, 1, 3 * d + 2] = 1.0
+    jacobian[:, 2:, 3 * d + 3 :] = np.eye(n_style)
+    return where, jacobian
+
+
 def _hessian(
     problem: _Problem,
     p: BTDParams,
@@ -538,31 +573,9 @@ def _hessian(
     (semi-definite) and the second-order terms of the scores' bilinear map."""
     m, d = groups.n_models, problem.dim
     md = m * d
-    n_style = block.shape[1] - 2
     size = 2 * md + 3 * m + p.style.size
-    judge, first, second = groups.judge, groups.first, groups.second
-    # each group's Jacobian of (a, log_tie, b) over the parameters it touches
-    width = 3 * d + 3 + n_style
-    where = np.empty((groups.n_cells, width), dtype=np.int64)
-    where[:, :d] = judge[:, None] * d + np.arange(d)
-    where[:, d : 2 * d] = md + first[:, None] * d + np.arange(d)
-    where[:, 2 * d : 3 * d] = md + second[:, None] * d + np.arange(d)
-    where[:, 3 * d] = 2 * md + m + judge  # position bias
-    where[:, 3 * d + 1] = 2 * md + 2 * m + judge  # self-preference
-    where[:, 3 * d + 2] = 2 * md + judge  # log tie
     base = 2 * md + 3 * m
-    styles = np.arange(n_style)
-    where[:, 3 * d + 3 :] = (
-        base + judge[:, None] * n_style + styles if problem.per_judge_style else base + styles
-    )
-    jacobian = np.zeros((groups.n_cells, 2 + n_style, width))
-    jacobian[:, 0, :d] = p.dispositions[first] - p.dispositions[second]
-    jacobian[:, 0, d : 2 * d] = p.lenses[judge]
-    jacobian[:, 0, 2 * d : 3 * d] = -p.lenses[judge]
-    jacobian[:, 0, 3 * d] = 1.0
-    jacobian[:, 0, 3 * d + 1] = groups.self_side
-    jacobian[:, 1, 3 * d + 2] = 1.0
-    jacobian[:, 2:, 3 * d + 3 :] = np.eye(n_style)
+    where, jacobian = group_jacobian(p, groups, problem.per_judge_style)
     local = np.transpose(jacobian, (0, 2, 1)) @ (block @ jacobian)
     flat = where[:, :, None] * size + where[:, None, :]
     hessian = tally(flat.ravel(), local.ravel(), size * size).reshape(size, size)
@@ -802,7 +815,10 @@ class LowRankBTD:
     whose cells are far fewer),
     ``n_agreeing_starts_`` (starts that reached the best optimum),
     ``n_verdicts_``, ``n_cells_``, ``params_``, ``style_coef_`` (per feature, or judges x
-    features; empty without style features). Lenses and dispositions are reported in
+    features; empty without style features), ``explored_start_`` (the best start,
+    explored on the model without style, that the fit was polished from; None for a
+    warm start: a fit of the same counts without style from it equals
+    ``fit(counts.without_style())``, restarts and all). Lenses and dispositions are reported in
     the canonical gauge of :func:`canonical_gauge`.
     """
 
@@ -859,6 +875,7 @@ class LowRankBTD:
                 best = self._solve(counts, init.with_style(fixed.start(init.style)), self.tol)
                 explored = [best]
                 n_iter = best.n_iter
+                self.explored_start_: BTDParams | None = None
             else:
                 # style splits cells by battle: starts are told apart on the model
                 # without it, whose cells are few, and the best is polished with it
@@ -870,7 +887,8 @@ class LowRankBTD:
                 starts = [s.with_style(empty) for s in starts]
                 explored = [self._solve(plain, s, max(_EXPLORE_TOL, self.tol)) for s in starts]
                 leader = min(explored, key=lambda s: s.objective)
-                start = canonical_gauge(leader.params).with_style(fixed.start(np.zeros(shape)))
+                self.explored_start_ = canonical_gauge(leader.params)
+                start = self.explored_start_.with_style(fixed.start(np.zeros(shape)))
                 best = self._solve(counts, start, self.tol)
                 n_iter = leader.n_iter + best.n_iter
         losses = np.array([s.loss for s in explored])
@@ -986,6 +1004,19 @@ class LowRankBTD:
             message,
             grad_norm,
         )
+
+    def with_params(self, params: BTDParams, self_bias_upper: FloatArray) -> LowRankBTD:
+        """This fitted model at other parameters (a draw from its sandwich covariance,
+        stats.sandwich): the fitted attributes that follow from them, the fit's own
+        diagnostics (convergence, log-likelihood) kept."""
+        out = copy.copy(self)
+        out.params_ = params
+        out.lenses_, out.dispositions_ = params.lenses, params.dispositions
+        out.tie_propensity_ = np.exp(params.log_tie)
+        out.position_bias_, out.self_bias_ = params.position_bias, params.self_bias
+        out.self_bias_upper_ = self_bias_upper
+        out.style_coef_ = params.style
+        return out
 
     def scores(self) -> FloatArray:
         """s_ij = u_i . v_j for every judge i and evaluee j."""

@@ -36,6 +36,7 @@ from eigenjury.stats.eigentrust import damping_for, own_scores, panel_trust, tru
 from eigenjury.stats.elo import elo_difference_intervals, rank_intervals, ranks, to_elo
 from eigenjury.stats.favour import favours, rings
 from eigenjury.stats.informative import JudgeSignal, judge_signals
+from eigenjury.stats.sandwich import sandwich_draws
 from eigenjury.stats.separation import (
     judge_separations,
     pooled_separation,
@@ -133,9 +134,14 @@ class _ConsensusStatistic:
             "matrix": matrix,
         }
 
-    def __call__(self, counts: VerdictCounts) -> dict[str, FloatArray]:
-        out = self.summarise(self.fit(counts))
+    def round_summary(self, model: LowRankBTD) -> dict[str, FloatArray]:
+        """What a bootstrap round (or a sandwich draw) keeps of a fit."""
+        out = self.summarise(model)
         del out["matrix"]
+        return out
+
+    def __call__(self, counts: VerdictCounts) -> dict[str, FloatArray]:
+        out = self.round_summary(self.fit(counts))
         # a model with none of its verdicts drawn in a round is fitted from the prior there
         out["judge_verdicts"] = counts.judge_totals()
         out["evaluee_verdicts"] = counts.evaluee_totals()
@@ -151,8 +157,8 @@ SCORE_LIMIT = 30.0
 # BCa intervals need this many bootstrap rounds and scenarios (else percentile)
 BCA_ROUNDS = 100
 BCA_SCENARIOS = 20
-IntervalMethod = Literal["percentile", "bca"]
-INTERVAL_METHODS: tuple[IntervalMethod, ...] = ("percentile", "bca")
+IntervalMethod = Literal["percentile", "bca", "sandwich"]
+INTERVAL_METHODS: tuple[IntervalMethod, ...] = ("percentile", "bca", "sandwich")
 
 
 class SettingError(DataError):
@@ -221,7 +227,12 @@ class PeerRanking:
     anchor : "uniform" (uniform trust = anchor_value, the EigenBench convention),
         "mean" (ratings average anchor_value) or an evaluee's name fixed at anchor_value.
     bootstrap : cluster-bootstrap rounds over scenarios (0: point estimates only; else at
-        least :func:`~eigenjury.stats.bootstrap.min_rounds` of `ci`, 40 for 95%).
+        least :func:`~eigenjury.stats.bootstrap.min_rounds` of `ci`, 40 for 95%); with
+        ``interval="sandwich"``, draws from the sandwich covariance instead (no refits).
+    interval : "percentile" (default), "bca", or "sandwich": parameters drawn from the
+        cluster-robust covariance of the fit, clustered by scenario
+        (:mod:`~eigenjury.stats.sandwich`), each draw summarised as a round is: one fit
+        instead of one per round, right when the estimate is near normal.
     ci : interval coverage. seed : seeds the restarts and the bootstrap.
     n_jobs : processes for the bootstrap (None: every available core).
     map_rounds : run the bootstrap rounds elsewhere instead (e.g. Ray tasks).
@@ -268,8 +279,8 @@ class PeerRanking:
     without any), ``btd_``, ``trust_matrix_`` (``judges_`` x ``models_``), and with
     bootstrap ``trust_ci_``, ``elo_ci_`` (and every other parameter's interval below:
     percentile, or with ``interval="bca"`` bias-corrected and accelerated from a
-    20-group scenario jackknife where there are at least 100 rounds and 20 scenarios;
-    ``interval_method_`` says which), ``rank_ci_``
+    20-group scenario jackknife where there are at least 100 rounds and 20 scenarios,
+    or the percentiles of sandwich draws; ``interval_method_`` says which), ``rank_ci_``
     (marginal: percentiles of each
     model's rank over the draws, :func:`~eigenjury.stats.elo.rank_intervals`),
     ``elo_difference_ci_`` (``models_`` x ``models_`` x 2: simultaneous intervals on
@@ -360,7 +371,9 @@ class PeerRanking:
         if self.cv == 1:
             raise ValueError("cv=1 leaves no scenarios to hold out; use 0 (none) or at least 2")
         if self.interval not in INTERVAL_METHODS:
-            raise ValueError(f"interval must be 'percentile' or 'bca', got {self.interval!r}")
+            raise ValueError(
+                f"interval must be 'percentile', 'bca' or 'sandwich', got {self.interval!r}"
+            )
         if self.exclude_self:
             table = table.without_self_judgments()
         if self.exclude_judges:
@@ -440,7 +453,9 @@ class PeerRanking:
         self.rank_ = ranks(self.elo_)
         self.style_coef_ = self.btd_.style_coef_
         if style.names:
-            uncontrolled = statistic.summarise(statistic.fit(counts.without_style()))
+            # the restarts were explored on these very counts: polish their best
+            plain = replace(statistic, init=self.btd_.explored_start_)
+            uncontrolled = statistic.summarise(plain.fit(counts.without_style()))
             self.elo_uncontrolled_ = uncontrolled["elo"]
             self.rank_uncontrolled_ = ranks(self.elo_uncontrolled_)
             self.rank_change_ = self.rank_uncontrolled_ - self.rank_
@@ -460,14 +475,19 @@ class PeerRanking:
         return self
 
     def _bootstrap(self, data: ScenarioCounts, statistic: _ConsensusStatistic) -> None:
-        draws = cluster_bootstrap(
-            data,
-            statistic,
-            rounds=self.bootstrap,
-            seed=self.seed,
-            n_jobs=self.n_jobs,
-            map_rounds=self.map_rounds,
-        )
+        if self.interval == "sandwich":
+            draws = sandwich_draws(
+                self.btd_, data, statistic.round_summary, rounds=self.bootstrap, seed=self.seed
+            )
+        else:
+            draws = cluster_bootstrap(
+                data,
+                statistic,
+                rounds=self.bootstrap,
+                seed=self.seed,
+                n_jobs=self.n_jobs,
+                map_rounds=self.map_rounds,
+            )
         self.bootstrap_ = draws
         point = {
             "trust": self.trust_,
@@ -490,7 +510,13 @@ class PeerRanking:
             and data.n_scenarios >= BCA_SCENARIOS
         )
         jackknife = group_jackknife(data, statistic, seed=self.seed) if bca else None
-        self.interval_method_ = "percentile" if jackknife is None else "bca"
+        self.interval_method_ = (
+            "sandwich"
+            if self.interval == "sandwich"
+            else "percentile"
+            if jackknife is None
+            else "bca"
+        )
 
         def interval(key: str) -> FloatArray:
             if jackknife is None:

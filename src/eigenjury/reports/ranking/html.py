@@ -27,6 +27,7 @@ from eigenjury.reports.ranking.words import (
     first_replies,
     greenbeard_shifts,
     held_equal,
+    interval_source,
     intervals_note,
     is_styled,
     judge_name,
@@ -82,7 +83,7 @@ def render(record: RankingRecord, samples: Sequence[SampleJudgment] = ()) -> str
     held = f" {e(held_equal(record))};" if styled else ""
     out.append(
         f"<h2>Leaderboard</h2><p class=muted>Elo from EigenTrust over the low-rank "
-        f"BTD fit;{held} bars are {ci} scenario-bootstrap intervals. "
+        f"BTD fit;{held} bars are {ci} {e(interval_source(record))}. "
         f"{e(elo_rule(record))}.</p>"
     )
     if styled:

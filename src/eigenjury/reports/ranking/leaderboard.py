@@ -20,6 +20,7 @@ from eigenjury.reports.ranking.words import (
     battle_row,
     elo_rule,
     held_equal,
+    interval_source,
     intervals_note,
     is_battles,
     is_styled,
@@ -55,7 +56,7 @@ def _markdown(record: RankingRecord) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     notes = [
-        f"Elo {level}: scenario-bootstrap intervals ({record.settings.bootstrap} rounds)"
+        f"Elo {level}: {interval_source(record)}"
         if record.settings.bootstrap
         else "no intervals: fitted without bootstrap",
         intervals_note(record),

@@ -27,6 +27,7 @@ from eigenjury.reports.ranking.words import (
     first_replies,
     greenbeard_shifts,
     held_equal,
+    interval_source,
     intervals_note,
     is_battles,
     is_styled,
@@ -133,7 +134,7 @@ def print_summary(console: Console, record: RankingRecord) -> None:
         f"scenarios; d={fit.dim}; log-lik/verdict {fit.loglik_per_verdict:.4f}; "
         f"{fit.iterations} iterations, {status}; "
         f"{fit.fit_seconds:.2f}s fit"
-        + (f", {boot} scenario-bootstrap rounds in {fit.bootstrap_seconds:.2f}s" if boot else ""),
+        + (f", {interval_source(record)} in {fit.bootstrap_seconds:.2f}s" if boot else ""),
         highlight=False,
     )
     heldout = fit.heldout_loglik_per_verdict

@@ -133,6 +133,15 @@ def leaderboard_row(m: ModelRow, styled: bool, name: str) -> list[str]:
     ]
 
 
+def interval_source(record: RankingRecord) -> str:
+    """Where the intervals come from, in the tables' words: the scenario bootstrap's
+    refits, or draws from the sandwich covariance of one fit."""
+    rounds = record.settings.bootstrap
+    if record.settings.interval == "sandwich":
+        return f"sandwich intervals (cluster-robust by scenario, {rounds} draws, no refits)"
+    return f"scenario-bootstrap intervals ({rounds} rounds)"
+
+
 def is_battles(record: RankingRecord) -> bool:
     """Whether the verdicts are battles (arena votes, a panel's): no evaluee judges,
     so the leaderboard follows LMArena's conventions (`battle_row`)."""

@@ -1,0 +1,194 @@
+"""Cluster-robust (sandwich) covariance of the low-rank BTD fit, and draws from it.
+
+A bootstrap round refits the model; the sandwich needs the fit once. Near the optimum
+the estimate moves as H^-1 s, with H the Hessian of the objective and s the sum of the
+scenarios' scores (gradients of their log-likelihood), so its covariance is
+
+    V = H^-1 B H^-1,   B = G / (G - 1) sum_c (s_c - mean s)(s_c - mean s)^T
+
+over the G clusters (scenarios, questions): verdicts within a scenario may be as
+correlated as they like, as with the scenario bootstrap. Lenses and dispositions are
+identified only up to their gauge (stats.btd._off_gauge), which leaves every score
+unchanged: V lives on the directions across it, and on the parameters the fit does
+not hold fixed or at a bound.
+
+Elo is trust through EigenTrust, a non-linear map; rather than a first-order delta
+method for every quantity (Elo, ranks, pairwise differences), the fit's parameters are
+drawn from N(estimate, V) and each draw is summarised as a bootstrap round is, so the
+same interval code serves both (Krinsky and Robb's simulation). The intervals are then
+Wald intervals carried through the map: right when the estimate is near normal (many
+scenarios); the bootstrap remains the choice for small studies (BENCHMARKS.md 22).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+
+from eigenjury.stats.btd import (
+    BTDParams,
+    LowRankBTD,
+    _expand,
+    _off_gauge,
+    _Problem,
+    davidson_curvature,
+    first_offset,
+    group_jacobian,
+)
+from eigenjury.stats.verdicts import DataError, FloatArray, ScenarioCounts, VerdictCounts
+
+BoolArray = NDArray[np.bool_]
+
+Summary = Callable[[LowRankBTD], dict[str, FloatArray]]
+
+
+@dataclass(frozen=True)
+class ClusterCovariance:
+    """The sandwich covariance on `basis` (parameters x directions: orthonormal, across
+    the gauge, over the parameters free at the optimum): `covariance` (directions
+    squared). `clusters`: how many clusters (scenarios) had verdicts."""
+
+    basis: FloatArray
+    covariance: FloatArray
+    clusters: int
+
+    def draw(self, params: BTDParams, rounds: int, seed: int | None) -> list[BTDParams]:
+        """`rounds` parameter sets drawn from N(params, V)."""
+        values, vectors = np.linalg.eigh(self.covariance)
+        root = vectors * np.sqrt(np.maximum(values, 0.0))
+        rng = np.random.default_rng(seed)
+        steps = rng.standard_normal((rounds, len(values))) @ root.T @ self.basis.T
+        centre = params.pack()
+        shape = params.style.shape
+        m, d = params.lenses.shape
+        return [BTDParams.unpack(centre + step, m, d, shape) for step in steps]
+
+
+def cluster_covariance(model: LowRankBTD, data: ScenarioCounts) -> ClusterCovariance:
+    """The sandwich covariance of `model`, fitted to `data.counts()`, clustered by the
+    scenarios of `data`. A DataError where the Hessian is not positive definite across
+    the gauge (no prior and a perfect record: the estimate is not at a proper optimum,
+    and only the bootstrap can say how far it may move)."""
+    counts = data.counts()
+    params = model.params_
+    problem = _Problem(
+        counts, model.dim, model.l2, model.position_bias, model.style_per_judge, model.prior
+    )
+    x = params.pack()
+    expansion = _expand(problem, x)
+    hessian = (expansion.outer + expansion.bilinear) * counts.total
+    _, bounds = model._start_and_bounds(counts, params)  # the fit's own bounds
+    lower = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
+    upper = np.array([np.inf if b[1] is None else b[1] for b in bounds])
+    free = (lower < upper) & (x > lower) & (x < upper) & _identified(params, counts, model)
+    scores, clusters = _cluster_scores(problem, params, data)
+    # directions across the gauge among the free parameters
+    gauge = _off_gauge(params, model.dim)[free]
+    across, _ = np.linalg.qr(np.c_[gauge, np.eye(int(free.sum()))])
+    across = across[:, gauge.shape[1] :]
+    basis = np.zeros((x.size, across.shape[1]))
+    basis[free] = across
+    inner = basis.T @ hessian @ basis
+    inner = 0.5 * (inner + inner.T)
+    values = np.linalg.eigvalsh(inner)
+    if values[0] <= 1e-10 * max(values[-1], 1e-300):
+        raise DataError(
+            "sandwich intervals need a fit at a proper optimum, and this one is flat in "
+            "some direction (a model or judge the verdicts cannot place, as with a perfect "
+            "record and no prior): use the bootstrap (--interval percentile)"
+        )
+    meat = np.asarray((scores @ basis).T @ (scores @ basis))
+    mean = np.asarray(scores.sum(axis=0)).ravel() @ basis / clusters
+    meat = (meat - clusters * np.outer(mean, mean)) * clusters / max(clusters - 1, 1)
+    bread = np.linalg.inv(inner)
+    return ClusterCovariance(basis, bread @ meat @ bread, clusters)
+
+
+def _identified(params: BTDParams, counts: VerdictCounts, model: LowRankBTD) -> BoolArray:
+    """The parameters some verdict bears on: lenses, tie and position terms of the
+    judges that judged, dispositions of the models shown, self-preference of judges
+    that judged themselves, the style coefficients (of judges that judged). The rest
+    (a lens of a model that never judges, the disposition of an external judge) only
+    the L2 term holds; no interval is about them."""
+    m, d = params.lenses.shape
+    judged = np.zeros(m, dtype=bool)
+    judged[counts.judges_present] = True
+    shown = np.zeros(m, dtype=bool)
+    shown[counts.shown] = True
+    own = np.zeros(m, dtype=bool)
+    own[counts.judge[counts.self_side != 0]] = True
+    style = (
+        np.repeat(judged, params.style.shape[-1])
+        if model.style_per_judge and params.style.size
+        else np.ones(params.style.size, dtype=bool)
+    )
+    return np.concatenate([np.repeat(judged, d), np.repeat(shown, d), judged, judged, own, style])
+
+
+def _cluster_scores(
+    problem: _Problem, params: BTDParams, data: ScenarioCounts
+) -> tuple[sparse.csr_array, int]:
+    """Per cluster, the gradient of its verdicts' log-likelihood by every parameter
+    (clusters x parameters, sparse: a verdict touches its judge's lens, the two
+    dispositions, the judge's tie, position and self terms, and the style
+    coefficients), and how many clusters have verdicts."""
+    counts = problem.counts
+    pairs = counts.pairs
+    groups = pairs.layout
+    scores = params.lenses @ params.dispositions.T
+    offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
+    offset += first_offset(params, groups, problem.position_bias)
+    z = np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
+    coef = (
+        params.style[groups.judge]
+        if problem.per_judge_style
+        else np.broadcast_to(params.style, (groups.n_cells, z.shape[1]))
+    )
+    cell, verdict = np.divmod(data.entry_slot, 3)
+    group = pairs.group[cell]
+    n = np.zeros((len(cell), 3))
+    n[np.arange(len(cell)), verdict] = data.entry_weight
+    terms = np.einsum("ef,ef->e", z[cell], coef[group])
+    _, g_offset, g_tie, *_ = davidson_curvature(
+        offset[group] + terms, params.log_tie[groups.judge][group], n
+    )
+    # gradient of the log-likelihood: minus that of the negative log-likelihood
+    local = -np.column_stack([g_offset, g_tie, g_offset[:, None] * z[cell]])
+    where, jacobian = group_jacobian(params, groups, problem.per_judge_style)
+    values = np.einsum("ek,ekw->ew", local, jacobian[group])
+    rows = np.repeat(data.entry_scenario, where.shape[1])
+    matrix = sparse.csr_array(
+        (values.ravel(), (rows, where[group].ravel())),
+        shape=(data.n_scenarios, params.pack().size),
+    )
+    clusters = int(np.unique(data.entry_scenario).size)
+    return matrix, clusters
+
+
+def sandwich_draws(
+    model: LowRankBTD,
+    data: ScenarioCounts,
+    summarise: Summary,
+    *,
+    rounds: int,
+    seed: int | None,
+) -> dict[str, FloatArray]:
+    """`rounds` draws of the fit's parameters from N(estimate, sandwich covariance),
+    each summarised by `summarise` as a bootstrap round's refit is (arrays stacked on
+    axis 0). A judge's self-preference bound moves with its estimate."""
+    covariance = cluster_covariance(model, data)
+    counts = data.counts()
+    results = []
+    for params in covariance.draw(model.params_, rounds, seed):
+        drawn = model.with_params(
+            params, model.self_bias_upper_ + (params.self_bias - model.params_.self_bias)
+        )
+        out = summarise(drawn)
+        out["judge_verdicts"] = counts.judge_totals()
+        out["evaluee_verdicts"] = counts.evaluee_totals()
+        results.append(out)
+    return {key: np.stack([r[key] for r in results]) for key in results[0]}
