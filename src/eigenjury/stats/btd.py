@@ -679,6 +679,19 @@ def _definite(
     return values, vectors
 
 
+# The pair solver's Hessian is dense: its eigen-decomposition costs parameters cubed,
+# so beyond this many parameters L-BFGS-B alone polishes.
+_NEWTON_PARAMS = 2000
+
+
+def _newton_pays(counts: VerdictCounts, n_params: int) -> bool:
+    """Whether the pair solver beats L-BFGS-B on these counts: cells that style splits
+    (a pass costs what an L-BFGS evaluation does, and it needs a few instead of dozens),
+    and a Hessian small enough to decompose."""
+    split = counts.style is not None and counts.pairs.layout.n_cells < counts.n_cells
+    return split and n_params <= _NEWTON_PARAMS
+
+
 def _pair_solve(
     problem: _Problem, x: FloatArray, limits: tuple[FloatArray, FloatArray], tol: float
 ) -> tuple[_Expansion, int]:
@@ -797,8 +810,8 @@ class LowRankBTD:
     solver : "auto": with style features, whose cells are one per style difference,
         damped Newton steps over the (judge, pair) groups (exact Hessian from one pass
         over the cells), then L-BFGS-B if they stop short; L-BFGS-B on the cells
-        otherwise. "lbfgs": L-BFGS-B on the cells always (the two reach the same
-        optimum; BENCHMARKS.md section 22 times them).
+        otherwise, and beyond 2,000 parameters. "lbfgs": L-BFGS-B on the cells always
+        (the two reach the same optimum; BENCHMARKS.md section 22 times them).
     restarts : seeded starts; the problem is non-convex, the best objective wins.
     tol : gradient tolerance (projected, per verdict) of the optimiser.
     max_iter : iteration cap per start.
@@ -939,8 +952,7 @@ class LowRankBTD:
         x0, bounds = self._start_and_bounds(counts, start)
         limits = _limits(bounds)
         n_iter = 0
-        split = counts.style is not None and counts.pairs.layout.n_cells < counts.n_cells
-        if self.solver == "auto" and split:
+        if self.solver == "auto" and _newton_pays(counts, x0.size):
             reached, n_iter = _pair_solve(problem, x0, limits, tol)
             x0 = reached.x
             solution = self._solution(

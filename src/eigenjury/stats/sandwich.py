@@ -101,9 +101,10 @@ def cluster_covariance(model: LowRankBTD, data: ScenarioCounts) -> ClusterCovari
             "some direction (a model or judge the verdicts cannot place, as with a perfect "
             "record and no prior): use the bootstrap (--interval percentile)"
         )
-    meat = np.asarray((scores @ basis).T @ (scores @ basis))
-    mean = np.asarray(scores.sum(axis=0)).ravel() @ basis / clusters
-    meat = (meat - clusters * np.outer(mean, mean)) * clusters / max(clusters - 1, 1)
+    # sum_c (s_c - mean)(s_c - mean)^T = S^T S - G mean mean^T, S sparse by cluster
+    mean = np.asarray(scores.sum(axis=0)).ravel() / clusters
+    spread = (scores.T @ scores).toarray() - clusters * np.outer(mean, mean)
+    meat = basis.T @ spread @ basis * (clusters / max(clusters - 1, 1))
     bread = np.linalg.inv(inner)
     return ClusterCovariance(basis, bread @ meat @ bread, clusters)
 
@@ -182,13 +183,14 @@ def sandwich_draws(
     axis 0). A judge's self-preference bound moves with its estimate."""
     covariance = cluster_covariance(model, data)
     counts = data.counts()
+    judge_verdicts, evaluee_verdicts = counts.judge_totals(), counts.evaluee_totals()
     results = []
     for params in covariance.draw(model.params_, rounds, seed):
         drawn = model.with_params(
             params, model.self_bias_upper_ + (params.self_bias - model.params_.self_bias)
         )
         out = summarise(drawn)
-        out["judge_verdicts"] = counts.judge_totals()
-        out["evaluee_verdicts"] = counts.evaluee_totals()
+        out["judge_verdicts"] = judge_verdicts
+        out["evaluee_verdicts"] = evaluee_verdicts
         results.append(out)
     return {key: np.stack([r[key] for r in results]) for key in results[0]}
