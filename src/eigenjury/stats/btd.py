@@ -560,6 +560,16 @@ def group_jacobian(
     return where, jacobian
 
 
+def through_jacobian(
+    where: IntArray, jacobian: FloatArray, block: FloatArray, size: int
+) -> FloatArray:
+    """sum_g J_g^T block_g J_g as a size x size matrix: per-group blocks over (a,
+    log_tie, b) carried to the parameters (group_jacobian gives `where`, `jacobian`)."""
+    local = np.transpose(jacobian, (0, 2, 1)) @ (block @ jacobian)
+    flat = where[:, :, None] * size + where[:, None, :]
+    return tally(flat.ravel(), local.ravel(), size * size).reshape(size, size)
+
+
 def _hessian(
     problem: _Problem,
     p: BTDParams,
@@ -576,9 +586,7 @@ def _hessian(
     size = 2 * md + 3 * m + p.style.size
     base = 2 * md + 3 * m
     where, jacobian = group_jacobian(p, groups, problem.per_judge_style)
-    local = np.transpose(jacobian, (0, 2, 1)) @ (block @ jacobian)
-    flat = where[:, :, None] * size + where[:, None, :]
-    hessian = tally(flat.ravel(), local.ravel(), size * size).reshape(size, size)
+    hessian = through_jacobian(where, jacobian, block, size)
     # second-order terms of a = u_i . (v_j - v_k) and of the prior's scores
     bend = tally(groups.judge_first, g_offset, m * m) - tally(groups.judge_second, g_offset, m * m)
     bend = bend.reshape(m, m)
@@ -699,7 +707,8 @@ def _pair_solve(
     style difference (28,000 for 2,400 peer scenarios, a million on arena battles) but
     few (judge, pair) groups, so one pass over the cells gives the whole second-order
     model, and a handful of steps reach the tolerance L-BFGS needed 50-100 passes for.
-    Each step solves (H + mu I) step = -g over the free parameters off the gauge; mu
+    Each step solves (H + mu I) step = -g over the free parameters off the gauge (H
+    exact where it is definite, else its Gauss-Newton part); mu
     (relative to H's largest curvature) grows tenfold when a step keeps less than a
     quarter of the decrease it promised and shrinks tenfold when it keeps three
     quarters, and a step is capped in length (`_REACH`). Returns the expansion at the

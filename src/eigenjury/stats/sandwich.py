@@ -38,8 +38,15 @@ from eigenjury.stats.btd import (
     davidson_curvature,
     first_offset,
     group_jacobian,
+    through_jacobian,
 )
-from eigenjury.stats.verdicts import DataError, FloatArray, ScenarioCounts, VerdictCounts
+from eigenjury.stats.verdicts import (
+    DataError,
+    FloatArray,
+    ScenarioCounts,
+    VerdictCounts,
+    tally,
+)
 
 BoolArray = NDArray[np.bool_]
 
@@ -85,7 +92,7 @@ def cluster_covariance(model: LowRankBTD, data: ScenarioCounts) -> ClusterCovari
     lower = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
     upper = np.array([np.inf if b[1] is None else b[1] for b in bounds])
     free = (lower < upper) & (x > lower) & (x < upper) & _identified(params, counts, model)
-    scores, clusters = _cluster_scores(problem, params, data)
+    gram, total, clusters = _cluster_scores(problem, params, data)
     # directions across the gauge among the free parameters
     gauge = _off_gauge(params, model.dim)[free]
     across, _ = np.linalg.qr(np.c_[gauge, np.eye(int(free.sum()))])
@@ -102,8 +109,8 @@ def cluster_covariance(model: LowRankBTD, data: ScenarioCounts) -> ClusterCovari
             "record and no prior): use the bootstrap (--interval percentile)"
         )
     # sum_c (s_c - mean)(s_c - mean)^T = S^T S - G mean mean^T, S sparse by cluster
-    mean = np.asarray(scores.sum(axis=0)).ravel() / clusters
-    spread = (scores.T @ scores).toarray() - clusters * np.outer(mean, mean)
+    mean = total / clusters
+    spread = gram - clusters * np.outer(mean, mean)
     meat = basis.T @ spread @ basis * (clusters / max(clusters - 1, 1))
     bread = np.linalg.inv(inner)
     return ClusterCovariance(basis, bread @ meat @ bread, clusters)
@@ -132,42 +139,68 @@ def _identified(params: BTDParams, counts: VerdictCounts, model: LowRankBTD) -> 
 
 def _cluster_scores(
     problem: _Problem, params: BTDParams, data: ScenarioCounts
-) -> tuple[sparse.csr_array, int]:
-    """Per cluster, the gradient of its verdicts' log-likelihood by every parameter
-    (clusters x parameters, sparse: a verdict touches its judge's lens, the two
-    dispositions, the judge's tie, position and self terms, and the style
-    coefficients), and how many clusters have verdicts."""
+) -> tuple[FloatArray, FloatArray, int]:
+    """sum_c s_c s_c^T and sum_c s_c over the clusters, s_c the gradient of cluster
+    c's log-likelihood by every parameter, and how many clusters have verdicts. A
+    verdict touches few parameters (its judge's lens, tie, position and self terms,
+    the two dispositions, the style coefficients): a cluster of one verdict (an arena
+    battle) adds its outer product, summed per (judge, pair) group and carried through
+    the group's Jacobian as the Hessian's blocks are; larger clusters (a peer
+    scenario) go through a sparse matrix by cluster."""
     counts = problem.counts
     pairs = counts.pairs
     groups = pairs.layout
+    size = params.pack().size
     scores = params.lenses @ params.dispositions.T
     offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
     offset += first_offset(params, groups, problem.position_bias)
     z = np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
-    coef = (
-        params.style[groups.judge]
-        if problem.per_judge_style
-        else np.broadcast_to(params.style, (groups.n_cells, z.shape[1]))
-    )
     cell, verdict = np.divmod(data.entry_slot, 3)
     group = pairs.group[cell]
     n = np.zeros((len(cell), 3))
     n[np.arange(len(cell)), verdict] = data.entry_weight
-    terms = np.einsum("ef,ef->e", z[cell], coef[group])
+    z_entry = z[cell]
+    if problem.per_judge_style:
+        terms = np.einsum("ef,ef->e", z_entry, params.style[groups.judge][group])
+    else:
+        terms = z_entry @ params.style
     _, g_offset, g_tie, *_ = davidson_curvature(
         offset[group] + terms, params.log_tie[groups.judge][group], n
     )
     # gradient of the log-likelihood: minus that of the negative log-likelihood
-    local = -np.column_stack([g_offset, g_tie, g_offset[:, None] * z[cell]])
+    local = -np.column_stack([g_offset, g_tie, g_offset[:, None] * z_entry])
+    k = local.shape[1]
     where, jacobian = group_jacobian(params, groups, problem.per_judge_style)
-    values = np.einsum("ek,ekw->ew", local, jacobian[group])
-    rows = np.repeat(data.entry_scenario, where.shape[1])
-    matrix = sparse.csr_array(
-        (values.ravel(), (rows, where[group].ravel())),
-        shape=(data.n_scenarios, params.pack().size),
-    )
-    clusters = int(np.unique(data.entry_scenario).size)
-    return matrix, clusters
+    per_cluster = np.bincount(data.entry_scenario, minlength=data.n_scenarios)
+    alone = per_cluster[data.entry_scenario] == 1
+    n_groups = groups.n_cells
+    # sum of the scores: per group, then through the Jacobian
+    summed = np.stack([tally(group, local[:, a], n_groups) for a in range(k)], axis=1)
+    total = np.zeros(size)
+    np.add.at(total, where, np.einsum("gk,gkw->gw", summed, jacobian))
+    gram = np.zeros((size, size))
+    if alone.any():
+        mine, own = group[alone], local[alone]
+        block = np.empty((n_groups, k, k))
+        for a in range(k):
+            for b in range(a, k):
+                block[:, a, b] = block[:, b, a] = tally(mine, own[:, a] * own[:, b], n_groups)
+        gram += through_jacobian(where, jacobian, block, size)
+    if not alone.all():
+        rest = ~alone
+        mine, own = group[rest], local[rest]
+        # the Jacobian's rows for the tie logit and the style coefficients are unit
+        # vectors (group_jacobian): only the offset's row differs by group
+        values = own[:, :1] * jacobian[mine, 0, :]
+        lead = where.shape[1] - 1 - z.shape[1]  # the tie logit's column
+        values[:, lead] += own[:, 1]
+        values[:, lead + 1 :] += own[:, 2:]
+        rows = np.repeat(data.entry_scenario[rest], where.shape[1])
+        matrix = sparse.csr_array(
+            (values.ravel(), (rows, where[mine].ravel())), shape=(data.n_scenarios, size)
+        )
+        gram += (matrix.T @ matrix).toarray()
+    return gram, total, int(np.count_nonzero(per_cluster))
 
 
 def sandwich_draws(
