@@ -91,6 +91,20 @@ _SELF_REACH = 4096.0
 _SELF_STEPS = 100
 
 
+def _normaliser(
+    x: FloatArray, log_tie: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """For the logits [log lambda, x, -x]: a = |x|, t = exp(-a), lambda, and the
+    normaliser over exp(a), 1 + t^2 + lambda t (one exp per cell, no overflow)."""
+    a = np.abs(x)
+    t = np.exp(-a)
+    lam = np.exp(log_tie)
+    denom = t + lam
+    denom *= t
+    denom += 1.0
+    return a, t, lam, denom
+
+
 def davidson_nll(
     s1: FloatArray, s2: FloatArray, log_tie: FloatArray, gamma: FloatArray, n: FloatArray
 ) -> tuple[float, FloatArray, FloatArray]:
@@ -111,12 +125,7 @@ def davidson_nll(
     x = s1 - s2
     x += gamma
     x *= 0.5
-    a = np.abs(x)
-    t = np.exp(-a)
-    lam = np.exp(log_tie)
-    denom = t + lam
-    denom *= t
-    denom += 1.0
+    a, t, lam, denom = _normaliser(x, log_tie)
     n_tie, n_first, n_second = n[:, TIE], n[:, FIRST], n[:, SECOND]
     total = n_tie + n_first
     total += n_second
@@ -145,12 +154,7 @@ def davidson_curvature(
     and covariance of the verdict's scores (first +1, second -1; tie) under the model,
     times the cell's count: the local model the pair solver fits on."""
     x = 0.5 * offset
-    a = np.abs(x)
-    t = np.exp(-a)
-    lam = np.exp(log_tie)
-    denom = t + lam
-    denom *= t
-    denom += 1.0
+    a, t, lam, denom = _normaliser(x, log_tie)
     favoured = 1.0 / denom
     p_tie = lam * t
     p_tie *= favoured
