@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,19 @@ def eigenjury_fit(path: Path, **settings: Any) -> tuple[float, PeerRanking]:
     verdicts = read_verdicts(path, features=FEATURES)
     ranking = PeerRanking(dim=1, position_bias=False, style=FEATURES, **settings).fit(verdicts)
     return time.perf_counter() - start, ranking
+
+
+def arena_rank_fit(
+    clock: CompileClock, dataset: Callable[[], Any], model: Callable[[int], Any]
+) -> tuple[float, dict[str, float]]:
+    """Seconds to build an arena-rank dataset from the file and fit `model` on it
+    (compilation included), and the ratings by name."""
+    start = time.perf_counter()
+    data = dataset()
+    fitted = model(len(data.competitors))
+    clock.arena_fit(fitted, data)
+    ratings = np.asarray(fitted.params["ratings"])
+    return time.perf_counter() - start, dict(zip(data.competitors, ratings, strict=True))
 
 
 def crowd_scores(ranking: PeerRanking) -> dict[str, float]:
@@ -90,31 +104,21 @@ def main() -> None:
             ):
                 took, runs[name] = eigenjury_fit(battles.path, **settings)
                 seconds.setdefault(name, []).append(took)
-            start = time.perf_counter()
-            data = ContextualPairDataset.from_pandas(
-                arena_frame(battles.path, same_features),
-                list(FEATURES),
-                reweighted=False,
-                normalize_features=False,
+            took, runs["arena-rank CBT"] = arena_rank_fit(
+                clock,
+                lambda: ContextualPairDataset.from_pandas(
+                    arena_frame(battles.path, same_features),
+                    list(FEATURES),
+                    reweighted=False,
+                    normalize_features=False,
+                ),
+                lambda n: ContextualBradleyTerry(n, len(FEATURES), reg=1e-8),
             )
-            model = ContextualBradleyTerry(len(data.competitors), len(FEATURES), reg=1e-8)
-            clock.arena_fit(model, data)
-            runs["arena-rank CBT"] = dict(
-                zip(data.competitors, np.asarray(model.params["ratings"]), strict=True)
+            seconds.setdefault("arena-rank ContextualBradleyTerry", []).append(took)
+            took, runs["arena-rank BT"] = arena_rank_fit(
+                clock, lambda: PairDataset.from_pandas(arena_frame(battles.path)), BradleyTerry
             )
-            seconds.setdefault("arena-rank ContextualBradleyTerry", []).append(
-                time.perf_counter() - start
-            )
-            start = time.perf_counter()
-            plain = PairDataset.from_pandas(arena_frame(battles.path))
-            bt = BradleyTerry(len(plain.competitors))
-            clock.arena_fit(bt, plain)
-            runs["arena-rank BT"] = dict(
-                zip(plain.competitors, np.asarray(bt.params["ratings"]), strict=True)
-            )
-            seconds.setdefault("arena-rank BradleyTerry (no style)", []).append(
-                time.perf_counter() - start
-            )
+            seconds.setdefault("arena-rank BradleyTerry (no style)", []).append(took)
             start = time.perf_counter()
             frame = pd.read_parquet(battles.path, columns=["model_a", "model_b", "winner"])
             winner = evalica.Winner

@@ -250,9 +250,10 @@ def declare_fit(commands: Any) -> None:
     fit.add_argument(
         "--interval",
         choices=("percentile", "bca", "sandwich"),
-        help="bootstrap intervals: percentile (default), or bias-corrected and accelerated "
-        "(from 100 rounds and 20 scenarios; corrects a bias the draws repeat, which they "
-        "do where the model fits the verdicts, and adds noise where it does not)",
+        help="intervals: percentile (default), or bias-corrected and accelerated (from 100 "
+        "rounds and 20 scenarios; corrects a bias the draws repeat, which they do where the "
+        "model fits the verdicts, and adds noise where it does not), or sandwich (the "
+        "cluster-robust covariance of the one fit, --bootstrap draws from it, no refits)",
     )
     fit.add_argument("--seed", type=seed)
     fit.add_argument(

@@ -417,12 +417,12 @@ class _Problem:
         shape = style_shape(self.counts, self.per_judge_style)
         return BTDParams.unpack(x, self.counts.n_models, self.dim, shape)
 
-    def objective(self, x: FloatArray, l2: float | None = None) -> tuple[float, FloatArray]:
+    def objective(self, x: FloatArray) -> tuple[float, FloatArray]:
         return btd_objective(
             x,
             self.counts,
             self.dim,
-            self.l2 if l2 is None else l2,
+            self.l2,
             self.position_bias,
             self.per_judge_style,
             self.prior,
@@ -446,19 +446,25 @@ class _Expansion:
         return float(np.max(np.abs(np.diag(self.outer)), initial=1e-300))
 
 
-def _group_variables(
-    p: BTDParams, scores: FloatArray, groups: VerdictCounts, problem: _Problem
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Per (judge, pair) group: the first slot's offset without style, the tie logit,
-    and the style coefficients that apply (groups x features)."""
+def _style_rows(counts: VerdictCounts) -> FloatArray:
+    """The cells' style differences (cells x features; no columns without style)."""
+    return np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
+
+
+def _row_offsets(
+    problem: _Problem, p: BTDParams, scores: FloatArray, group: IntArray, z: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Per row (a cell, or one verdict) of (judge, pair) group `group` with style
+    differences `z`: the first slot's offset (scores, position and self terms of its
+    group, plus its style terms) and its tie logit."""
+    groups = problem.counts.pairs.layout
     offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
     offset += first_offset(p, groups, problem.position_bias)
-    coef = (
-        p.style[groups.judge]
-        if problem.per_judge_style
-        else np.broadcast_to(p.style, (groups.n_cells, p.style.size))
-    )
-    return offset, p.log_tie[groups.judge], coef
+    if problem.per_judge_style:
+        terms = np.einsum("rf,rf->r", z, p.style[groups.judge][group])
+    else:
+        terms = z @ p.style
+    return offset[group] + terms, p.log_tie[groups.judge][group]
 
 
 def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
@@ -476,13 +482,10 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
     size = groups.n_cells
     p = problem.unpack(x)
     scores = p.lenses @ p.dispositions.T
-    offset, log_tie, coef = _group_variables(p, scores, groups, problem)
-    z = np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
+    z = _style_rows(counts)
     n_style = z.shape[1]
-    terms = np.einsum("cf,cf->c", z, coef[group]) if problem.per_judge_style else z @ p.style
-    nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(
-        offset[group] + terms, log_tie[group], counts.n
-    )
+    offset, log_tie = _row_offsets(problem, p, scores, group, z)
+    nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(offset, log_tie, counts.n)
     k = 2 + n_style
     # per group: slope (a, log tie, b); curvature (a a, tie tie, a tie, then per feature
     # a b, tie b, and b b' for each pair of features)
@@ -648,10 +651,10 @@ def _projected_norm(
 # at least this share of what the second-order model promised.
 _PAIR_STEPS = 50
 _ACCEPT = 1e-4
-_DAMPING = (1e-12, 1e-8, 1e4)
+_DAMPING = (1e-12, 1e-8, 1e4)  # floor, start, give up (relative to the Hessian)
 # The longest first step, in any one parameter (logits); a step that keeps its promise
 # lets the next reach four times as far, one that breaks it a quarter.
-_REACH = 1.0  # floor, start, give up (relative to the Hessian)
+_REACH = 1.0
 # Changes in the objective (per verdict) within this share of it are rounding.
 _ROUNDING = 1e-14
 

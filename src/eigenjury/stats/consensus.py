@@ -510,13 +510,10 @@ class PeerRanking:
             and data.n_scenarios >= BCA_SCENARIOS
         )
         jackknife = group_jackknife(data, statistic, seed=self.seed) if bca else None
-        self.interval_method_ = (
-            "sandwich"
-            if self.interval == "sandwich"
-            else "percentile"
-            if jackknife is None
-            else "bca"
-        )
+        if jackknife is not None:
+            self.interval_method_ = "bca"
+        else:  # BCa with too few rounds or scenarios falls back to percentile
+            self.interval_method_ = "sandwich" if self.interval == "sandwich" else "percentile"
 
         def interval(key: str) -> FloatArray:
             if jackknife is None:

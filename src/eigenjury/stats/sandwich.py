@@ -33,10 +33,12 @@ from eigenjury.stats.btd import (
     BTDParams,
     LowRankBTD,
     _expand,
+    _limits,
     _off_gauge,
     _Problem,
+    _row_offsets,
+    _style_rows,
     davidson_curvature,
-    first_offset,
     group_jacobian,
     through_jacobian,
 )
@@ -89,8 +91,7 @@ def cluster_covariance(model: LowRankBTD, data: ScenarioCounts) -> ClusterCovari
     expansion = _expand(problem, x)
     hessian = (expansion.outer + expansion.bilinear) * counts.total
     _, bounds = model._start_and_bounds(counts, params)  # the fit's own bounds
-    lower = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
-    upper = np.array([np.inf if b[1] is None else b[1] for b in bounds])
+    lower, upper = _limits(bounds)
     free = (lower < upper) & (x > lower) & (x < upper) & _identified(params, counts, model)
     gram, total, clusters = _cluster_scores(problem, params, data)
     # directions across the gauge among the free parameters
@@ -152,21 +153,14 @@ def _cluster_scores(
     groups = pairs.layout
     size = params.pack().size
     scores = params.lenses @ params.dispositions.T
-    offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
-    offset += first_offset(params, groups, problem.position_bias)
-    z = np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
+    z = _style_rows(counts)
     cell, verdict = np.divmod(data.entry_slot, 3)
     group = pairs.group[cell]
     n = np.zeros((len(cell), 3))
     n[np.arange(len(cell)), verdict] = data.entry_weight
     z_entry = z[cell]
-    if problem.per_judge_style:
-        terms = np.einsum("ef,ef->e", z_entry, params.style[groups.judge][group])
-    else:
-        terms = z_entry @ params.style
-    _, g_offset, g_tie, *_ = davidson_curvature(
-        offset[group] + terms, params.log_tie[groups.judge][group], n
-    )
+    offset, log_tie = _row_offsets(problem, params, scores, group, z_entry)
+    _, g_offset, g_tie, *_ = davidson_curvature(offset, log_tie, n)
     # gradient of the log-likelihood: minus that of the negative log-likelihood
     local = -np.column_stack([g_offset, g_tie, g_offset[:, None] * z_entry])
     k = local.shape[1]

@@ -12,7 +12,6 @@ from typing import Literal
 
 from eigenjury.peer.record import RankingRecord
 from eigenjury.reports.ranking.words import (
-    RANK_UB_NOTE,
     STYLE_ASSUMPTION_SHORT,
     UNCONTROLLED,
     above_rows,
@@ -25,6 +24,7 @@ from eigenjury.reports.ranking.words import (
     is_battles,
     is_styled,
     leaderboard_row,
+    rank_ub_note,
     upper_bound_ranks,
 )
 
@@ -61,7 +61,7 @@ def _markdown(record: RankingRecord) -> str:
         else "no intervals: fitted without bootstrap",
         intervals_note(record),
         elo_rule(record),
-        RANK_UB_NOTE if is_battles(record) and ranks and ranks[0] is not None else "",
+        rank_ub_note(record),
     ]
     if styled:
         notes += [

@@ -14,7 +14,6 @@ from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.agreement import print_agreement
 from eigenjury.reports.ranking.sentences import meaning
 from eigenjury.reports.ranking.words import (
-    RANK_UB_NOTE,
     SELF_PREFERENCE,
     STYLE_ASSUMPTION_SHORT,
     STYLE_COEFFICIENT,
@@ -34,6 +33,7 @@ from eigenjury.reports.ranking.words import (
     judge_name,
     leaderboard_row,
     position_bias_cell,
+    rank_ub_note,
     self_preference_cell,
     signal_cell,
     style_headers,
@@ -68,8 +68,9 @@ def print_summary(console: Console, record: RankingRecord) -> None:
     ]
     battles = is_battles(record)
     ranks = upper_bound_ranks(record.models)
-    if battles and ranks and ranks[0] is not None:
-        captions.append(RANK_UB_NOTE)
+    rank_ub = rank_ub_note(record)
+    if rank_ub:
+        captions.append(rank_ub)
     board = Table(
         title=escape(title),
         title_justify="left",

@@ -154,10 +154,14 @@ def battle_columns(level: str, styled: bool) -> list[str]:
     return columns + (["Elo uncontrolled", "rank uncontrolled", "change"] if styled else [])
 
 
-RANK_UB_NOTE = (
-    "Rank (UB): 1 + the number of models whose interval lies wholly above this one's "
-    "(LMArena's); CI as +above/-below the Elo"
-)
+def rank_ub_note(record: RankingRecord) -> str | None:
+    """What Rank (UB) and +u/-l mean, under a battle leaderboard with intervals."""
+    if not (is_battles(record) and record.models and record.models[0].elo_ci is not None):
+        return None
+    return (
+        "Rank (UB): 1 + the number of models whose interval lies wholly above this one's "
+        "(LMArena's); CI as +above/-below the Elo"
+    )
 
 
 def upper_bound_ranks(models: Sequence[ModelRow]) -> list[int | None]:
