@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from eigenjury.stats import PeerRanking, make_population, simulate_verdicts
+from eigenjury.stats.consensus import SettingError
 from eigenjury.stats.sandwich import cluster_covariance
 from eigenjury.stats.verdicts import FIRST, SECOND, DataError, VerdictTable
 
@@ -117,3 +118,17 @@ def test_a_flat_fit_is_refused_with_a_way_out() -> None:
     ranking.fit(perfect)
     with pytest.raises(DataError, match=r"use the bootstrap \(--interval percentile\)"):
         cluster_covariance(ranking.btd_, ranking._scenario_counts)
+
+
+def test_the_sandwich_is_refused_where_no_verdict_measures_a_peers_self_score() -> None:
+    """With exclude_self a peer's score of itself, which its trust uses, rests on the
+    low-rank structure alone, and the normal draws overstate its spread: refused with
+    the way out. Battles (every judge external) have no self-verdicts to drop."""
+    population = make_population(5, 1, seed=3)
+    table = simulate_verdicts(population, n_scenarios=100, seed=4)
+    settings = {"interval": "sandwich", "exclude_self": True, "bootstrap": 40}
+    with pytest.raises(SettingError, match=r"exclude_self.*--interval percentile") as caught:
+        PeerRanking(**settings).fit(table)  # type: ignore[arg-type]
+    assert caught.value.setting == "interval"
+    battles = PeerRanking(dim=1, n_jobs=1, **settings).fit(_battles(600, 7))  # type: ignore[arg-type]
+    assert battles.interval_method_ == "sandwich"

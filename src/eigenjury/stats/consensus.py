@@ -400,6 +400,17 @@ class PeerRanking:
         external = np.flatnonzero(design.external)
         self.models_ = tuple(self.judges_[i] for i in evaluees)
         peers = bool((counts.judge_totals()[evaluees] > 0).any())
+        if self.interval == "sandwich" and self.exclude_self and peers:
+            # Without their verdicts on themselves the peers' self-scores u_i . v_i rest
+            # on the low-rank structure and the prior alone; normal draws of lens and
+            # disposition move them 2-3x as far as refits do (docs/consensus.md).
+            raise SettingError(
+                "sandwich intervals cannot be trusted with exclude_self: no verdict then "
+                "measures a peer's score of itself, which its trust uses, and the normal "
+                "draws move it further than refits do (Elo intervals 2-3x the bootstrap's); "
+                "use the bootstrap (--interval percentile), or keep verdicts on oneself",
+                "interval",
+            )
         try:
             self.damping_ = damping_for(self.damping, external=external.size > 0, peers=peers)
         except ValueError as exc:
