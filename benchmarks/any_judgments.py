@@ -10,6 +10,12 @@ side and interleaved, on files written here:
 - parquet: 1e8 peer verdicts (20 models, 1e6 scenarios) as a Parquet dataset (one
   folder, 100 files). `eigenjury fit DIR --bootstrap 0`: wall time and the peak
   resident memory of the process. Target: under 4 GB.
+- arena-csv: the same battles as CSV with a question id per battle (1.67 M distinct
+  ids, 94 MB as LMArena's exports are). `eigenjury fit battles.csv --bootstrap 0`
+  against a bare script that reads the file with `pyarrow.csv.read_csv`, encodes the
+  names and the outcomes and runs the same fit. Target: within 1.5x.
+- start: the command's start, `eigenjury --version` and `eigenjury fit --help` (every
+  subcommand's options built), against a bare `python -c pass`. Target: under 0.5 s.
 - arena: 1.67 M battles over 129 models in the Chatbot Arena convention (model_a,
   model_b, winner with both tie kinds, question_id, and columns to ignore), simulated
   from Davidson's model with a popularity skew like the arena's. `eigenjury fit
@@ -18,7 +24,8 @@ side and interleaved, on files written here:
   wins), with the time and the rank agreement of the two and of each with the truth.
   The JSON array form (as the arena publishes it) is timed too.
 
-    python benchmarks/any_judgments.py [csv] [parquet] [arena] [--repeat 5] [--quick]
+    python benchmarks/any_judgments.py [csv] [parquet] [arena-csv] [start] [arena] \
+        [--repeat 5] [--quick]
 """
 
 from __future__ import annotations
@@ -56,6 +63,31 @@ table = VerdictTable(
     scenario.indices.to_numpy().astype(np.int64), codes[:n], codes[n : 2 * n], codes[2 * n :],
     data["verdict"].to_numpy().astype(np.int64), tuple(names.dictionary.to_pylist()),
     tuple(scenario.dictionary.to_pylist()), np.ones(n),
+)
+ranking = PeerRanking(2, bootstrap=0).fit(table)
+print(len(ranking.elo_))
+"""
+
+BARE_ARENA_FIT = """
+import sys
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv
+from eigenjury.stats.consensus import PeerRanking
+from eigenjury.stats.verdicts import VerdictTable
+
+data = pyarrow.csv.read_csv(sys.argv[1])
+n = data.num_rows
+names = pa.concat_arrays([data[c].combine_chunks() for c in ("model_a", "model_b")])
+names = names.dictionary_encode()
+codes = names.indices.to_numpy().astype(np.int64)
+winner = data["winner"].to_numpy(zero_copy_only=False)
+verdict = np.where(winner == "model_a", 1, np.where(winner == "model_b", 2, 0))
+question = data["question_id"].combine_chunks().dictionary_encode()
+models = tuple(names.dictionary.to_pylist())
+table = VerdictTable(
+    question.indices.to_numpy().astype(np.int64), np.full(n, len(models)), codes[:n],
+    codes[n:], verdict, (*models, "crowd"), tuple(question.dictionary.to_pylist()), np.ones(n),
 )
 ranking = PeerRanking(2, bootstrap=0).fit(table)
 print(len(ranking.elo_))
@@ -202,10 +234,14 @@ def parquet_case(folder: Path, quick: bool) -> str:
     )
 
 
-def write_battles(folder: Path, battles: int, models: int, seed: int) -> np.ndarray:
-    """Arena-style battles from Davidson's model; returns the true strengths (sorted by
-    model name)."""
+def write_battles(
+    folder: Path, battles: int, models: int, seed: int, *, csv_per_battle: bool = False
+) -> np.ndarray:
+    """Arena-style battles from Davidson's model, as battles.parquet and battles.json,
+    or (`csv_per_battle`) as battles.csv with a question id of its own per battle;
+    returns the true strengths (sorted by model name)."""
     import pyarrow as pa
+    import pyarrow.csv
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(seed)
@@ -224,7 +260,11 @@ def write_battles(folder: Path, battles: int, models: int, seed: int) -> np.ndar
     winner = np.where(outcome == 0, "model_a", np.where(outcome == 1, "model_b", "tie"))
     winner = np.where((outcome == 2) & bothbad, "tie (bothbad)", winner)
     names = np.array([f"model-{i:03d}-v{i % 7}.{i % 3}" for i in range(models)])
-    question = rng.integers(0, battles // 4 * 3, size=battles)  # some questions repeat
+    question = (
+        rng.permutation(battles)  # LMArena's exports: an id per battle
+        if csv_per_battle
+        else rng.integers(0, battles // 4 * 3, size=battles)  # some questions repeat
+    )
     data = pa.table(
         {
             "model_a": names[a],
@@ -238,11 +278,55 @@ def write_battles(folder: Path, battles: int, models: int, seed: int) -> np.ndar
             "question_id": pa.array(question).cast(pa.string()),
         }
     )
-    pq.write_table(data, folder / "battles.parquet")
-    records = data.to_pylist()
-    (folder / "battles.json").write_text(json.dumps(records), encoding="utf-8")
+    if csv_per_battle:
+        ids = pa.array(np.char.add("q", question.astype(str)).astype(object))
+        data = data.set_column(data.num_columns - 1, "question_id", ids)
+        pyarrow.csv.write_csv(data, folder / "battles.csv")
+    else:
+        pq.write_table(data, folder / "battles.parquet")
+        records = data.to_pylist()
+        (folder / "battles.json").write_text(json.dumps(records), encoding="utf-8")
     order = np.argsort(names)
     return np.asarray(strength[order])
+
+
+def arena_csv_case(folder: Path, repeat: int, quick: bool) -> str:
+    battles, models = (100_000, 60) if quick else (1_670_000, 129)
+    write_battles(folder, battles, models, seed=3, csv_per_battle=True)
+    path = folder / "battles.csv"
+    times = side_by_side(
+        {
+            "bare: pyarrow read_csv + encode + fit": python(BARE_ARENA_FIT, str(path)),
+            "eigenjury fit battles.csv --bootstrap 0": eigenjury(
+                "fit", str(path), "--bootstrap", "0"
+            ),
+        },
+        repeat,
+    )
+    bare, tool = (statistics.median(t) for t in times.values())
+    rows = [[name, min(t), statistics.median(t)] for name, t in times.items()]
+    return (
+        f"{battles:,} battles over {models} models, a question id per battle, CSV "
+        f"({path.stat().st_size / 1e6:.0f} MB)\n\n"
+        + table(["process", "best s", "median s"], rows)
+        + f"\n\nratio of medians (eigenjury / bare): {tool / bare:.2f}"
+    )
+
+
+def start_case(repeat: int) -> str:
+    """The command's start: its imports and every subcommand's options, interleaved with
+    a bare interpreter. The console script as installed (its bytecode compiled)."""
+    script = str(Path(sys.executable).with_name("eigenjury"))
+    times = side_by_side(
+        {
+            "python -c pass": python("pass"),
+            "eigenjury --version": [script, "--version"],
+            "eigenjury fit --help": [script, "fit", "--help"],
+        },
+        repeat * 4,
+    )
+    rows = [[name, min(t), statistics.median(t)] for name, t in times.items()]
+    return table(["process", "best s", "median s"], rows)
 
 
 def arena_case(folder: Path, repeat: int, quick: bool) -> str:
@@ -287,7 +371,7 @@ def arena_case(folder: Path, repeat: int, quick: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    cases = ["csv", "parquet", "arena"]
+    cases = ["csv", "parquet", "arena-csv", "start", "arena"]
     parser.add_argument("cases", nargs="*", help=f"some of {', '.join(cases)} (default: all)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="small smoke run")
@@ -306,6 +390,10 @@ def main() -> None:
                 print(csv_case(work, repeat, args.quick))
             elif case == "parquet":
                 print(parquet_case(work, args.quick))
+            elif case == "arena-csv":
+                print(arena_csv_case(work, repeat, args.quick))
+            elif case == "start":
+                print(start_case(repeat))
             else:
                 print(arena_case(work, repeat, args.quick))
             shutil.rmtree(work)

@@ -1076,3 +1076,24 @@ def test_the_row_by_row_twin_tells_every_field_apart(small: VerdictTable, tmp_pa
     for field, value in changed.items():
         with pytest.raises(AssertionError):
             assert_same_tables(replace(table, **{field: value}), twin)
+
+
+@pytest.mark.parametrize("collapse", ["rows", "cells"])
+def test_question_ids_trimmed_alike_are_one_question(tmp_path: Path, collapse: str) -> None:
+    """Arena battles with a question id each: ids that differ only in surrounding
+    spaces are one question, whether the ids need re-encoding or not, and the
+    questions' names read back sorted however the point fit leaves them."""
+    path = tmp_path / "battles.csv"
+    ids = ["q3", "q1", " q1", "q2 ", "q10"]
+    lines = ["model_a,model_b,winner,question_id"]
+    lines += [f"m{i % 2},m{(i + 1) % 2},model_a,{q}" for i, q in enumerate(ids)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = vf.read_verdicts(path, collapse=collapse)  # type: ignore[arg-type]
+    assert len(table.scenarios) == 4
+    assert table.scenarios == ("q1", "q10", "q2", "q3")
+    assert list(table.scenarios)[1:3] == ["q10", "q2"]
+    lines = lines[:2] + lines[4:]  # every id distinct and untrimmed
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = vf.read_verdicts(path, collapse=collapse)  # type: ignore[arg-type]
+    assert tuple(table.scenarios) == ("q10", "q2", "q3") and table.scenarios[-1] == "q3"
+    assert ("q10", "q2", "q3") == table.scenarios  # noqa: SIM300 (the reflected ==)

@@ -10,9 +10,9 @@ import random
 import time
 from dataclasses import dataclass
 
+from eigenjury.engine.settings import MIN_PER_MINUTE
 from eigenjury.errors import InputError
 
-MIN_PER_MINUTE = 1 / 60  # the lowest rate accepted: one request (or token) an hour
 # Connection failures in a row (across calls, no answer from the server in between)
 # after which an endpoint counts as down for the rest of the run: its remaining calls
 # end at once as connection errors instead of each retrying with backoff for minutes.

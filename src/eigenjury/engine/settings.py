@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from eigenjury.engine.limits import MIN_PER_MINUTE
-
 if TYPE_CHECKING:
     from eigenjury.models.prices import PriceTable
 
@@ -19,6 +17,7 @@ if TYPE_CHECKING:
 # config run from another folder paid again; such a store is absorbed into the per-user
 # one (engine.store.adopt_directory_store).
 DIRECTORY_STORE = Path(".eigenjury/store.sqlite")
+MIN_PER_MINUTE = 1 / 60  # the lowest rate accepted: one request (or token) an hour
 DEFAULT_STORE_SAID = "one per user: store.sqlite in $EIGENJURY_DATA_DIR or the user data folder"
 
 

@@ -21,6 +21,7 @@ from eigenjury.verdict_files.columns import (
     dictionary_coded,
     first_flagged,
     first_row,
+    is_text,
     kind_in_words,
     plain_array,
     shown_value,
@@ -230,7 +231,9 @@ class ColumnarReader:
         c = self.convention
         names = {c.scenario: self.scenarios, "criterion": self.criteria}.get(column, self.models)
         texts = pc.if_else(pa.array(col.missing), pa.scalar(None, pa.string()), col.texts)
-        coded: IntArray = names.codes(texts)[col.codes]
+        # distinct values that trimming left whole are distinct names: no re-encoding
+        whole = is_text(col.values.type) and _bytes(col.texts) == _bytes(col.values)
+        coded: IntArray = names.codes(texts, distinct=whole)[col.codes]
         return coded
 
     def _crowd(
@@ -290,7 +293,7 @@ class ColumnarReader:
         if self.numbered:
             scenarios = BattleNames(self.kept)
         elif self.cells:
-            scenarios, _ = self.scenarios.ordered(self.seen_scenarios)
+            scenarios = self.scenarios.sorted_names(self.seen_scenarios)
         else:
             kept = np.bincount(scenario, minlength=self.scenarios.size) > 0
             scenarios, new_scenario = self.scenarios.ordered(kept)
@@ -321,3 +324,11 @@ class ColumnarReader:
             ),
             probs=rows.get("probs"),
         )
+
+
+def _bytes(texts: Any) -> int:
+    """The UTF-8 bytes of all of `texts` (trimming only removes: equal totals, nothing
+    trimmed)."""
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.binary_length(texts)).as_py() or 0)
