@@ -898,13 +898,19 @@ class LowRankBTD:
         shape = style_shape(counts, self.style_per_judge)
         fixed = self._fixed_style(shape)
         with one_blas_thread():
-            if init is not None:
+            sole = self._one_judge_start(counts, shape, fixed)
+            if sole is not None:  # convex: one optimum, every start's
+                best = self._solve(counts, sole, self.tol)
+                explored = [best] * self.restarts
+                n_iter = best.n_iter
+                self.explored_start_: BTDParams | None = None
+            elif init is not None:
                 if init.style.shape != shape:
                     init = init.with_style(np.zeros(shape))
                 best = self._solve(counts, init.with_style(fixed.start(init.style)), self.tol)
                 explored = [best]
                 n_iter = best.n_iter
-                self.explored_start_: BTDParams | None = None
+                self.explored_start_ = None
             else:
                 # style splits cells by battle: starts are told apart on the model
                 # without it, whose cells are few, and the best is polished with it
@@ -945,6 +951,27 @@ class LowRankBTD:
         self.n_cells_ = counts.n_cells
         self.loglik_ = self.loglik(counts)
         return self
+
+    def _one_judge_start(
+        self, counts: VerdictCounts, shape: tuple[int, ...], fixed: _HeldStyle
+    ) -> BTDParams | None:
+        """Where one external judge gave every verdict, the optimum solved in its
+        scores' space (stats.one_judge), for the solvers here to confirm; else None."""
+        from eigenjury.stats.one_judge import one_judge_start, sole_external_judge
+
+        judge = sole_external_judge(counts)
+        if judge is None or self.solver != "auto" or not np.isnan(fixed.values).all():
+            return None
+        return one_judge_start(
+            counts,
+            judge,
+            self.dim,
+            l2=self.l2,
+            position_bias=self.position_bias,
+            prior=self.prior,
+            style_shape=shape,
+            tol=self.tol,
+        )
 
     def _fixed_style(self, shape: tuple[int, ...]) -> _HeldStyle:
         """The coefficients `style_fixed` holds, checked against their shape."""
