@@ -8,7 +8,9 @@ effect on 4 features, Davidson ties (style_control.simulate, the generator of se
 
 - eigenjury: `read_verdicts(path, features=...)` then `PeerRanking(dim=1,
   position_bias=False, style=..., bootstrap=0)` (the controlled and the uncontrolled
-  fits in one call); with `interval="sandwich"` (200 draws from the cluster-robust
+  fits in one call), and without style (`style=()`, the file read without its
+  features: the fit evalica and arena-rank's BradleyTerry make); with
+  `interval="sandwich"` (200 draws from the cluster-robust
   covariance); with 100 scenario-bootstrap rounds (`--rounds`, each battle its own
   scenario).
 - arena-rank 0.1.1: `ContextualBradleyTerry` on the same standardised features
@@ -46,10 +48,12 @@ from eigenjury.verdict_files import CROWD, read_verdicts
 from style_control import FEATURES, CompileClock, arena_frame, same_features, simulate
 
 
-def eigenjury_fit(path: Path, **settings: Any) -> tuple[float, PeerRanking]:
+def eigenjury_fit(
+    path: Path, features: tuple[str, ...] = FEATURES, **settings: Any
+) -> tuple[float, PeerRanking]:
     start = time.perf_counter()
-    verdicts = read_verdicts(path, features=FEATURES)
-    ranking = PeerRanking(dim=1, position_bias=False, style=FEATURES, **settings).fit(verdicts)
+    verdicts = read_verdicts(path, features=features or None)
+    ranking = PeerRanking(dim=1, position_bias=False, style=features, **settings).fit(verdicts)
     return time.perf_counter() - start, ranking
 
 
@@ -97,6 +101,7 @@ def main() -> None:
         for _ in range(args.repeat):
             for name, settings in (
                 ("eigenjury, point fit (with and without style)", {"bootstrap": 0}),
+                ("eigenjury, point fit without style", {"bootstrap": 0, "features": ()}),
                 (
                     "eigenjury, sandwich intervals (200 draws)",
                     {"bootstrap": 200, "interval": "sandwich"},

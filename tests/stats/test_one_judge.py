@@ -120,11 +120,7 @@ def test_a_judge_that_never_ties_is_left_to_the_factorised_solvers() -> None:
     counts = _counts(_battles(2000, 5, ties=False), style=True)
     judge = sole_external_judge(counts)
     assert judge is not None
-    start = one_judge_start(
-        counts, judge, 2, l2=1e-6, position_bias=True, prior=DEFAULT_PRIOR,
-        style_shape=(2,), tol=1e-9,
-    )  # fmt: skip
-    assert start is None
+    assert one_judge_start(counts, judge, LowRankBTD(), (2,)) is None
     direct = LowRankBTD().fit(counts)
     factorised = LowRankBTD(solver="lbfgs").fit(counts)
     assert direct.objective_ == pytest.approx(factorised.objective_, abs=1e-9)

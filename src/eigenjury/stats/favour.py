@@ -124,6 +124,8 @@ def favours(
     largest first. `scores` (judges x models) and `position_bias` (per judge) are the
     fit's; `level` is family-wise over the pairs tested (Bonferroni)."""
     judges = np.flatnonzero(counts.judge_totals() > 0)
+    if len(judges) < 2:  # no other judge's view to depart from (an arena's one crowd)
+        return []
     ref = reference_scores(scores, judges, np.asarray(evaluees))
     decisive = counts.n[:, FIRST] + counts.n[:, SECOND]
     tested: list[tuple[int, int, FloatArray, FloatArray, FloatArray]] = []

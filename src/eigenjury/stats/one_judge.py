@@ -15,11 +15,24 @@ dispositions, and the caller's solver confirms it there to its own tolerance.
 
 from __future__ import annotations
 
-import numpy as np
-from scipy import sparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from eigenjury.stats.btd import _LOG_BOUND, BTDParams, ScorePrior, davidson_curvature
-from eigenjury.stats.verdicts import FloatArray, VerdictCounts
+import numpy as np
+
+from eigenjury.stats.btd import _LOG_BOUND, BTDParams, davidson_curvature
+from eigenjury.stats.verdicts import (
+    FIRST,
+    SECOND,
+    TIE,
+    FloatArray,
+    IntArray,
+    VerdictCounts,
+    tally,
+)
+
+if TYPE_CHECKING:
+    from eigenjury.stats.btd import LowRankBTD
 
 _MAX_STEPS = 100
 
@@ -32,85 +45,151 @@ def sole_external_judge(counts: VerdictCounts) -> int | None:
     return int(judges[0])
 
 
-def one_judge_start(
-    counts: VerdictCounts,
-    judge: int,
-    dim: int,
-    *,
-    l2: float,
-    position_bias: bool,
-    prior: ScorePrior | None,
-    style_shape: tuple[int, ...],
-    tol: float,
-) -> BTDParams | None:
-    """The optimum of the low-rank BTD posterior on `counts` (one external `judge`),
-    as balanced lenses and dispositions; None where the reduced problem does not settle
-    inside the factorised fit's bounds (a judge that never ties, an unlimited perfect
-    record without prior or L2): the factorised solvers then take over."""
-    m = counts.n_models
-    shown = counts.shown
-    index = np.full(m, -1)
-    index[shown] = np.arange(len(shown))
-    e = len(shown)
-    k = counts.n_style
-    # parameters: scores of the shown models, tie logit, position bias, style
-    tie_at, pos_at = e, e + 1
-    style_at = e + 2 if position_bias else e + 1
-    size = style_at + k
-    cells = counts.n_cells
-    rows = np.arange(cells)
-    columns = [index[counts.first], index[counts.second]]
-    values = [np.ones(cells), -np.ones(cells)]
-    if position_bias:
-        columns.append(np.full(cells, pos_at))
-        values.append(np.ones(cells))
-    if k:
-        assert counts.style is not None
-        columns += [np.full(cells, style_at + f) for f in range(k)]
-        values += [counts.style[:, f] for f in range(k)]
-    jacobian = sparse.csr_array(
-        (np.concatenate(values), (np.tile(rows, len(values)), np.concatenate(columns))),
-        shape=(cells, size),
-    )
-    weight = 1.0 / counts.total
-    centring = np.eye(e) - 1.0 / e
-    prior_scale = 0.0 if prior is None else weight / (prior.judge_sd**2 + prior.consensus_sd**2)
+@dataclass(frozen=True)
+class _ScoresProblem:
+    """The posterior in the judge's scores' space. Parameters, in order: the scores
+    of the shown models, the tie logit, the position bias (where fitted), the style
+    coefficients. A cell's offset moves with e_first - e_second (+ the position bias)
+    and its style differences; its (judge, pair) group's cells share the first part,
+    so the Hessian is summed per group (Pairs.sums) and per feature, never per cell
+    and parameter."""
 
-    def expand(theta: FloatArray, order: int) -> tuple[float, FloatArray, FloatArray]:
-        offset = jacobian @ theta
-        log_tie = np.full(cells, theta[tie_at])
-        nll, g_off, g_tie, h_off, h_cross, h_tie = davidson_curvature(offset, log_tie, counts.n)
-        scores = theta[:e]
+    counts: VerdictCounts
+    first: IntArray  # per group, the first model's place among the scores
+    second: IntArray
+    scores: int  # how many
+    position_bias: bool
+    l2: float
+    prior_scale: float  # the prior's curvature on the centred scores, per verdict
+
+    @property
+    def tie_at(self) -> int:
+        return self.scores
+
+    @property
+    def style_at(self) -> int:
+        return self.scores + 2 if self.position_bias else self.scores + 1
+
+    @property
+    def size(self) -> int:
+        return self.style_at + self.counts.n_style
+
+    def _offsets(self, theta: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Each cell's first-slot offset and tie logit."""
+        counts = self.counts
+        group = theta[self.first] - theta[self.second]
+        if self.position_bias:
+            group += theta[self.scores + 1]
+        offset = group[counts.pairs.group]
+        if counts.style is not None:
+            offset += counts.style @ theta[self.style_at :]
+        return offset, np.full(counts.n_cells, theta[self.tie_at])
+
+    def _penalty(self, theta: FloatArray) -> float:
+        scores, style = theta[: self.scores], theta[self.style_at :]
         centred = scores - scores.mean()
-        norm = float(np.sqrt(scores @ scores))
-        style = theta[style_at:]
-        value = weight * float(nll.sum()) + l2 * norm + 0.5 * l2 * float(style @ style)
-        value += 0.5 * prior_scale * float(centred @ centred)
-        if order == 0:
-            return value, np.zeros(0), np.zeros(0)
-        grad = weight * (jacobian.T @ g_off)
-        grad[tie_at] += weight * g_tie.sum()
-        grad[:e] += prior_scale * centred + l2 * scores / max(norm, 1e-300)
-        grad[style_at:] += l2 * style
-        hessian = weight * (jacobian.T @ (jacobian * h_off[:, None])).toarray()
-        cross = weight * (jacobian.T @ h_cross)
-        hessian[tie_at] += cross
-        hessian[:, tie_at] += cross
-        hessian[tie_at, tie_at] += weight * h_tie.sum()
-        unit = scores / max(norm, 1e-300)
-        hessian[:e, :e] += prior_scale * centring
-        hessian[:e, :e] += l2 / max(norm, 1e-300) * (np.eye(e) - np.outer(unit, unit))
-        hessian[style_at:, style_at:] += l2 * np.eye(k)
+        return (
+            self.l2 * float(np.sqrt(scores @ scores))
+            + 0.5 * self.l2 * float(style @ style)
+            + 0.5 * self.prior_scale * float(centred @ centred)
+        )
+
+    def expand(self, theta: FloatArray) -> tuple[float, FloatArray, FloatArray]:
+        """The objective, its gradient and its Hessian at `theta`."""
+        counts, e = self.counts, self.scores
+        nll, g, g_tie, h, h_cross, h_tie = davidson_curvature(*self._offsets(theta), counts.n)
+        z = counts.style if counts.style is not None else np.zeros((counts.n_cells, 0))
+        k = z.shape[1]
+        per_group = counts.pairs.sums([g, h, h_cross, *(h * z.T)])
+        # per group: d offset / d scores = e_first - e_second, scattered to the scores
+        first, second = self.first, self.second
+
+        def spread(values: FloatArray) -> FloatArray:
+            return tally(first, values, e) - tally(second, values, e)
+
+        grad = np.zeros(self.size)
+        hessian = np.zeros((self.size, self.size))
+        grad[:e] = spread(per_group[0])
+        pair_h = per_group[1]
+        laplacian = tally(first * e + first, pair_h, e * e)
+        laplacian += tally(second * e + second, pair_h, e * e)
+        laplacian -= tally(first * e + second, pair_h, e * e)
+        laplacian -= tally(second * e + first, pair_h, e * e)
+        hessian[:e, :e] = laplacian.reshape(e, e)
+        # the offset's other parameters: position bias (1 per cell), style (z)
+        rest = [np.ones(counts.n_cells)] if self.position_bias else []
+        rest_at = e + 1
+        others = np.column_stack([*rest, z]) if rest or k else np.zeros((counts.n_cells, 0))
+        columns = slice(rest_at, self.size)
+        grad[columns] = others.T @ g
+        hessian[columns, columns] = (others * h[:, None]).T @ others
+        cross = [spread(pair_h)] if self.position_bias else []
+        cross += [spread(row) for row in per_group[3:]]
+        if cross:
+            block = np.column_stack(cross)
+            hessian[:e, columns] = block
+            hessian[columns, :e] = block.T
+        # the tie logit
+        t = self.tie_at
+        grad[t] = g_tie.sum()
+        tie_cross = np.concatenate([spread(per_group[2]), others.T @ h_cross])
+        keep = np.r_[0:e, rest_at : self.size]
+        hessian[t, keep] = hessian[keep, t] = tie_cross
+        hessian[t, t] = h_tie.sum()
+        grad /= counts.total
+        hessian /= counts.total
+        # the penalties: l2 |s| (a norm), l2/2 |b|^2, the prior on centred scores
+        scores, style = theta[:e], theta[self.style_at :]
+        norm = max(float(np.sqrt(scores @ scores)), 1e-300)
+        unit = scores / norm
+        centred = scores - scores.mean()
+        grad[:e] += self.prior_scale * centred + self.l2 * unit
+        grad[self.style_at :] += self.l2 * style
+        hessian[:e, :e] += self.prior_scale * (np.eye(e) - 1.0 / e)
+        hessian[:e, :e] += self.l2 / norm * (np.eye(e) - np.outer(unit, unit))
+        hessian[self.style_at :, self.style_at :] += self.l2 * np.eye(k)
         # a shift of every score changes nothing but |s|, least where they sum to 0:
         # the steps are kept there (the gradient has no part along it at a centred s)
         hessian[:e, :e] += 1.0 / e
+        value = float(nll.sum()) / counts.total + self._penalty(theta)
         return value, grad, hessian
 
-    theta = np.zeros(size)
-    theta[:e] = _win_logits(counts, index, e)
-    value, grad, hessian = expand(theta, 2)
+
+def one_judge_start(
+    counts: VerdictCounts,
+    judge: int,
+    model: LowRankBTD,
+    style_shape: tuple[int, ...],
+    init: BTDParams | None = None,
+) -> BTDParams | None:
+    """The optimum of `model`'s posterior on `counts` (one external `judge`), as
+    balanced lenses and dispositions; None where the reduced problem does not settle
+    inside the factorised fit's bounds (a judge that never ties, an unlimited perfect
+    record without prior or L2): the factorised solvers then take over. `init`: a
+    nearby fit to start from (a bootstrap round's, the full fit)."""
+    if init is None and counts.n_style:
+        # without style the cells are few (a pair's battles in three): its optimum is a
+        # start some passes over the styled cells nearer
+        plain = counts.without_style()
+        init = one_judge_start(plain, judge, model, (*style_shape[:-1], 0))
+    shown = counts.shown
+    index = np.full(counts.n_models, -1)
+    index[shown] = np.arange(len(shown))
+    layout = counts.pairs.layout
+    prior = model.prior
+    problem = _ScoresProblem(
+        counts,
+        index[layout.first],
+        index[layout.second],
+        len(shown),
+        model.position_bias,
+        model.l2,
+        0.0 if prior is None else 1.0 / (prior.judge_sd**2 + prior.consensus_sd**2) / counts.total,
+    )
+    theta = _start(problem, judge, shown, init)
+    value, grad, hessian = problem.expand(theta)
     for _ in range(_MAX_STEPS):
-        if np.max(np.abs(grad)) <= 0.1 * tol:
+        if np.max(np.abs(grad)) <= 0.1 * model.tol:
             break
         try:
             step = -np.linalg.solve(hessian, grad)
@@ -119,64 +198,77 @@ def one_judge_start(
         decrease = float(grad @ step)
         if not decrease < 0:
             return None
+        # backtracking (Armijo); each trial's expansion serves the next step, and near
+        # the optimum the whole step is taken: one pass over the cells a step
         length = 1.0
-        while length > 1e-10:  # backtracking (Armijo) on a convex objective
-            trial = theta + length * step
-            trial_value = expand(trial, 0)[0]
-            if trial_value <= value + 1e-4 * length * decrease:
-                break
+        expansion = problem.expand(theta + step)
+        while not expansion[0] <= value + 1e-4 * length * decrease:
             length *= 0.5
-        else:
+            if length < 1e-10:
+                break
+            expansion = problem.expand(theta + length * step)
+        if length < 1e-10:
             break  # rounding: no step decreases it further
-        theta = trial
-        value, grad, hessian = expand(theta, 2)
-    bounded = [theta[tie_at]] + ([theta[pos_at]] if position_bias else [])
+        theta = theta + length * step
+        value, grad, hessian = expansion
+    bounded = theta[problem.tie_at : problem.style_at]
     if not np.all(np.isfinite(theta)) or np.max(np.abs(bounded)) >= _LOG_BOUND:
         return None
-    scores = np.zeros(m)
-    scores[shown] = theta[:e]
-    return _balanced(
-        scores, judge, dim, theta, tie_at, pos_at, style_at, position_bias, style_shape
-    )
+    return _balanced(problem, theta, judge, shown, model.dim, style_shape)
 
 
-def _win_logits(counts: VerdictCounts, index: FloatArray, e: int) -> FloatArray:
-    """A start: each shown model's log odds of winning (ties half), centred."""
-    first, second = index[counts.first], index[counts.second]
-    tie, won, lost = counts.n[:, 0], counts.n[:, 1], counts.n[:, 2]
-    both = np.concatenate([first, second])
-    wins = np.bincount(both, np.concatenate([won, lost]) + 0.5 * np.tile(tie, 2), e)
-    played = np.bincount(both, np.tile(counts.n.sum(axis=1), 2), e)
-    logits = np.log((wins + 0.5) / (played - wins + 0.5))
-    return np.asarray(logits - logits.mean())
+def _start(
+    problem: _ScoresProblem, judge: int, shown: IntArray, init: BTDParams | None
+) -> FloatArray:
+    """From `init` where given, else each shown model's log odds of winning (ties
+    half), centred."""
+    theta = np.zeros(problem.size)
+    e = problem.scores
+    if init is None:
+        counts = problem.counts
+        first, second = problem.first[counts.pairs.group], problem.second[counts.pairs.group]
+        tie, won, lost = counts.n[:, TIE], counts.n[:, FIRST], counts.n[:, SECOND]
+        both = np.concatenate([first, second])
+        wins = tally(both, np.concatenate([won, lost]) + 0.5 * np.tile(tie, 2), e)
+        played = tally(both, np.tile(counts.n.sum(axis=1), 2), e)
+        logits = np.log((wins + 0.5) / (played - wins + 0.5))
+        theta[:e] = logits - logits.mean()
+        return theta
+    scores = init.dispositions[shown] @ init.lenses[judge]
+    theta[:e] = scores - scores.mean()
+    theta[problem.tie_at] = init.log_tie[judge]
+    if problem.position_bias:
+        theta[problem.tie_at + 1] = init.position_bias[judge]
+    style = init.style[judge] if init.style.ndim == 2 else init.style
+    if style.shape == (problem.counts.n_style,):
+        theta[problem.style_at :] = style
+    return theta
 
 
 def _balanced(
-    scores: FloatArray,
-    judge: int,
-    dim: int,
+    problem: _ScoresProblem,
     theta: FloatArray,
-    tie_at: int,
-    pos_at: int,
-    style_at: int,
-    position_bias: bool,
+    judge: int,
+    shown: IntArray,
+    dim: int,
     style_shape: tuple[int, ...],
 ) -> BTDParams:
     """The factorisation of the judge's scores that the L2 term prefers: its lens of
     length sqrt|s| along the first axis, the dispositions s / sqrt|s| along it."""
-    m = len(scores)
+    m = problem.counts.n_models
+    scores = theta[: problem.scores]
     root = np.sqrt(max(float(np.sqrt(scores @ scores)), 1e-300))
     lenses = np.zeros((m, dim))
     dispositions = np.zeros((m, dim))
     lenses[judge, 0] = root
-    dispositions[:, 0] = scores / root
+    dispositions[shown, 0] = scores / root
     log_tie = np.zeros(m)
-    log_tie[judge] = theta[tie_at]
+    log_tie[judge] = theta[problem.tie_at]
     bias = np.zeros(m)
-    if position_bias:
-        bias[judge] = theta[pos_at]
+    if problem.position_bias:
+        bias[judge] = theta[problem.tie_at + 1]
     style = np.zeros(style_shape)
-    coefficients = theta[style_at:]
+    coefficients = theta[problem.style_at :]
     if len(style_shape) == 2:  # per judge: the one judge's row
         style[judge] = coefficients
     else:
