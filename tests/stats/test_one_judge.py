@@ -138,3 +138,51 @@ def test_bootstrap_rounds_agree_with_the_factorised_fit() -> None:
     # the planted order of the probit strengths, and the taste for length, recovered
     assert np.all(np.diff(direct.elo_) < 0)
     assert direct.style_coef_[0] > 0
+
+
+def _balanced_counts() -> VerdictCounts:
+    """One judge, and a record in which every model wins as often as it loses: the
+    start (each model's log odds of winning) is exactly 0, the kink of l2 |s|."""
+    names = ("a", "b", "c", "d", "crowd")
+    cells = [(0, 1, (1, 1, 1)), (2, 3, (1, 30, 10)), (3, 2, (1, 30, 10))]
+    first, second, n = zip(*cells, strict=True)
+    return VerdictCounts(
+        np.full(3, 4), np.array(first), np.array(second), np.array(n, float), names
+    )
+
+
+def _style_hides_strength() -> VerdictCounts:
+    """Without style every model is even (a flat optimum); with it, the longer reply of
+    each pair wins and the shorter one's model is stronger: the styled fit must leave
+    the flat start."""
+    names = ("a", "b", "c", "d", "crowd")
+    cells = []
+    for x, y in ((0, 1), (2, 3)):
+        for f, s in ((x, y), (y, x)):
+            sign = 1 if f == x else -1
+            cells.append((f, s, 2.0 * sign, (1, 2, 0) if sign > 0 else (1, 0, 2)))
+            cells.append((f, s, 0.0, (1, 0, 2) if sign > 0 else (1, 2, 0)))
+    first, second, z, n = zip(*cells, strict=True)
+    return VerdictCounts(
+        np.full(len(first), 4),
+        np.array(first),
+        np.array(second),
+        np.array(n, float),
+        names,
+        np.array(z)[:, None],
+    )
+
+
+@pytest.mark.parametrize("counts", [_balanced_counts(), _style_hides_strength()])
+def test_a_start_at_the_kink_is_never_taken_for_the_optimum(counts: VerdictCounts) -> None:
+    """From scores exactly 0, |s| underflowed and a false stationary point (every lens
+    and disposition 0, a saddle of the factorised objective) was accepted as converged:
+    the objective must be the factorised solvers' own."""
+    direct = LowRankBTD().fit(counts)
+    factorised = LowRankBTD(solver="lbfgs").fit(counts)
+    assert direct.converged_
+    assert direct.objective_ == pytest.approx(factorised.objective_, abs=1e-9)
+    assert np.ptp(direct.scores()[4]) > 0.5  # not a flat ranking
+    assert LowRankBTD(restarts=0).fit(counts).objective_ == pytest.approx(
+        direct.objective_, abs=1e-9
+    )

@@ -35,6 +35,18 @@ if TYPE_CHECKING:
     from eigenjury.stats.btd import LowRankBTD
 
 _MAX_STEPS = 100
+# Scores spread less than this are a flat ranking, at or next to the kink of l2 |s| at
+# s = 0, where Newton's steps are not to be trusted (from an exact 0, |s| underflows
+# and a false stationary point appears): left to the factorised solvers.
+_FLAT = 1e-6
+
+
+def _length(scores: FloatArray) -> float:
+    """|scores|, without the underflow of squaring tiny values."""
+    peak = float(np.max(np.abs(scores), initial=0.0))
+    if peak == 0.0:
+        return 0.0
+    return peak * float(np.sqrt(np.sum((scores / peak) ** 2)))
 
 
 def sole_external_judge(counts: VerdictCounts) -> int | None:
@@ -89,7 +101,7 @@ class _ScoresProblem:
         scores, style = theta[: self.scores], theta[self.style_at :]
         centred = scores - scores.mean()
         return (
-            self.l2 * float(np.sqrt(scores @ scores))
+            self.l2 * _length(scores)
             + 0.5 * self.l2 * float(style @ style)
             + 0.5 * self.prior_scale * float(centred @ centred)
         )
@@ -140,13 +152,14 @@ class _ScoresProblem:
         hessian /= counts.total
         # the penalties: l2 |s| (a norm), l2/2 |b|^2, the prior on centred scores
         scores, style = theta[:e], theta[self.style_at :]
-        norm = max(float(np.sqrt(scores @ scores)), 1e-300)
-        unit = scores / norm
+        norm = _length(scores)
+        unit = scores / norm if norm > 0 else np.zeros(e)
         centred = scores - scores.mean()
         grad[:e] += self.prior_scale * centred + self.l2 * unit
         grad[self.style_at :] += self.l2 * style
         hessian[:e, :e] += self.prior_scale * (np.eye(e) - 1.0 / e)
-        hessian[:e, :e] += self.l2 / norm * (np.eye(e) - np.outer(unit, unit))
+        if norm > 0:
+            hessian[:e, :e] += self.l2 / norm * (np.eye(e) - np.outer(unit, unit))
         hessian[self.style_at :, self.style_at :] += self.l2 * np.eye(k)
         # a shift of every score changes nothing but |s|, least where they sum to 0:
         # the steps are kept there (the gradient has no part along it at a centred s)
@@ -161,17 +174,19 @@ def one_judge_start(
     model: LowRankBTD,
     style_shape: tuple[int, ...],
     init: BTDParams | None = None,
-) -> BTDParams | None:
+) -> tuple[BTDParams, int] | None:
     """The optimum of `model`'s posterior on `counts` (one external `judge`), as
-    balanced lenses and dispositions; None where the reduced problem does not settle
-    inside the factorised fit's bounds (a judge that never ties, an unlimited perfect
-    record without prior or L2): the factorised solvers then take over. `init`: a
-    nearby fit to start from (a bootstrap round's, the full fit)."""
+    balanced lenses and dispositions, and the Newton steps taken; None where the
+    reduced problem does not settle to tolerance inside the factorised fit's bounds (a
+    judge that never ties, an unlimited perfect record without prior or L2, a flat
+    ranking): the factorised solvers then take over. `init`: a nearby fit to start
+    from (a bootstrap round's, the full fit)."""
     if init is None and counts.n_style:
         # without style the cells are few (a pair's battles in three): its optimum is a
         # start some passes over the styled cells nearer
         plain = counts.without_style()
-        init = one_judge_start(plain, judge, model, (*style_shape[:-1], 0))
+        solved = one_judge_start(plain, judge, model, (*style_shape[:-1], 0))
+        init = None if solved is None else solved[0]
     shown = counts.shown
     index = np.full(counts.n_models, -1)
     index[shown] = np.arange(len(shown))
@@ -187,10 +202,21 @@ def one_judge_start(
         0.0 if prior is None else 1.0 / (prior.judge_sd**2 + prior.consensus_sd**2) / counts.total,
     )
     theta = _start(problem, judge, shown, init)
+    e = problem.scores
     value, grad, hessian = problem.expand(theta)
-    for _ in range(_MAX_STEPS):
-        if np.max(np.abs(grad)) <= 0.1 * model.tol:
-            break
+    if _length(theta[:e]) < _FLAT:
+        # at the kink: off it along the likelihood's pull, unless l2 |s| outweighs it
+        # (then the optimum is a flat ranking)
+        pull = _length(grad[:e])
+        if pull <= model.l2:
+            return None
+        theta[:e] = -0.1 * grad[:e] / pull
+        value, grad, hessian = problem.expand(theta)
+    steps = 0
+    while np.max(np.abs(grad)) > 0.1 * model.tol:
+        if steps == _MAX_STEPS:
+            return None
+        steps += 1
         try:
             step = -np.linalg.solve(hessian, grad)
         except np.linalg.LinAlgError:  # nothing holds some score (no prior, no link)
@@ -205,16 +231,16 @@ def one_judge_start(
         while not expansion[0] <= value + 1e-4 * length * decrease:
             length *= 0.5
             if length < 1e-10:
-                break
+                return None  # rounding: no step decreases it further, short of tolerance
             expansion = problem.expand(theta + length * step)
-        if length < 1e-10:
-            break  # rounding: no step decreases it further
         theta = theta + length * step
         value, grad, hessian = expansion
-    bounded = theta[problem.tie_at : problem.style_at]
-    if not np.all(np.isfinite(theta)) or np.max(np.abs(bounded)) >= _LOG_BOUND:
+        bounded = theta[problem.tie_at : problem.style_at]
+        if not np.all(np.isfinite(theta)) or np.max(np.abs(bounded)) >= _LOG_BOUND:
+            return None  # a judge that never ties, or always picks one slot
+    if _length(theta[:e]) < _FLAT:
         return None
-    return _balanced(problem, theta, judge, shown, model.dim, style_shape)
+    return _balanced(problem, theta, judge, shown, model.dim, style_shape), steps
 
 
 def _start(
@@ -257,7 +283,7 @@ def _balanced(
     length sqrt|s| along the first axis, the dispositions s / sqrt|s| along it."""
     m = problem.counts.n_models
     scores = theta[: problem.scores]
-    root = np.sqrt(max(float(np.sqrt(scores @ scores)), 1e-300))
+    root = np.sqrt(_length(scores))
     lenses = np.zeros((m, dim))
     dispositions = np.zeros((m, dim))
     lenses[judge, 0] = root
