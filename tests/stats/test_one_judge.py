@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from eigenjury.stats import one_judge, verdicts
 from eigenjury.stats.btd import DEFAULT_PRIOR, LowRankBTD, ScorePrior
 from eigenjury.stats.consensus import PeerRanking
-from eigenjury.stats.one_judge import one_judge_start, sole_external_judge
+from eigenjury.stats.one_judge import one_judge_fit, sole_external_judge
 from eigenjury.stats.simulate import make_population, simulate_verdicts
 from eigenjury.stats.verdicts import (
     FIRST,
@@ -120,7 +121,7 @@ def test_a_judge_that_never_ties_is_left_to_the_factorised_solvers() -> None:
     counts = _counts(_battles(2000, 5, ties=False), style=True)
     judge = sole_external_judge(counts)
     assert judge is not None
-    assert one_judge_start(counts, judge, LowRankBTD(), (2,)) is None
+    assert one_judge_fit(counts, judge, LowRankBTD(), (2,)) is None
     direct = LowRankBTD().fit(counts)
     factorised = LowRankBTD(solver="lbfgs").fit(counts)
     assert direct.objective_ == pytest.approx(factorised.objective_, abs=1e-9)
@@ -186,3 +187,123 @@ def test_a_start_at_the_kink_is_never_taken_for_the_optimum(counts: VerdictCount
     assert LowRankBTD(restarts=0).fit(counts).objective_ == pytest.approx(
         direct.objective_, abs=1e-9
     )
+
+
+def _round(counts: VerdictCounts, seed: int) -> VerdictCounts:
+    """The counts of one bootstrap round, each battle its own scenario."""
+    drawn = np.random.default_rng(seed).integers(counts.n_cells, size=counts.n_cells)
+    weight = np.bincount(drawn, minlength=counts.n_cells).astype(np.float64)
+    return counts.with_n(counts.n * weight[:, None])
+
+
+@pytest.mark.parametrize("position_bias", [False, True])
+def test_a_warm_round_is_the_optimum_of_its_counts(position_bias: bool) -> None:
+    """A bootstrap round starts from the full fit and is taken without the factorised
+    confirmation and without a last pass to check the gradient: what it returns must
+    still be the round's optimum, to far below the tolerance, as a cold fit and L-BFGS-B
+    at a tight tolerance find it."""
+    counts = _counts(_battles(4000, 11), style=True)
+    judge = sole_external_judge(counts)
+    assert judge is not None
+    full = LowRankBTD(dim=1, position_bias=position_bias).fit(counts)
+    for seed in range(3):
+        resampled = _round(counts, seed)
+        warm = LowRankBTD(dim=1, position_bias=position_bias).fit(resampled, init=full.params_)
+        cold = LowRankBTD(dim=1, position_bias=position_bias).fit(resampled)
+        tight = LowRankBTD(dim=1, position_bias=position_bias, solver="lbfgs", tol=1e-12)
+        tight.fit(resampled, init=full.params_)
+        assert warm.converged_ and warm.n_iter_ <= 3
+        for other in (cold, tight):
+            np.testing.assert_allclose(
+                _judge_scores(warm, judge), _judge_scores(other, judge), atol=1e-7
+            )
+            np.testing.assert_allclose(warm.style_coef_, other.style_coef_, atol=1e-7)
+            # (the last step's objective is the quadratic model's: to its cubic term)
+            assert warm.objective_ == pytest.approx(other.objective_, abs=1e-10)
+        # the factorised objective's own gradient there is inside the tolerance
+        problem = warm._problem(resampled)
+        x, bounds = warm._start_and_bounds(resampled, warm.params_)
+        _, grad = problem.objective(x)
+        assert np.max(np.abs(np.where([lo == hi for lo, hi in bounds], 0.0, grad))) < warm.tol
+        assert warm.loglik_ == pytest.approx(warm.loglik(resampled), rel=1e-10)
+
+
+def test_an_objective_that_rounds_never_hands_the_fit_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Near the optimum the objective stops moving in its last digits before the
+    gradient settles, and no backtracking step can show a decrease: the solver must
+    go by the gradient there. (It halved its step until it gave up, and the factorised
+    solvers then took minutes on an arena's battles.) Here the objective is rounded to
+    1e-11, far coarser than float rounding."""
+    expand = one_judge._ScoresProblem.expand
+
+    def coarse(self: one_judge._ScoresProblem, theta: np.ndarray) -> tuple:
+        value, *rest = expand(self, theta)
+        return (round(value, 11), *rest)
+
+    counts = _round(_counts(_battles(3000, 12), style=True), 0)
+    judge = sole_external_judge(counts)
+    assert judge is not None
+    shape = (counts.n_style,)
+    exact = one_judge_fit(counts, judge, LowRankBTD(dim=1), shape)
+    monkeypatch.setattr(one_judge._ScoresProblem, "expand", coarse)
+    rounded = one_judge_fit(counts, judge, LowRankBTD(dim=1), shape)
+    assert exact is not None and rounded is not None
+    np.testing.assert_allclose(rounded.params.dispositions, exact.params.dispositions, atol=1e-7)
+
+
+def test_a_pass_in_runs_of_cells_is_a_pass_over_all_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The expansion summed run by run (each a few groups of cells) equals the one
+    summed over every cell at once, and over cells out of group order."""
+    table = _battles(3000, 13)
+    counts = _counts(table, style=True)
+    model = LowRankBTD(dim=1)
+    judge = sole_external_judge(counts)
+    assert judge is not None
+    start = model.fit(counts).params_
+
+    def expansion(cells: VerdictCounts) -> tuple:
+        fitted = one_judge_fit(cells, judge, model, (cells.n_style,), init=start)
+        assert fitted is not None
+        problem = one_judge._problem(cells, model)
+        return problem.expand(one_judge._start(problem, judge, cells.shown, start))
+
+    whole = expansion(counts)
+    assert len(counts.pairs.runs) == 1
+    monkeypatch.setattr(verdicts, "RUN_CELLS", 50)
+    in_runs = _counts(table, style=True)
+    assert len(in_runs.pairs.runs) > 20
+    order = np.random.default_rng(0).permutation(counts.n_cells)
+    shuffled = VerdictCounts(
+        counts.judge[order],
+        counts.first[order],
+        counts.second[order],
+        counts.n[order],
+        counts.models,
+        counts.style[order],
+    )
+    assert len(shuffled.pairs.runs) == 1 and shuffled.pairs.runs[0].starts is None
+    for other in (expansion(in_runs), expansion(shuffled)):
+        assert other[0] == pytest.approx(whole[0], rel=1e-13)
+        for a, b in zip(whole[2:], other[2:], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
+
+
+def test_runs_partition_the_cells_into_whole_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verdicts, "RUN_CELLS", 40)
+    counts = _counts(_battles(2000, 14), style=True)
+    pairs = counts.pairs
+    covered = np.concatenate([np.arange(r.cells.start, r.cells.stop) for r in pairs.runs])
+    np.testing.assert_array_equal(covered, np.arange(counts.n_cells))
+    for run in pairs.runs:
+        groups = pairs.group[run.cells]
+        assert groups[0] == run.groups.start and groups[-1] == run.groups.stop - 1
+        assert run.starts is not None
+        np.testing.assert_array_equal(
+            run.starts, np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        )
+        # a run is about RUN_CELLS long, unless one group is longer
+        assert len(groups) < 40 + np.bincount(groups).max()

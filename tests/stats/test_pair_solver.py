@@ -19,7 +19,13 @@ from eigenjury.stats.btd import (
 )
 from eigenjury.stats.consensus import PeerRanking
 from eigenjury.stats.simulate import make_population, simulate_verdicts
-from eigenjury.stats.verdicts import ReplyFeatures, ScenarioCounts, VerdictCounts, VerdictTable
+from eigenjury.stats.verdicts import (
+    OutcomeSums,
+    ReplyFeatures,
+    ScenarioCounts,
+    VerdictCounts,
+    VerdictTable,
+)
 
 
 def _styled(seed: int, *, external: int = 0, n_scenarios: int = 120) -> VerdictTable:
@@ -51,9 +57,12 @@ def test_curvature_is_the_derivative_of_the_gradient() -> None:
     rng = np.random.default_rng(0)
     cells = 40
     offset, log_tie = rng.normal(0, 3, cells), rng.normal(-1, 1, cells)
-    n = rng.poisson(3, (cells, 3)).astype(np.float64)
+    counts = rng.poisson(3, (cells, 3)).astype(np.float64)
+    n = OutcomeSums.of(counts)
     nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(offset, log_tie, n)
-    reference, g, g_ref_tie = davidson_nll(offset, np.zeros(cells), log_tie, np.zeros(cells), n)
+    reference, g, g_ref_tie = davidson_nll(
+        offset, np.zeros(cells), log_tie, np.zeros(cells), counts
+    )
     assert nll.sum() == pytest.approx(reference, rel=1e-12)
     np.testing.assert_allclose(g_a, g, atol=1e-12)
     np.testing.assert_allclose(g_tie, g_ref_tie, atol=1e-12)
@@ -63,6 +72,11 @@ def test_curvature_is_the_derivative_of_the_gradient() -> None:
     np.testing.assert_allclose(h_at, (up[2] - down[2]) / (2 * step), atol=1e-7)
     up, down = (davidson_curvature(offset, log_tie + s, n) for s in (step, -step))
     np.testing.assert_allclose(h_tt, (up[2] - down[2]) / (2 * step), atol=1e-7)
+    # one tie logit for every cell (one judge) is the same as it repeated per cell
+    shared = davidson_curvature(offset, -0.4, n)
+    repeated = davidson_curvature(offset, np.full(cells, -0.4), n)
+    for one, each in zip(shared, repeated, strict=True):
+        np.testing.assert_allclose(one, each, rtol=1e-15)
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,9 +55,13 @@ from eigenjury.stats.verdicts import (
     DataError,
     FloatArray,
     IntArray,
+    OutcomeSums,
     VerdictCounts,
     tally,
 )
+
+if TYPE_CHECKING:
+    from eigenjury.stats.one_judge import OneJudgeFit
 
 # Bounds on log lambda and gamma: far beyond any real judge, they only stop a judge
 # that never ties (or always picks one slot) from driving a parameter to infinity.
@@ -84,6 +88,7 @@ _SAME_OPTIMUM = 1e-6
 # but the factorisation's noisier s_ii is back (RMSE +20%); at 1 both are small.
 SELF_BOUND_Z = 1.0
 Solver = Literal["auto", "lbfgs"]
+_ONE_JUDGE = "solved in the one judge's scores (convex)"
 SOLVERS: tuple[Solver, ...] = ("auto", "lbfgs")
 # The bound's search: at most this far above the estimate (a judge whose every verdict
 # on itself picks itself has no finite bound without the prior), and this many steps.
@@ -145,43 +150,50 @@ def davidson_nll(
 
 
 def davidson_curvature(
-    offset: FloatArray, log_tie: FloatArray, n: FloatArray
+    offset: FloatArray, log_tie: FloatArray | float, n: OutcomeSums
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
-    """The negative log-likelihood of counts `n` (cells x 3) as a function of each
+    """The negative log-likelihood of the counts `n` (per cell) as a function of each
     cell's first-slot offset a = s1 - s2 + gamma (its logits relative to their midpoint
-    are [log lambda, a/2, -a/2]) and tie logit: (nll, d/da, d/dlog_tie, d2/da2,
-    d2/da dlog_tie, d2/dlog_tie2) per cell. The second derivatives are the variances
-    and covariance of the verdict's scores (first +1, second -1; tie) under the model,
-    times the cell's count: the local model the pair solver fits on."""
+    are [log lambda, a/2, -a/2]) and tie logit (per cell, or one for every cell):
+    (nll, d/da, d/dlog_tie, d2/da2, d2/da dlog_tie, d2/dlog_tie2) per cell. The second
+    derivatives are the variances and covariance of the verdict's scores (first +1,
+    second -1; tie) under the model, times the cell's count: the local model the pair
+    solver fits on. Every pass of a Newton fit runs this over all its cells (a million
+    on arena battles), so the arithmetic reuses its temporaries."""
     x = 0.5 * offset
-    a, t, lam, denom = _normaliser(x, log_tie)
-    favoured = 1.0 / denom
-    p_tie = lam * t
+    a = np.abs(x)
+    t = np.negative(a)
+    np.exp(t, out=t)  # t = exp(-|x|): the normaliser is exp|x| (1 + lambda t + t^2)
+    p_tie = t * np.exp(log_tie)
+    np.multiply(t, t, out=t)
+    denom = p_tie + t
+    denom += 1.0
+    favoured = np.reciprocal(denom)
     p_tie *= favoured
-    lead = 1.0 - t * t  # P(first) - P(second), signed below
+    lead = np.subtract(1.0, t, out=t)  # P(first) - P(second), signed below
     lead *= favoured
     np.copysign(lead, x, out=lead)
-    n_tie = n[:, TIE]
-    wins = n[:, FIRST] - n[:, SECOND]
-    total = n[:, FIRST] + n[:, SECOND]
-    total += n_tie
-    np.log(denom, out=denom)
-    denom += a
-    nll = total * denom
-    nll -= n_tie * log_tie
-    nll -= wins * x
-    g_offset = total * lead
-    g_offset -= wins
+    total, wins, ties = n.total, n.wins, n.ties
+    nll = np.log(denom, out=denom)
+    nll += a
+    nll *= total
+    nll -= np.multiply(ties, log_tie, out=a)
+    nll -= np.multiply(wins, x, out=x)
+    spread = np.multiply(total, lead, out=favoured)  # total (P(first) - P(second))
+    g_offset = spread - wins
     g_offset *= 0.5
-    g_tie = total * p_tie
-    g_tie -= n_tie
-    h_offset = 1.0 - p_tie - lead * lead
-    h_offset *= 0.25 * total
-    h_cross = p_tie * lead
-    h_cross *= -0.5 * total
-    h_tie = 1.0 - p_tie
-    h_tie *= p_tie
-    h_tie *= total
+    expected_ties = total * p_tie
+    g_tie = expected_ties - ties
+    # Var(score) = 1 - P(tie) - lead^2, Cov(score, tie) = -P(tie) lead,
+    # Var(tie) = P(tie) (1 - P(tie)): each times the count
+    h_offset = np.multiply(spread, lead, out=spread)
+    h_offset += expected_ties
+    np.subtract(total, h_offset, out=h_offset)
+    h_offset *= 0.25
+    h_cross = np.multiply(expected_ties, lead, out=lead)
+    h_cross *= -0.5
+    h_tie = np.multiply(expected_ties, p_tie, out=p_tie)
+    np.subtract(expected_ties, h_tie, out=h_tie)
     return nll, g_offset, g_tie, h_offset, h_cross, h_tie
 
 
@@ -485,7 +497,7 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
     z = _style_rows(counts)
     n_style = z.shape[1]
     offset, log_tie = _row_offsets(problem, p, scores, group, z)
-    nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(offset, log_tie, counts.n)
+    nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(offset, log_tie, counts.outcomes)
     k = 2 + n_style
     # per group: slope (a, log tie, b); curvature (a a, tie tie, a tie, then per feature
     # a b, tie b, and b b' for each pair of features)
@@ -798,6 +810,7 @@ class _Solution:
     converged: bool
     message: str
     grad_norm: float
+    loglik: float | None = None  # total, where the solver has it at `params`
 
 
 class LowRankBTD:
@@ -898,9 +911,9 @@ class LowRankBTD:
         shape = style_shape(counts, self.style_per_judge)
         fixed = self._fixed_style(shape)
         with one_blas_thread():
-            sole = self._one_judge_start(counts, shape, fixed, init)
+            sole = self._one_judge_fit(counts, shape, fixed, init)
             if sole is not None:  # convex: one optimum, every start's
-                best = self._confirmed(counts, *sole)
+                best = self._confirmed(counts, sole) if init is None else self._taken(sole)
                 explored = [best] * max(self.restarts, 1)
                 n_iter = best.n_iter
                 self.explored_start_: BTDParams | None = None
@@ -949,30 +962,24 @@ class LowRankBTD:
         self.style_coef_ = params.style
         self.n_verdicts_ = counts.total
         self.n_cells_ = counts.n_cells
-        self.loglik_ = self.loglik(counts)
+        self.loglik_ = self.loglik(counts) if best.loglik is None else best.loglik
         return self
 
-    def _one_judge_start(
+    def _one_judge_fit(
         self,
         counts: VerdictCounts,
         shape: tuple[int, ...],
         fixed: _HeldStyle,
         init: BTDParams | None,
-    ) -> tuple[BTDParams, int] | None:
+    ) -> OneJudgeFit | None:
         """Where one external judge gave every verdict, the optimum solved in its
-        scores' space (stats.one_judge) and its Newton steps, for the solvers here to
-        confirm; else None.
-        Not from a nearby `init` where style splits the cells: the pair solver's warm
-        start needs fewer passes over them (a bootstrap round on 1.67 M battles: 2.0
-        s against 2.6)."""
-        from eigenjury.stats.one_judge import one_judge_start, sole_external_judge
+        scores' space (stats.one_judge); else None."""
+        from eigenjury.stats.one_judge import one_judge_fit, sole_external_judge
 
-        if init is not None and _newton_pays(counts, init.pack().size):
-            return None
         judge = sole_external_judge(counts)
         if judge is None or self.solver != "auto" or not np.isnan(fixed.values).all():
             return None
-        return one_judge_start(counts, judge, self, shape, init)
+        return one_judge_fit(counts, judge, self, shape, init)
 
     def _fixed_style(self, shape: tuple[int, ...]) -> _HeldStyle:
         """The coefficients `style_fixed` holds, checked against their shape."""
@@ -992,14 +999,29 @@ class LowRankBTD:
             counts, self.dim, self.l2, self.position_bias, self.style_per_judge, self.prior
         )
 
-    def _confirmed(self, counts: VerdictCounts, start: BTDParams, steps: int) -> _Solution:
-        """`start` (reached in `steps`) where it is the optimum to tolerance here too
-        (one pass over the cells), else solved from there."""
-        x0, bounds = self._start_and_bounds(counts, start)
-        message = "solved in the one judge's scores (convex)"
+    def _confirmed(self, counts: VerdictCounts, sole: OneJudgeFit) -> _Solution:
+        """The one judge's optimum where it is the optimum to tolerance here too (one
+        pass over the cells), else solved from there."""
+        x0, bounds = self._start_and_bounds(counts, sole.params)
         limits = _limits(bounds)
-        solution = self._solution(self._problem(counts), x0, steps, message, limits, self.tol)
-        return solution if solution.converged else self._solve(counts, start, self.tol)
+        problem = self._problem(counts)
+        solution = self._solution(problem, x0, sole.steps, _ONE_JUDGE, limits, self.tol)
+        return solution if solution.converged else self._solve(counts, sole.params, self.tol)
+
+    def _taken(self, sole: OneJudgeFit) -> _Solution:
+        """The one judge's optimum as it is (a warm start: a bootstrap round): the same
+        posterior, solved exactly, so no pass over the cells to confirm it."""
+        loss = sole.objective - _l2_penalty(sole.params, self.l2)
+        return _Solution(
+            sole.params,
+            sole.objective,
+            loss,
+            sole.steps,
+            True,
+            _ONE_JUDGE,
+            sole.grad_norm,
+            -sole.nll,
+        )
 
     def _solve(self, counts: VerdictCounts, start: BTDParams, tol: float) -> _Solution:
         """Minimise from `start` to gradient `tol`: L-BFGS-B on the cells; with style,
@@ -1149,7 +1171,8 @@ def self_bias_upper(
     own = np.flatnonzero(counts.self_side != 0)
     if own.size == 0:
         return upper
-    judge, side, n = counts.judge[own], counts.self_side[own], counts.n[own]
+    judge, side = counts.judge[own], counts.self_side[own]
+    n = OutcomeSums.of(counts.n[own])
     scores = (params.lenses @ params.dispositions.T).ravel()
     apart = scores[counts.judge_first[own]] - scores[counts.judge_second[own]]
     apart += first_offset(params, counts, position_bias)[own] - params.self_bias[judge] * side

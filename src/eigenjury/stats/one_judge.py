@@ -10,7 +10,8 @@ affine functions of the offset and tie logit, the prior a quadratic, |s| a norm.
 has one optimum, which Newton's method reaches in a few passes from any start, where
 the factorised fit explores random starts with L-BFGS-B for hundreds of passes each
 (4.8 s on 1.67 M arena battles). The optimum is mapped back to lenses and
-dispositions, and the caller's solver confirms it there to its own tolerance.
+dispositions; a cold fit is confirmed there by the caller's solver to its own
+tolerance, a warm one (a bootstrap round, started from the full fit) is taken as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eigenjury.stats.btd import _LOG_BOUND, BTDParams, davidson_curvature
+from eigenjury.stats.btd import _LOG_BOUND, _ROUNDING, BTDParams, davidson_curvature
 from eigenjury.stats.verdicts import (
     FIRST,
     SECOND,
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from eigenjury.stats.btd import LowRankBTD
 
 _MAX_STEPS = 100
+# A whole Newton step that shrinks the gradient more than this much shows the
+# quadratic convergence the next step is trusted to keep.
+_QUADRATIC = 1e-2
 # Scores spread less than this are a flat ranking, at or next to the kink of l2 |s| at
 # s = 0, where Newton's steps are not to be trusted (from an exact 0, |s| underflows
 # and a false stationary point appears): left to the factorised solvers.
@@ -86,18 +90,8 @@ class _ScoresProblem:
     def size(self) -> int:
         return self.style_at + self.counts.n_style
 
-    def _offsets(self, theta: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Each cell's first-slot offset and tie logit."""
-        counts = self.counts
-        group = theta[self.first] - theta[self.second]
-        if self.position_bias:
-            group += theta[self.scores + 1]
-        offset = group[counts.pairs.group]
-        if counts.style is not None:
-            offset += counts.style @ theta[self.style_at :]
-        return offset, np.full(counts.n_cells, theta[self.tie_at])
-
-    def _penalty(self, theta: FloatArray) -> float:
+    def penalty(self, theta: FloatArray) -> float:
+        """The prior's and the L2 term's share of the objective."""
         scores, style = theta[: self.scores], theta[self.style_at :]
         centred = scores - scores.mean()
         return (
@@ -106,13 +100,44 @@ class _ScoresProblem:
             + 0.5 * self.prior_scale * float(centred @ centred)
         )
 
-    def expand(self, theta: FloatArray) -> tuple[float, FloatArray, FloatArray]:
-        """The objective, its gradient and its Hessian at `theta`."""
+    def expand(self, theta: FloatArray) -> tuple[float, float, FloatArray, FloatArray]:
+        """The objective, the negative log-likelihood (total), the objective's gradient
+        and its Hessian at `theta`, from one pass over the cells, a run of whole groups
+        at a time (Pairs.runs)."""
         counts, e = self.counts, self.scores
-        nll, g, g_tie, h, h_cross, h_tie = davidson_curvature(*self._offsets(theta), counts.n)
-        z = counts.style if counts.style is not None else np.zeros((counts.n_cells, 0))
-        k = z.shape[1]
-        per_group = counts.pairs.sums([g, h, h_cross, *(h * z.T)])
+        features = counts.style_columns
+        k = len(features)
+        beta = theta[self.style_at :]
+        tie = float(theta[self.tie_at])
+        group_offset = theta[self.first] - theta[self.second]
+        if self.position_bias:
+            group_offset += theta[self.scores + 1]
+        # per group: slope, curvature, tie cross and curvature times each feature
+        per_group = np.empty((3 + k, len(self.first)))
+        nll = g_tie = h_tie = 0.0
+        # summed over the cells, times each feature: slope, tie cross and curvature
+        z_slope, z_cross, z_gram = np.zeros(k), np.zeros(k), np.zeros((k, k))
+        outcomes = counts.outcomes
+        for run in counts.pairs.runs:
+            cells = run.cells
+            z = features[:, cells]
+            offset = group_offset[counts.pairs.group[cells]]
+            if k:
+                offset += beta @ z
+            run_nll, g, run_g_tie, h, h_cross, run_h_tie = davidson_curvature(
+                offset, tie, outcomes[cells]
+            )
+            hz = z * h
+            per_group[:, run.groups] = run.sums([g, h, h_cross, *hz])
+            nll += float(run_nll.sum())
+            g_tie += float(run_g_tie.sum())
+            h_tie += float(run_h_tie.sum())
+            z_slope += z @ g
+            z_cross += z @ h_cross
+            z_gram += hz @ z.T
+        # the same summed without the features (the position bias's)
+        plain_slope, plain_h, plain_cross = per_group[:3].sum(axis=1)
+        z_curve = per_group[3:].sum(axis=1)
         # per group: d offset / d scores = e_first - e_second, scattered to the scores
         first, second = self.first, self.second
 
@@ -129,12 +154,15 @@ class _ScoresProblem:
         laplacian -= tally(second * e + first, pair_h, e * e)
         hessian[:e, :e] = laplacian.reshape(e, e)
         # the offset's other parameters: position bias (1 per cell), style (z)
-        rest = [np.ones(counts.n_cells)] if self.position_bias else []
         rest_at = e + 1
-        others = np.column_stack([*rest, z]) if rest or k else np.zeros((counts.n_cells, 0))
         columns = slice(rest_at, self.size)
-        grad[columns] = others.T @ g
-        hessian[columns, columns] = (others * h[:, None]).T @ others
+        if self.position_bias:
+            grad[columns] = np.r_[plain_slope, z_slope]
+            others_h = np.block([[plain_h, z_curve], [z_curve[:, None], z_gram]])
+            others_cross = np.r_[plain_cross, z_cross]
+        else:
+            grad[columns], others_h, others_cross = z_slope, z_gram, z_cross
+        hessian[columns, columns] = others_h
         cross = [spread(pair_h)] if self.position_bias else []
         cross += [spread(row) for row in per_group[3:]]
         if cross:
@@ -143,11 +171,11 @@ class _ScoresProblem:
             hessian[columns, :e] = block.T
         # the tie logit
         t = self.tie_at
-        grad[t] = g_tie.sum()
-        tie_cross = np.concatenate([spread(per_group[2]), others.T @ h_cross])
+        grad[t] = g_tie
+        tie_cross = np.concatenate([spread(per_group[2]), others_cross])
         keep = np.r_[0:e, rest_at : self.size]
         hessian[t, keep] = hessian[keep, t] = tie_cross
-        hessian[t, t] = h_tie.sum()
+        hessian[t, t] = h_tie
         grad /= counts.total
         hessian /= counts.total
         # the penalties: l2 |s| (a norm), l2/2 |b|^2, the prior on centred scores
@@ -164,46 +192,45 @@ class _ScoresProblem:
         # a shift of every score changes nothing but |s|, least where they sum to 0:
         # the steps are kept there (the gradient has no part along it at a centred s)
         hessian[:e, :e] += 1.0 / e
-        value = float(nll.sum()) / counts.total + self._penalty(theta)
-        return value, grad, hessian
+        return nll / counts.total + self.penalty(theta), nll, grad, hessian
 
 
-def one_judge_start(
+@dataclass(frozen=True)
+class OneJudgeFit:
+    """The posterior's optimum in the judge's scores' space, as lenses and
+    dispositions (`params`), and what the factorised fit reports of it."""
+
+    params: BTDParams
+    steps: int  # Newton steps
+    objective: float  # per verdict; the L2 term at its least over factorisations, l2 |s|
+    nll: float  # total negative log-likelihood
+    grad_norm: float  # the largest gradient component, per verdict
+
+
+def one_judge_fit(
     counts: VerdictCounts,
     judge: int,
     model: LowRankBTD,
     style_shape: tuple[int, ...],
     init: BTDParams | None = None,
-) -> tuple[BTDParams, int] | None:
+) -> OneJudgeFit | None:
     """The optimum of `model`'s posterior on `counts` (one external `judge`), as
-    balanced lenses and dispositions, and the Newton steps taken; None where the
-    reduced problem does not settle to tolerance inside the factorised fit's bounds (a
-    judge that never ties, an unlimited perfect record without prior or L2, a flat
-    ranking): the factorised solvers then take over. `init`: a nearby fit to start
-    from (a bootstrap round's, the full fit)."""
+    balanced lenses and dispositions; None where the reduced problem does not settle
+    to tolerance inside the factorised fit's bounds (a judge that never ties, an
+    unlimited perfect record without prior or L2, a flat ranking): the factorised
+    solvers then take over. `init`: a nearby fit to start from (a bootstrap round's,
+    the full fit)."""
     if init is None and counts.n_style:
         # without style the cells are few (a pair's battles in three): its optimum is a
         # start some passes over the styled cells nearer
         plain = counts.without_style()
-        solved = one_judge_start(plain, judge, model, (*style_shape[:-1], 0))
-        init = None if solved is None else solved[0]
+        solved = one_judge_fit(plain, judge, model, (*style_shape[:-1], 0))
+        init = None if solved is None else solved.params
     shown = counts.shown
-    index = np.full(counts.n_models, -1)
-    index[shown] = np.arange(len(shown))
-    layout = counts.pairs.layout
-    prior = model.prior
-    problem = _ScoresProblem(
-        counts,
-        index[layout.first],
-        index[layout.second],
-        len(shown),
-        model.position_bias,
-        model.l2,
-        0.0 if prior is None else 1.0 / (prior.judge_sd**2 + prior.consensus_sd**2) / counts.total,
-    )
+    problem = _problem(counts, model)
     theta = _start(problem, judge, shown, init)
     e = problem.scores
-    value, grad, hessian = problem.expand(theta)
+    value, nll, grad, hessian = problem.expand(theta)
     if _length(theta[:e]) < _FLAT:
         # at the kink: off it along the likelihood's pull, unless l2 |s| outweighs it
         # (then the optimum is a flat ranking)
@@ -211,9 +238,11 @@ def one_judge_start(
         if pull <= model.l2:
             return None
         theta[:e] = -0.1 * grad[:e] / pull
-        value, grad, hessian = problem.expand(theta)
+        value, nll, grad, hessian = problem.expand(theta)
     steps = 0
-    while np.max(np.abs(grad)) > 0.1 * model.tol:
+    largest = float(np.max(np.abs(grad)))
+    before = np.nan  # the largest gradient component before the last step, if whole
+    while largest > 0.1 * model.tol:
         if steps == _MAX_STEPS:
             return None
         steps += 1
@@ -224,23 +253,68 @@ def one_judge_start(
         decrease = float(grad @ step)
         if not decrease < 0:
             return None
+        # Newton's convergence is quadratic: a whole step that took the gradient from
+        # `before` to `largest` says this one takes it to about largest^3 / before^2
+        # (from 3e-10 to 1e-18 in a bootstrap round), far inside the tolerance: the
+        # step is taken without the pass that would only confirm it
+        contraction = largest / before  # nan before a whole step
+        if contraction < _QUADRATIC and contraction**2 * largest <= 1e-2 * model.tol:
+            theta = theta + step
+            # the objective where the quadratic model puts it (its error is the cube
+            # of the step), and the likelihood's share of it
+            value += 0.5 * decrease
+            nll = (value - problem.penalty(theta)) * problem.counts.total
+            largest = contraction**2 * largest
+            break
         # backtracking (Armijo); each trial's expansion serves the next step, and near
         # the optimum the whole step is taken: one pass over the cells a step
         length = 1.0
-        expansion = problem.expand(theta + step)
-        while not expansion[0] <= value + 1e-4 * length * decrease:
+        trial = problem.expand(theta + step)
+        while not (trial[0] <= value + 1e-4 * length * decrease or _rounding(trial[0], value)):
             length *= 0.5
             if length < 1e-10:
-                return None  # rounding: no step decreases it further, short of tolerance
-            expansion = problem.expand(theta + length * step)
+                return None
+            trial = problem.expand(theta + length * step)
+        trial_largest = float(np.max(np.abs(trial[2])))
+        rounding = _rounding(trial[0], value)
+        if rounding and trial_largest >= largest:
+            break  # at the optimum the objective stops moving: the gradient says so too
         theta = theta + length * step
-        value, grad, hessian = expansion
+        value, nll, grad, hessian = trial
+        before = largest if length == 1.0 and not rounding else np.nan
+        largest = trial_largest
         bounded = theta[problem.tie_at : problem.style_at]
         if not np.all(np.isfinite(theta)) or np.max(np.abs(bounded)) >= _LOG_BOUND:
             return None  # a judge that never ties, or always picks one slot
+    if largest > 10 * model.tol:
+        return None  # short of what the factorised fit calls converged
     if _length(theta[:e]) < _FLAT:
         return None
-    return _balanced(problem, theta, judge, shown, model.dim, style_shape), steps
+    params = _balanced(problem, theta, judge, shown, model.dim, style_shape)
+    return OneJudgeFit(params, steps, value, nll, largest)
+
+
+def _problem(counts: VerdictCounts, model: LowRankBTD) -> _ScoresProblem:
+    """`model`'s posterior on `counts` in the scores of the models they show."""
+    shown = counts.shown
+    index = np.full(counts.n_models, -1)
+    index[shown] = np.arange(len(shown))
+    layout = counts.pairs.layout
+    prior = model.prior
+    return _ScoresProblem(
+        counts,
+        index[layout.first],
+        index[layout.second],
+        len(shown),
+        model.position_bias,
+        model.l2,
+        0.0 if prior is None else 1.0 / (prior.judge_sd**2 + prior.consensus_sd**2) / counts.total,
+    )
+
+
+def _rounding(new: float, old: float) -> bool:
+    """Whether two values of the objective differ only in their last digits."""
+    return abs(new - old) <= _ROUNDING * max(1.0, abs(old))
 
 
 def _start(

@@ -43,8 +43,12 @@ from eigenjury.stats.btd import (
     through_jacobian,
 )
 from eigenjury.stats.verdicts import (
+    FIRST,
+    SECOND,
+    TIE,
     DataError,
     FloatArray,
+    OutcomeSums,
     ScenarioCounts,
     VerdictCounts,
     tally,
@@ -156,8 +160,12 @@ def _cluster_scores(
     z = _style_rows(counts)
     cell, verdict = np.divmod(data.entry_slot, 3)
     group = pairs.group[cell]
-    n = np.zeros((len(cell), 3))
-    n[np.arange(len(cell)), verdict] = data.entry_weight
+    weight = data.entry_weight
+    n = OutcomeSums(
+        weight,
+        weight * (verdict == FIRST) - weight * (verdict == SECOND),
+        weight * (verdict == TIE),
+    )
     z_entry = z[cell]
     offset, log_tie = _row_offsets(problem, params, scores, group, z_entry)
     _, g_offset, g_tie, *_ = davidson_curvature(offset, log_tie, n)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cached_property
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +44,34 @@ def tally(index: IntArray, weights: FloatArray | None, size: int) -> FloatArray:
     """Sum `weights` (default 1) per index value in [0, size): the scatter-add behind
     every count and gradient here."""
     return np.asarray(np.bincount(index, weights, minlength=size), dtype=np.float64)
+
+
+def _read_only(values: FloatArray) -> FloatArray:
+    """`values`, marked read-only: a total cached on the counts, shared by every caller."""
+    values.flags.writeable = False
+    return values
+
+
+@dataclass(frozen=True)
+class OutcomeSums:
+    """Per cell, what a pairwise likelihood reads of its (tie, first, second) counts:
+    their total, first minus second, and the ties, each contiguous (a column of the
+    cells x 3 counts is strided, and every pass of a fit reads all three)."""
+
+    total: FloatArray
+    wins: FloatArray
+    ties: FloatArray
+
+    @classmethod
+    def of(cls, n: FloatArray) -> OutcomeSums:
+        """From counts `n` (cells x 3)."""
+        ties, first, second = n[:, TIE], n[:, FIRST], n[:, SECOND]
+        total = first + second
+        total += ties
+        return cls(total, first - second, np.ascontiguousarray(ties))
+
+    def __getitem__(self, cells: slice) -> OutcomeSums:
+        return OutcomeSums(self.total[cells], self.wins[cells], self.ties[cells])
 
 
 class DataError(InputError, ValueError):
@@ -316,6 +345,33 @@ def judgment_weights(table: VerdictTable) -> FloatArray:
 
 
 @dataclass(frozen=True, eq=False)
+class Run:
+    """Whole groups of cells that lie together, taken in one go by a pass over the
+    cells: `cells` and `groups` are their ranges; `starts`, where each group starts
+    within the run (None: the cells do not lie in group order, and the one run of all
+    of them sums each group by `group`, the cells' groups)."""
+
+    cells: slice
+    groups: slice
+    starts: IntArray | None
+    group: IntArray
+
+    def sums(self, rows: Sequence[FloatArray]) -> FloatArray:
+        """Per group of the run, the sums of each of `rows` (one value per cell of the
+        run), as rows x groups."""
+        if self.starts is not None:
+            return np.stack([np.add.reduceat(row, self.starts) for row in rows])
+        size = self.groups.stop - self.groups.start
+        return np.stack([tally(self.group, row, size) for row in rows])
+
+
+# About this many cells make a run (Run): a run's arrays and the dozens of temporaries
+# a pass makes of them stay in a core's cache, where whole arrays of a million cells
+# send every operation to memory (a pass over 1.67 M arena battles: 2.5x faster).
+RUN_CELLS = 32_768
+
+
+@dataclass(frozen=True, eq=False)
 class Pairs:
     """Cells grouped by (judge, first, second): each cell's `group`, and `layout`, the
     groups as cells (no style, no counts)."""
@@ -331,6 +387,29 @@ class Pairs:
         if group.size and np.all(group[1:] >= group[:-1]):
             return np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
         return None
+
+    @cached_property
+    def runs(self) -> tuple[Run, ...]:
+        """The cells in runs of whole groups of about RUN_CELLS cells each (a group
+        larger than that is a run of its own); one run of every cell where they do not
+        lie in group order."""
+        starts, n_cells = self._starts, len(self.group)
+        if starts is None:
+            whole = slice(0, self.layout.n_cells)
+            return (Run(slice(0, n_cells), whole, None, self.group),)
+        # each run from the first group starting at or after a multiple of RUN_CELLS
+        bounds = np.searchsorted(starts, np.arange(0, n_cells, RUN_CELLS))
+        bounds = np.unique(np.r_[bounds, len(starts)])
+        cell_at = np.r_[starts, n_cells]
+        return tuple(
+            Run(
+                slice(int(cell_at[a]), int(cell_at[b])),
+                slice(int(a), int(b)),
+                starts[a:b] - starts[a],
+                self.group,
+            )
+            for a, b in pairwise(bounds)
+        )
 
     def sums(self, rows: Sequence[FloatArray]) -> FloatArray:
         """Per group, the sums of each of `rows` (each one value per cell), as rows x
@@ -381,6 +460,20 @@ class VerdictCounts:
         )
 
     @cached_property
+    def style_columns(self) -> FloatArray:
+        """The style differences as features x cells, each feature's contiguous (what
+        a pass over runs of cells reads); no rows without style."""
+        if self.style is None:
+            return np.zeros((0, self.n_cells))
+        return np.ascontiguousarray(self.style.T)
+
+    @cached_property
+    def outcomes(self) -> OutcomeSums:
+        """Each cell's total, first-minus-second and tie counts (read once per counts,
+        by every pass of a fit over them)."""
+        return OutcomeSums.of(self.n)
+
+    @cached_property
     def judges_present(self) -> IntArray:
         """The models with a cell as judge (in the layout, whatever its weight)."""
         return np.asarray(np.unique(self.judge), dtype=np.int64)
@@ -422,7 +515,15 @@ class VerdictCounts:
     def with_n(self, n: FloatArray) -> VerdictCounts:
         """Same cells, other counts (keeps the cached index arrays)."""
         out = VerdictCounts(self.judge, self.first, self.second, n, self.models, self.style)
-        cached = ("judge_first", "judge_second", "self_side", "judges_present", "shown", "pairs")
+        cached = (
+            "judge_first",
+            "judge_second",
+            "self_side",
+            "judges_present",
+            "shown",
+            "pairs",
+            "style_columns",
+        )
         for name in cached:
             if name in self.__dict__:
                 out.__dict__[name] = self.__dict__[name]
@@ -435,15 +536,23 @@ class VerdictCounts:
         return self.pairs.layout.with_n(self.pairs.sums(list(self.n.T)).T)
 
     def judge_totals(self) -> FloatArray:
-        """Verdict weight each model gave as a judge."""
-        return tally(self.judge, self.n.sum(axis=1), self.n_models)
+        """Verdict weight each model gave as a judge (read-only)."""
+        return self._judge_totals
 
     def evaluee_totals(self) -> FloatArray:
-        """Verdict weight in which each model was one of the two evaluees."""
-        per_cell = self.n.sum(axis=1)
-        return tally(self.first, per_cell, self.n_models) + tally(
-            self.second, per_cell, self.n_models
-        )
+        """Verdict weight in which each model was one of the two evaluees (read-only)."""
+        return self._evaluee_totals
+
+    @cached_property
+    def _judge_totals(self) -> FloatArray:
+        return _read_only(tally(self.judge, self.outcomes.total, self.n_models))
+
+    @cached_property
+    def _evaluee_totals(self) -> FloatArray:
+        per_cell = self.outcomes.total
+        both = tally(self.first, per_cell, self.n_models)
+        both += tally(self.second, per_cell, self.n_models)
+        return _read_only(both)
 
     def pooled(self) -> tuple[FloatArray, FloatArray]:
         """Judges pooled: (wins, ties), wins[j, k] = times j beat k in either slot."""
