@@ -664,6 +664,9 @@ def _projected_norm(
 _PAIR_STEPS = 50
 _ACCEPT = 1e-4
 _DAMPING = (1e-12, 1e-8, 1e4)  # floor, start, give up (relative to the Hessian)
+# Negative curvature of the exact Hessian smaller than this share of its largest is
+# the slight bend of a nearly flat direction, not a saddle to leave.
+_SLIGHTLY = 1e-3
 # The longest first step, in any one parameter (logits); a step that keeps its promise
 # lets the next reach four times as far, one that breaks it a quarter.
 _REACH = 1.0
@@ -727,7 +730,8 @@ def _pair_solve(
     few (judge, pair) groups, so one pass over the cells gives the whole second-order
     model, and a handful of steps reach the tolerance L-BFGS needed 50-100 passes for.
     Each step solves (H + mu I) step = -g over the free parameters off the gauge (H
-    exact where it is definite, else its Gauss-Newton part); mu
+    exact where it is definite, with its curvatures' sizes where it bends only slightly
+    negative, else its Gauss-Newton part); mu
     (relative to H's largest curvature) grows tenfold when a step keeps less than a
     quarter of the decrease it promised and shrinks tenfold when it keeps three
     quarters, and a step is capped in length (`_REACH`). Returns the expansion at the
@@ -747,11 +751,17 @@ def _pair_solve(
         grad = here.grad[free]
         grad = grad - across @ (across.T @ grad)
         # the exact Hessian where it is definite (near the optimum: Newton's
-        # quadratic convergence); far from it, where the scores' bilinear map bends
-        # it negative, its Gauss-Newton part (always semi-definite: still descent)
+        # quadratic convergence); where the scores' bilinear map bends it slightly
+        # negative (a dimension that fits only noise, which the L2 term barely holds:
+        # judges who all agree), the same with each curvature's size, so that every
+        # other direction keeps Newton's step (its Gauss-Newton part crawled there, 50
+        # steps short of the tolerance on 4e6 verdicts); far from the optimum, where it
+        # bends strongly negative, its Gauss-Newton part (semi-definite: still descent)
         values, vectors = _definite(here.outer + here.bilinear, free, across, here.scale)
-        if values[0] <= 0:
+        if values[0] <= -_SLIGHTLY * here.scale:
             values, vectors = _definite(here.outer, free, across, here.scale)
+        elif values[0] <= 0:
+            values = np.maximum(np.abs(values), _DAMPING[0] * here.scale)
         along = vectors.T @ grad
         size = values + damping * here.scale
         step = -vectors @ (along / size)
