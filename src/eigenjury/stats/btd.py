@@ -923,7 +923,7 @@ class LowRankBTD:
         with one_blas_thread():
             sole = self._one_judge_fit(counts, shape, fixed, init)
             if sole is not None:  # convex: one optimum, every start's
-                best = self._confirmed(counts, sole) if init is None else self._taken(sole)
+                best = self._taken(sole)
                 explored = [best] * max(self.restarts, 1)
                 n_iter = best.n_iter
                 self.explored_start_: BTDParams | None = None
@@ -1009,18 +1009,9 @@ class LowRankBTD:
             counts, self.dim, self.l2, self.position_bias, self.style_per_judge, self.prior
         )
 
-    def _confirmed(self, counts: VerdictCounts, sole: OneJudgeFit) -> _Solution:
-        """The one judge's optimum where it is the optimum to tolerance here too (one
-        pass over the cells), else solved from there."""
-        x0, bounds = self._start_and_bounds(counts, sole.params)
-        limits = _limits(bounds)
-        problem = self._problem(counts)
-        solution = self._solution(problem, x0, sole.steps, _ONE_JUDGE, limits, self.tol)
-        return solution if solution.converged else self._solve(counts, sole.params, self.tol)
-
     def _taken(self, sole: OneJudgeFit) -> _Solution:
-        """The one judge's optimum as it is (a warm start: a bootstrap round): the same
-        posterior, solved exactly, so no pass over the cells to confirm it."""
+        """The one judge's optimum: the same posterior, solved exactly, converged where
+        the factorised solvers would call it so."""
         loss = sole.objective - _l2_penalty(sole.params, self.l2)
         return _Solution(
             sole.params,

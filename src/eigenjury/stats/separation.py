@@ -37,6 +37,7 @@ from eigenjury.stats.verdicts import (
     IntArray,
     ScenarioCounts,
     VerdictCounts,
+    tally,
 )
 
 
@@ -80,15 +81,15 @@ def win_graph(
     verdicts in which the judge is one of the two are left out: where the fit gives
     each judge a preference for its own reply, they measure that preference, not the
     gap between the judge and the other reply."""
+    counts = counts.without_style()  # style splits cells, never who beat whom
     m = counts.n_models
     keep = np.ones(counts.n_cells, dtype=bool) if judge is None else counts.judge == judge
     if not self_judged:
         keep &= counts.self_side == 0
     first, second, n = counts.first[keep], counts.second[keep], counts.n[keep]
-    wins = np.zeros((m, m))
-    np.add.at(wins, (first, second), n[:, FIRST] + 0.5 * n[:, TIE])
-    np.add.at(wins, (second, first), n[:, SECOND] + 0.5 * n[:, TIE])
-    return wins
+    wins = tally(first * m + second, n[:, FIRST] + 0.5 * n[:, TIE], m * m)
+    wins += tally(second * m + first, n[:, SECOND] + 0.5 * n[:, TIE], m * m)
+    return wins.reshape(m, m)
 
 
 def components(wins: FloatArray, members: IntArray) -> IntArray:

@@ -46,6 +46,14 @@ def tally(index: IntArray, weights: FloatArray | None, size: int) -> FloatArray:
     return np.asarray(np.bincount(index, weights, minlength=size), dtype=np.float64)
 
 
+def _present(n_models: int, *models: IntArray) -> IntArray:
+    """The models that occur in any of `models`, in order (a count, not a sort)."""
+    seen = np.zeros(n_models, dtype=bool)
+    for column in models:
+        seen[column] = True
+    return np.flatnonzero(seen).astype(np.int64)
+
+
 def _read_only(values: FloatArray) -> FloatArray:
     """`values`, marked read-only: a total cached on the counts, shared by every caller."""
     values.flags.writeable = False
@@ -476,12 +484,12 @@ class VerdictCounts:
     @cached_property
     def judges_present(self) -> IntArray:
         """The models with a cell as judge (in the layout, whatever its weight)."""
-        return np.asarray(np.unique(self.judge), dtype=np.int64)
+        return _present(self.n_models, self.judge)
 
     @cached_property
     def shown(self) -> IntArray:
         """The models with a cell as first or second evaluee (in the layout)."""
-        return np.asarray(np.unique(np.concatenate([self.first, self.second])), dtype=np.int64)
+        return _present(self.n_models, self.first, self.second)
 
     @property
     def n_models(self) -> int:
@@ -531,6 +539,10 @@ class VerdictCounts:
 
     def without_style(self) -> VerdictCounts:
         """The same verdicts in (judge, first, second) cells, style set aside."""
+        return self._without_style
+
+    @cached_property
+    def _without_style(self) -> VerdictCounts:
         if self.style is None:
             return self
         return self.pairs.layout.with_n(self.pairs.sums(list(self.n.T)).T)
