@@ -512,9 +512,12 @@ class VerdictCounts:
     def pairs(self) -> Pairs:
         """The cells that style control splits, joined again per (judge, first, second)."""
         m = self.n_models
-        keys, group = np.unique(
-            (self.judge * m + self.first) * m + self.second, return_inverse=True
-        )
+        key = (self.judge * m + self.first) * m + self.second
+        if key.size and np.all(key[1:] >= key[:-1]):  # in key order, as the collapse leaves them
+            new = np.r_[True, key[1:] != key[:-1]]
+            keys, group = key[new], np.cumsum(new) - 1
+        else:
+            keys, group = np.unique(key, return_inverse=True)
         judge, rest = np.divmod(keys, m * m)
         first, second = np.divmod(rest, m)
         layout = VerdictCounts(judge, first, second, np.zeros((len(keys), 3)), self.models)
