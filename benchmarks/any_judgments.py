@@ -10,6 +10,10 @@ side and interleaved, on files written here:
 - parquet: 1e8 peer verdicts (20 models, 1e6 scenarios) as a Parquet dataset (one
   folder, 100 files). `eigenjury fit DIR --bootstrap 0`: wall time and the peak
   resident memory of the process. Target: under 4 GB.
+- styled-parquet: peer verdicts as above with two reply features (first_length and
+  second_length, log-normal token counts; first_headers and second_headers, Poisson),
+  1e6, 4e6 and 8e6 of them: `eigenjury fit DIR --bootstrap 0` with style control (on
+  by default), wall time and peak resident memory. Target (issue 33): 1e8 under 4 GB.
 - arena-csv: the same battles as CSV with a question id per battle (1.67 M distinct
   ids, 94 MB as LMArena's exports are). `eigenjury fit battles.csv --bootstrap 0`
   against a bare script that reads the file with `pyarrow.csv.read_csv`, encodes the
@@ -24,7 +28,8 @@ side and interleaved, on files written here:
   wins), with the time and the rank agreement of the two and of each with the truth.
   The JSON array form (as the arena publishes it) is timed too.
 
-    python benchmarks/any_judgments.py [csv] [parquet] [arena-csv] [start] [arena] \
+    python benchmarks/any_judgments.py [csv] [parquet] [styled-parquet] [arena-csv] \
+        [start] [arena] \
         [--repeat 5] [--quick]
 """
 
@@ -175,8 +180,11 @@ def csv_case(folder: Path, repeat: int, quick: bool) -> str:
     )
 
 
-def write_peer_dataset(folder: Path, files: int, rows_per_file: int, seed: int) -> None:
-    """A Parquet dataset of peer verdicts from a random low-rank BTD population."""
+def write_peer_dataset(
+    folder: Path, files: int, rows_per_file: int, seed: int, *, features: bool = False
+) -> None:
+    """A Parquet dataset of peer verdicts from a random low-rank BTD population; with
+    `features`, each reply's length and headers beside them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -200,18 +208,19 @@ def write_peer_dataset(folder: Path, files: int, rows_per_file: int, seed: int) 
         u = rng.random(rows_per_file)
         verdict = (u[:, None] > cdf[judge, first, second]).sum(axis=1)
         scenario = f * rows_per_file // per_scenario + np.arange(rows_per_file) // per_scenario
-        pq.write_table(
-            pa.table(
-                {
-                    "scenario": pa.array(scenario).cast(pa.string()),
-                    "judge": names.take(pa.array(judge)),
-                    "first": names.take(pa.array(first)),
-                    "second": names.take(pa.array(second)),
-                    "verdict": pa.array(verdict.astype(np.int8)),
-                }
-            ),
-            folder / f"part-{f:03d}.parquet",
-        )
+        columns = {
+            "scenario": pa.array(scenario).cast(pa.string()),
+            "judge": names.take(pa.array(judge)),
+            "first": names.take(pa.array(first)),
+            "second": names.take(pa.array(second)),
+            "verdict": pa.array(verdict.astype(np.int8)),
+        }
+        if features:
+            for side in ("first", "second"):
+                length = np.exp(rng.normal(6.0, 0.5, rows_per_file))
+                columns[f"{side}_length"] = pa.array(np.rint(length).astype(np.int64))
+                columns[f"{side}_headers"] = pa.array(rng.poisson(2.0, rows_per_file))
+        pq.write_table(pa.table(columns), folder / f"part-{f:03d}.parquet")
 
 
 def parquet_case(folder: Path, quick: bool) -> str:
@@ -288,6 +297,18 @@ def write_battles(
         (folder / "battles.json").write_text(json.dumps(records), encoding="utf-8")
     order = np.argsort(names)
     return np.asarray(strength[order])
+
+
+def styled_parquet_case(folder: Path, quick: bool) -> str:
+    rows, sizes = (100_000, (1, 4)) if quick else (1_000_000, (1, 4, 8))
+    lines = []
+    for files in sizes:
+        dataset = folder / f"styled-{files}"
+        write_peer_dataset(dataset, files, rows, seed=2, features=True)
+        wall, peak, _ = measured(eigenjury("fit", str(dataset), "--bootstrap", "0"))
+        lines.append([f"{files * rows:,}", wall, peak])
+        shutil.rmtree(dataset)
+    return table(["verdicts", "wall s", "peak RSS GB"], lines)
 
 
 def arena_csv_case(folder: Path, repeat: int, quick: bool) -> str:
@@ -371,7 +392,7 @@ def arena_case(folder: Path, repeat: int, quick: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    cases = ["csv", "parquet", "arena-csv", "start", "arena"]
+    cases = ["csv", "parquet", "styled-parquet", "arena-csv", "start", "arena"]
     parser.add_argument("cases", nargs="*", help=f"some of {', '.join(cases)} (default: all)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="small smoke run")
@@ -390,6 +411,8 @@ def main() -> None:
                 print(csv_case(work, repeat, args.quick))
             elif case == "parquet":
                 print(parquet_case(work, args.quick))
+            elif case == "styled-parquet":
+                print(styled_parquet_case(work, args.quick))
             elif case == "arena-csv":
                 print(arena_csv_case(work, repeat, args.quick))
             elif case == "start":
