@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cell_orders import out_of_order
 from eigenjury.stats import one_judge, verdicts
 from eigenjury.stats.btd import DEFAULT_PRIOR, LowRankBTD, ScorePrior
 from eigenjury.stats.consensus import PeerRanking
@@ -287,15 +288,7 @@ def test_a_pass_in_runs_of_cells_is_a_pass_over_all_of_them(
     monkeypatch.setattr(verdicts, "RUN_CELLS", 50)
     in_runs = _counts(table, style=True)
     assert len(in_runs.pairs.runs) > 20
-    order = np.random.default_rng(0).permutation(counts.n_cells)
-    shuffled = VerdictCounts(
-        counts.judge[order],
-        counts.first[order],
-        counts.second[order],
-        counts.n[order],
-        counts.models,
-        counts.style[order],
-    )
+    shuffled = out_of_order(counts)
     assert len(shuffled.pairs.runs) == 1 and shuffled.pairs.runs[0].starts is None
     for other in (expansion(in_runs), expansion(shuffled)):
         assert other[0] == pytest.approx(whole[0], rel=1e-13)

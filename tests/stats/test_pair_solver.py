@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from cell_orders import out_of_order
 from eigenjury.stats import btd
 from eigenjury.stats.btd import (
     DEFAULT_PRIOR,
@@ -167,15 +168,7 @@ def test_the_pair_solver_takes_a_handful_of_passes_where_lbfgs_takes_dozens() ->
 
 def test_cells_that_do_not_lie_together_sum_the_same() -> None:
     counts = _counts(_styled(13, n_scenarios=50))
-    order = np.random.default_rng(0).permutation(counts.n_cells)
-    shuffled = VerdictCounts(
-        counts.judge[order],
-        counts.first[order],
-        counts.second[order],
-        counts.n[order],
-        counts.models,
-        counts.style[order],
-    )
+    shuffled = out_of_order(counts)
     np.testing.assert_allclose(shuffled.without_style().n, counts.without_style().n)
     fits = [LowRankBTD(2).fit(c) for c in (counts, shuffled)]
     np.testing.assert_allclose(fits[0].scores(), fits[1].scores(), atol=1e-6)
