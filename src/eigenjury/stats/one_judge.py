@@ -16,6 +16,7 @@ dispositions, where the factorised objective's gradient follows from this one's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -98,7 +99,7 @@ class _ScoresProblem:
         position and style terms the same. So the fit stops where the factorised
         solvers would call it converged, with no pass over the cells to check."""
         scores, slope = theta[: self.scores], grad[: self.scores]
-        root = np.sqrt(_length(scores))
+        root = math.sqrt(_length(scores))
         rest = float(np.max(np.abs(grad[self.scores :]), initial=0.0))
         if root == 0.0:
             return max(float(np.max(np.abs(slope))), rest)
