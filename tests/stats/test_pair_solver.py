@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cell_orders import out_of_order
-from eigenjury.stats import btd
+from eigenjury.stats import btd, verdicts
 from eigenjury.stats.btd import (
     DEFAULT_PRIOR,
     LowRankBTD,
@@ -219,3 +219,26 @@ def test_a_dimension_of_noise_does_not_slow_newton_to_a_crawl(
     fitted = LowRankBTD().fit(counts)
     assert fitted.message_ == "pair solver converged" and fitted.grad_norm_ < fitted.tol
     assert steps == [steps[0]] and steps[0] <= 12
+
+
+@pytest.mark.parametrize("per_judge", [False, True])
+def test_an_expansion_in_runs_is_the_expansion_over_all_cells(
+    per_judge: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Summed a run of whole groups at a time, in order or out of it, the expansion is
+    the same as over every cell at once."""
+    table = _two_features(_styled(9, external=1, n_scenarios=60), 10)
+    counts = _counts(table)
+    assert len(counts.pairs.runs) == 1
+    problem = _Problem(counts, 2, 1e-3, True, per_judge, DEFAULT_PRIOR)
+    x = LowRankBTD(2, style_per_judge=per_judge).fit(counts).params_.pack()
+    whole = _expand(problem, x)
+    monkeypatch.setattr(verdicts, "RUN_CELLS", 37)
+    in_runs = _counts(table)
+    assert len(in_runs.pairs.runs) > 10
+    for cells in (in_runs, out_of_order(counts)):
+        other = _expand(_Problem(cells, 2, 1e-3, True, per_judge, DEFAULT_PRIOR), x)
+        assert other.value == pytest.approx(whole.value, rel=1e-13)
+        np.testing.assert_allclose(other.grad, whole.grad, rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(other.outer, whole.outer, rtol=1e-9, atol=1e-14)
+        np.testing.assert_allclose(other.bilinear, whole.bilinear, rtol=1e-9, atol=1e-14)

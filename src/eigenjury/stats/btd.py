@@ -463,20 +463,26 @@ def _style_rows(counts: VerdictCounts) -> FloatArray:
     return np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
 
 
-def _row_offsets(
-    problem: _Problem, p: BTDParams, scores: FloatArray, group: IntArray, z: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """Per row (a cell, or one verdict) of (judge, pair) group `group` with style
-    differences `z`: the first slot's offset (scores, position and self terms of its
-    group, plus its style terms) and its tie logit."""
-    groups = problem.counts.pairs.layout
-    offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
-    offset += first_offset(p, groups, problem.position_bias)
-    if problem.per_judge_style:
-        terms = np.einsum("rf,rf->r", z, p.style[groups.judge][group])
-    else:
-        terms = z @ p.style
-    return offset[group] + terms, p.log_tie[groups.judge][group]
+class _Offsets:
+    """Per (judge, pair) group: the first slot's offset (scores, position and self
+    terms) and tie logit, and each group's style coefficients where they are per
+    judge; `at` gives them for rows (cells, or single verdicts) of given groups."""
+
+    def __init__(self, problem: _Problem, p: BTDParams, scores: FloatArray) -> None:
+        groups = problem.counts.pairs.layout
+        self.offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
+        self.offset += first_offset(p, groups, problem.position_bias)
+        self.log_tie = p.log_tie[groups.judge]
+        self.style = p.style[groups.judge] if problem.per_judge_style else p.style
+
+    def at(self, group: IntArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per row of group `group` with style differences `z`: its offset (its group's
+        plus its style terms) and its tie logit."""
+        if self.style.ndim == 2:
+            terms = np.einsum("rf,rf->r", z, self.style[group])
+        else:
+            terms = z @ self.style
+        return self.offset[group] + terms, self.log_tie[group]
 
 
 def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
@@ -487,26 +493,38 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
     per group into a (2 + features)-square block; the Hessian is those blocks carried
     through the Jacobian of (a, log_tie, b), plus the second-order terms of the scores
     u_i . v_j (in the loss and the prior), the prior's own curvature and the L2 terms.
+    The cells are taken a run of whole groups at a time (Pairs.runs), whose arrays stay
+    in cache.
     """
     counts = problem.counts
     pairs = counts.pairs
-    group, groups = pairs.group, pairs.layout
+    groups = pairs.layout
     size = groups.n_cells
     p = problem.unpack(x)
     scores = p.lenses @ p.dispositions.T
-    z = _style_rows(counts)
-    n_style = z.shape[1]
-    offset, log_tie = _row_offsets(problem, p, scores, group, z)
-    nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(offset, log_tie, counts.outcomes)
+    z_all = _style_rows(counts)
+    n_style = z_all.shape[1]
+    offsets = _Offsets(problem, p, scores)
     k = 2 + n_style
     # per group: slope (a, log tie, b); curvature (a a, tie tie, a tie, then per feature
     # a b, tie b, and b b' for each pair of features)
-    rows = [g_a, g_tie, h_aa, h_tt, h_at]
-    for f in range(n_style):
-        weighted = h_aa * z[:, f]
-        rows += [g_a * z[:, f], weighted, h_at * z[:, f]]
-        rows += [weighted * z[:, e] for e in range(f, n_style)]
-    sums = iter(pairs.sums(rows))
+    per_group = np.empty((5 + 3 * n_style + n_style * (n_style + 1) // 2, size))
+    nll = 0.0
+    for run in pairs.runs:
+        cells = run.cells
+        z = z_all[cells]
+        offset, log_tie = offsets.at(pairs.group[cells], z)
+        run_nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(
+            offset, log_tie, counts.outcomes[cells]
+        )
+        nll += float(run_nll.sum())
+        rows = [g_a, g_tie, h_aa, h_tt, h_at]
+        for f in range(n_style):
+            weighted = h_aa * z[:, f]
+            rows += [g_a * z[:, f], weighted, h_at * z[:, f]]
+            rows += [weighted * z[:, e] for e in range(f, n_style)]
+        per_group[:, run.groups] = run.sums(rows)
+    sums = iter(per_group)
     slope = np.empty((size, k))
     block = np.empty((size, k, k))
     slope[:, 0], slope[:, 1] = next(sums), next(sums)
@@ -531,7 +549,7 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
         prior=problem.prior,
     )
     outer, second = _hessian(problem, p, scores, groups, slope[:, 0], block)
-    return _Expansion(x, float(nll.sum()) / counts.total + penalty, grad, outer, second)
+    return _Expansion(x, nll / counts.total + penalty, grad, outer, second)
 
 
 def _group_style_gradient(g_coef: FloatArray, groups: VerdictCounts, per_judge: bool) -> FloatArray:

@@ -35,8 +35,8 @@ from eigenjury.stats.btd import (
     _expand,
     _limits,
     _off_gauge,
+    _Offsets,
     _Problem,
-    _row_offsets,
     _style_rows,
     davidson_curvature,
     group_jacobian,
@@ -167,7 +167,7 @@ def _cluster_scores(
         weight * (verdict == TIE),
     )
     z_entry = z[cell]
-    offset, log_tie = _row_offsets(problem, params, scores, group, z_entry)
+    offset, log_tie = _Offsets(problem, params, scores).at(group, z_entry)
     _, g_offset, g_tie, *_ = davidson_curvature(offset, log_tie, n)
     # gradient of the log-likelihood: minus that of the negative log-likelihood
     local = -np.column_stack([g_offset, g_tie, g_offset[:, None] * z_entry])
