@@ -37,9 +37,6 @@ if TYPE_CHECKING:
     from eigenjury.stats.btd import LowRankBTD
 
 _MAX_STEPS = 100
-# A whole Newton step that shrinks the gradient more than this much shows the
-# quadratic convergence the next step is trusted to keep.
-_QUADRATIC = 1e-2
 # Scores spread less than this are a flat ranking, at or next to the kink of l2 |s| at
 # s = 0, where Newton's steps are not to be trusted (from an exact 0, |s| underflows
 # and a false stationary point appears): left to the factorised solvers.
@@ -256,8 +253,7 @@ def one_judge_fit(
         value, nll, grad, hessian = problem.expand(theta)
     steps = 0
     largest = problem.factorised_size(theta, grad)
-    before = np.nan  # the largest gradient component before the last step, if whole
-    while largest > 0.1 * model.tol:
+    while largest > model.tol:  # as L-BFGS-B's and the pair solver's tolerance
         if steps == _MAX_STEPS:
             return None
         steps += 1
@@ -268,19 +264,6 @@ def one_judge_fit(
         decrease = float(grad @ step)
         if not decrease < 0:
             return None
-        # Newton's convergence is quadratic: a whole step that took the gradient from
-        # `before` to `largest` says this one takes it to about largest^3 / before^2
-        # (from 3e-10 to 1e-18 in a bootstrap round), far inside the tolerance: the
-        # step is taken without the pass that would only confirm it
-        contraction = largest / before  # nan before a whole step
-        if contraction < _QUADRATIC and contraction**2 * largest <= 1e-2 * model.tol:
-            theta = theta + step
-            # the objective where the quadratic model puts it (its error is the cube
-            # of the step), and the likelihood's share of it
-            value += 0.5 * decrease
-            nll = (value - problem.penalty(theta)) * problem.counts.total
-            largest = contraction**2 * largest
-            break
         # backtracking (Armijo); each trial's expansion serves the next step, and near
         # the optimum the whole step is taken: one pass over the cells a step
         length = 1.0
@@ -296,7 +279,6 @@ def one_judge_fit(
             break  # at the optimum the objective stops moving: the gradient says so too
         theta = theta + length * step
         value, nll, grad, hessian = trial
-        before = largest if length == 1.0 and not rounding else np.nan
         largest = trial_largest
         bounded = theta[problem.tie_at : problem.style_at]
         if not np.all(np.isfinite(theta)) or np.max(np.abs(bounded)) >= _LOG_BOUND:
