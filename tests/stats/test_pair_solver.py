@@ -74,6 +74,16 @@ def test_curvature_is_the_derivative_of_the_gradient() -> None:
     np.testing.assert_allclose(h_at, (up[2] - down[2]) / (2 * step), atol=1e-7)
     up, down = (davidson_curvature(offset, log_tie + s, n) for s in (step, -step))
     np.testing.assert_allclose(h_tt, (up[2] - down[2]) / (2 * step), atol=1e-7)
+    # far from even (|offset| to 700) and with ties all but ruled out, the curvature
+    # keeps its digits: never negative, and the variance's closed form to rounding
+    far = OutcomeSums.of(np.ones((cells, 3)))
+    wide = np.linspace(-700, 700, cells)
+    for tie in (-30.0, -15.0, 0.0, 3.0):
+        h = davidson_curvature(wide, tie, far)[3]
+        t, lam = np.exp(-0.5 * np.abs(wide)), np.exp(tie)
+        variance = (4 * t**2 + lam * t * (1 + t**2)) / (1 + lam * t + t**2) ** 2
+        assert np.all(h >= 0)
+        np.testing.assert_allclose(h, 0.25 * 3 * variance, rtol=1e-13)
     # one tie logit for every cell (one judge) is the same as it repeated per cell
     shared = davidson_curvature(offset, -0.4, n)
     repeated = davidson_curvature(offset, np.full(cells, -0.4), n)

@@ -169,6 +169,14 @@ def davidson_curvature(
     denom = p_tie + t
     denom += 1.0
     favoured = np.reciprocal(denom)
+    # Var(score) = 1 - P(tie) - (P(first) - P(second))^2 = (4 t^2 + lambda t (1 + t^2))
+    # / normaliser^2: the difference loses every digit where the normaliser is all the
+    # favoured side's (|offset| beyond ~35), the ratio none
+    variance = np.add(t, 1.0)
+    variance *= p_tie
+    variance += 4.0 * t
+    variance *= favoured
+    variance *= favoured
     p_tie *= favoured
     lead = np.subtract(1.0, t, out=t)  # P(first) - P(second), signed below
     lead *= favoured
@@ -184,11 +192,9 @@ def davidson_curvature(
     g_offset *= 0.5
     expected_ties = total * p_tie
     g_tie = expected_ties - ties
-    # Var(score) = 1 - P(tie) - lead^2, Cov(score, tie) = -P(tie) lead,
-    # Var(tie) = P(tie) (1 - P(tie)): each times the count
-    h_offset = np.multiply(spread, lead, out=spread)
-    h_offset += expected_ties
-    np.subtract(total, h_offset, out=h_offset)
+    # Var(score) / 4, Cov(score, tie) / 2 = -P(tie) lead / 2, Var(tie) = P(tie) (1 -
+    # P(tie)): each times the count
+    h_offset = np.multiply(variance, total, out=variance)
     h_offset *= 0.25
     h_cross = np.multiply(expected_ties, lead, out=lead)
     h_cross *= -0.5
