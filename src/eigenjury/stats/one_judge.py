@@ -102,8 +102,7 @@ class _ScoresProblem:
             return max(float(np.max(np.abs(slope))), rest)
         return max(abs(float(slope @ scores)) / root, root * float(np.max(np.abs(slope))), rest)
 
-    def penalty(self, theta: FloatArray) -> float:
-        """The prior's and the L2 term's share of the objective."""
+    def _penalty(self, theta: FloatArray) -> float:
         scores, style = theta[: self.scores], theta[self.style_at :]
         centred = scores - scores.mean()
         return (
@@ -204,7 +203,7 @@ class _ScoresProblem:
         # a shift of every score changes nothing but |s|, least where they sum to 0:
         # the steps are kept there (the gradient has no part along it at a centred s)
         hessian[:e, :e] += 1.0 / e
-        return nll / counts.total + self.penalty(theta), nll, grad, hessian
+        return nll / counts.total + self._penalty(theta), nll, grad, hessian
 
 
 @dataclass(frozen=True)
