@@ -88,7 +88,6 @@ _SAME_OPTIMUM = 1e-6
 # but the factorisation's noisier s_ii is back (RMSE +20%); at 1 both are small.
 SELF_BOUND_Z = 1.0
 Solver = Literal["auto", "lbfgs"]
-_ONE_JUDGE = "solved in the one judge's scores (convex)"
 SOLVERS: tuple[Solver, ...] = ("auto", "lbfgs")
 # The bound's search: at most this far above the estimate (a judge whose every verdict
 # on itself picks itself has no finite bound without the prior), and this many steps.
@@ -97,17 +96,18 @@ _SELF_STEPS = 100
 
 
 def _normaliser(
-    x: FloatArray, log_tie: FloatArray
+    x: FloatArray, log_tie: FloatArray | float
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """For the logits [log lambda, x, -x]: a = |x|, t = exp(-a), lambda, and the
-    normaliser over exp(a), 1 + t^2 + lambda t (one exp per cell, no overflow)."""
+    """For the logits [log lambda, x, -x]: a = |x|, t = exp(-a), lambda t, and the
+    normaliser over exp(a), 1 + lambda t + t^2 (one exp per cell, no overflow)."""
     a = np.abs(x)
-    t = np.exp(-a)
-    lam = np.exp(log_tie)
-    denom = t + lam
-    denom *= t
+    t = np.negative(a)
+    np.exp(t, out=t)
+    tie = t * np.exp(log_tie)
+    denom = t * t
+    denom += tie
     denom += 1.0
-    return a, t, lam, denom
+    return a, t, tie, denom
 
 
 def davidson_nll(
@@ -130,7 +130,7 @@ def davidson_nll(
     x = s1 - s2
     x += gamma
     x *= 0.5
-    a, t, lam, denom = _normaliser(x, log_tie)
+    a, t, tie, denom = _normaliser(x, log_tie)
     n_tie, n_first, n_second = n[:, TIE], n[:, FIRST], n[:, SECOND]
     total = n_tie + n_first
     total += n_second
@@ -138,8 +138,7 @@ def davidson_nll(
     log_norm += a
     nll = float(total @ log_norm - n_tie @ log_tie - (n_first @ x - n_second @ x))
     scale = np.divide(total, denom, out=denom)  # total * P(the favoured side)
-    r_tie = scale * lam  # d nll / d tie logit
-    r_tie *= t
+    r_tie = scale * tie  # d nll / d tie logit
     r_tie -= n_tie
     # d nll / d first logit: P(first) = P(favoured) ahead, P(favoured) t^2 behind
     np.multiply(t, t, out=t)
@@ -161,13 +160,8 @@ def davidson_curvature(
     solver fits on. Every pass of a Newton fit runs this over all its cells (a million
     on arena battles), so the arithmetic reuses its temporaries."""
     x = 0.5 * offset
-    a = np.abs(x)
-    t = np.negative(a)
-    np.exp(t, out=t)  # t = exp(-|x|): the normaliser is exp|x| (1 + lambda t + t^2)
-    p_tie = t * np.exp(log_tie)
+    a, t, p_tie, denom = _normaliser(x, log_tie)
     np.multiply(t, t, out=t)
-    denom = p_tie + t
-    denom += 1.0
     favoured = np.reciprocal(denom)
     # Var(score) = 1 - P(tie) - (P(first) - P(second))^2 = (4 t^2 + lambda t (1 + t^2))
     # / normaliser^2: the difference loses every digit where the normaliser is all the
@@ -833,6 +827,9 @@ class _HeldStyle:
     def bounds(self) -> list[tuple[float | None, float | None]]:
         """L-BFGS-B bounds: a held coefficient between its value and itself."""
         return [(None, None) if np.isnan(v) else (float(v), float(v)) for v in self.values.ravel()]
+
+
+_ONE_JUDGE = "solved in the one judge's scores (convex)"
 
 
 @dataclass

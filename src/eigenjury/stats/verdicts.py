@@ -397,14 +397,19 @@ class Pairs:
         return None
 
     @cached_property
+    def _every_cell(self) -> Run:
+        """All the cells as one run."""
+        every = slice(0, len(self.group))
+        return Run(every, slice(0, self.layout.n_cells), self._starts, self.group)
+
+    @cached_property
     def runs(self) -> tuple[Run, ...]:
         """The cells in runs of whole groups of about RUN_CELLS cells each (a group
         larger than that is a run of its own); one run of every cell where they do not
         lie in group order."""
         starts, n_cells = self._starts, len(self.group)
         if starts is None:
-            whole = slice(0, self.layout.n_cells)
-            return (Run(slice(0, n_cells), whole, None, self.group),)
+            return (self._every_cell,)
         # each run from the first group starting at or after a multiple of RUN_CELLS
         bounds = np.searchsorted(starts, np.arange(0, n_cells, RUN_CELLS))
         bounds = np.unique(np.r_[bounds, len(starts)])
@@ -422,10 +427,7 @@ class Pairs:
     def sums(self, rows: Sequence[FloatArray]) -> FloatArray:
         """Per group, the sums of each of `rows` (each one value per cell), as rows x
         groups: a running sum over cells that lie together, a count otherwise."""
-        if self._starts is not None:
-            return np.stack([np.add.reduceat(row, self._starts) for row in rows])
-        size = self.layout.n_cells
-        return np.stack([tally(self.group, row, size) for row in rows])
+        return self._every_cell.sums(rows)
 
 
 @dataclass(frozen=True, eq=False)
