@@ -9,7 +9,15 @@ from pathlib import Path
 
 from eigenjury.engine.runner import run_engine
 from eigenjury.errors import InputError
-from eigenjury.peer.run import RankRun, adopt_run_store, assemble, collect, member_error, prepare
+from eigenjury.peer.run import (
+    RankRun,
+    adopt_run_store,
+    assemble,
+    collect,
+    first_members,
+    member_error,
+    prepare,
+)
 from eigenjury.records import LinesFile
 from eigenjury.reports.output import write_outputs
 from eigenjury.reports.ranking import outputs
@@ -31,7 +39,7 @@ def run_rank(
         try:
             ran = run_engine(
                 config.engine,
-                [m.spec for m in config.population],
+                list(first_members(config)),
                 lambda engine: collect(engine, inputs, transcripts),
                 base=inputs.path.parent,
                 progress=progress,

@@ -72,6 +72,10 @@ class Collector:
     # likelihood mode: (judge, evaluee, scenario) -> the reply's score (nats per token)
     # and whether its two scoring calls came from the store
     scores: dict[tuple[str, str, str], tuple[float | None, bool]] = field(default_factory=dict)
+    # given answers that lose every comparison by the config's rule, (member, scenario)
+    # -> what they are ("empty", "an error marker")
+    forfeits: dict[tuple[str, str], str] = field(default_factory=dict)
+    ruled: int = 0  # comparisons decided by that rule
     parse_failures: Counter[str] = field(default_factory=Counter)
     # per served judge, (verdict mode, read) of its first replies to comparisons
     verdict_modes: dict[str, Counter[tuple[VerdictMode, bool]]] = field(default_factory=dict)
@@ -114,7 +118,7 @@ class Collector:
 
     def _line(self, line: TranscriptLine) -> None:
         self.transcript(line)
-        if line.role in ("comparison", "repair") and line.verdicts is not None:
+        if line.role in ("comparison", "repair") and line.verdicts is not None and not line.rule:
             kept = self.samples.setdefault(line.member, [])
             if len(kept) < SAMPLES and all(k.scenario != line.scenario for k in kept):
                 kept.append(line)
@@ -251,6 +255,27 @@ class Collector:
             line.scores = {"A": first, "B": second}
         self._line(line)
 
+    def _by_rule(self, c: Comparison) -> TranscriptLine | None:
+        """A comparison where a given answer loses by the config's rule, decided with no
+        call (two such answers tie); None where the judge must decide."""
+        first, second = (self.forfeits.get((m, c.scenario)) for m in (c.first, c.second))
+        if first is None and second is None:
+            return None
+        verdict = TIE if first and second else SECOND if first else FIRST
+        why = [f"reply {label} {what}" for label, what in (("A", first), ("B", second)) if what]
+        return TranscriptLine(
+            role="comparison",
+            member=c.judge,
+            **_fields(c),
+            verdicts=[verdict],
+            messages=[],
+            reply=None,
+            choice_logprobs=None,
+            error=None,
+            cached=True,
+            rule=", ".join(why),
+        )
+
     def _comparison(self, c: Comparison) -> ChatRequest:
         first, second = self.responses[c.first, c.scenario], self.responses[c.second, c.scenario]
         notes = None
@@ -306,23 +331,29 @@ class Collector:
         for c in comparisons:
             outcomes.add(Outcome(c))
         await self._respond({(m, c.scenario) for c in comparisons for m in (c.first, c.second)})
+        judged = []  # (index, comparison) the judges decide; the rest the answers rule does
+        for index, c in enumerate(comparisons, start):
+            ruled = self._by_rule(c)
+            if ruled is None:
+                judged.append((index, c))
+            else:
+                outcomes.settle(index, Outcome(c, ruled.verdicts))
+                self.ruled += 1
+                self._line(ruled)
+        read = {(c.judge, m, c.scenario) for _, c in judged for m in (c.first, c.second)}
         if self.judging.mode == "likelihood":
-            await self._score(
-                {(c.judge, m, c.scenario) for c in comparisons for m in (c.first, c.second)}
-            )
-            for index, c in enumerate(comparisons, start):
+            await self._score(read)
+            for index, c in judged:
                 outcome = Outcome(c, failure=self._missing(c))
                 if outcome.failure is None:
                     self._by_likelihood(outcome)
                 outcomes.settle(index, outcome)
             return outcomes
         if self.judging.reflections:
-            await self._reflect(
-                {(c.judge, m, c.scenario) for c in comparisons for m in (c.first, c.second)}
-            )
+            await self._reflect(read)
 
         def jobs() -> Iterable[Job]:
-            for index, c in enumerate(comparisons, start):
+            for index, c in judged:
                 missing = self._missing(c)
                 if missing is not None:
                     outcomes.settle(index, Outcome(c, failure=missing))

@@ -44,15 +44,46 @@ LIKELIHOOD_PROVIDERS = ("local",)
 CONTINUING_PROVIDERS = ("local", "anthropic", "scripted")
 
 
+def _checked_spec(value: str | dict[str, Any]) -> str | dict[str, Any]:
+    try:
+        ModelSpec.from_value(value)
+    except SpecError as exc:  # as a ValueError, so the error names file, line and field
+        raise ValueError(exc.message) from None
+    return value
+
+
+class AnswerSource(_Strict):
+    """Where a member's given answers are: a file or folder (peer.answers reads the
+    formats), and which model's answers where it holds several (default: the member's
+    name, or the one model it holds)."""
+
+    path: str = Field(min_length=1)
+    model: str | None = Field(None, min_length=1)
+
+
+class AnswerRules(_Strict):
+    """What happens to a given answer that is empty, or a harness's error marker:
+    `loss` (it loses every comparison, with no judge call; two such tie), `exclude` (its
+    comparisons are left out, and counted), or for empty answers `judge` (judges read it
+    as it is)."""
+
+    empty: Literal["loss", "exclude", "judge"] = "loss"
+    errors: Literal["loss", "exclude"] = "exclude"
+    error_markers: list[Annotated[str, Field(min_length=1)]] = ["$ERROR$"]
+
+
 class Member(_Strict):
-    """A member of the population: a model, optionally in character. `opening`: the
-    words each of its replies begins with, which the model continues (small models
-    follow a persona's instructions loosely, but keep the tone of a reply begun for
-    them); part of the reply the judges read. `evaluee_only` (true, or the reason, which
-    the report shows): a model that cannot judge is still ranked."""
+    """A member of the population: a model, optionally in character, or answers it
+    already gave (`answers`: read, never generated; such a member judges only if it
+    also has a model). `opening`: the words each of its replies begins with, which the
+    model continues (small models follow a persona's instructions loosely, but keep the
+    tone of a reply begun for them); part of the reply the judges read. `evaluee_only`
+    (true, or the reason, which the report shows): a model that cannot judge is still
+    ranked."""
 
     name: str = Field(min_length=1)
-    model: str | dict[str, Any]
+    model: str | dict[str, Any] | None = None
+    answers: str | AnswerSource | None = None
     persona: str | None = None
     opening: str | None = Field(None, min_length=1)
     evaluee_only: bool | Annotated[str, Field(min_length=1)] = Field(
@@ -70,15 +101,17 @@ class Member(_Strict):
 
     @field_validator("model")
     @classmethod
-    def _spec(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
-        try:
-            ModelSpec.from_value(value)
-        except SpecError as exc:  # as a ValueError, so the error names file, line and field
-            raise ValueError(exc.message) from None
-        return value
+    def _spec(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        return None if value is None else _checked_spec(value)
 
     @model_validator(mode="after")
     def _opening_continued(self) -> Member:
+        if self.model is None and self.answers is None:
+            raise ValueError("a member needs a model, or answers it already gave (answers: FILE)")
+        if self.opening is not None and self.answers is not None:
+            raise ValueError(
+                "an opening begins replies the model writes; given answers are read as they are"
+            )
         if self.opening is not None and self.spec.provider not in CONTINUING_PROVIDERS:
             raise ValueError(
                 f"an opening needs a model that continues a begun reply "
@@ -89,18 +122,45 @@ class Member(_Strict):
 
     @property
     def spec(self) -> ModelSpec:
+        if self.model is None:
+            raise ValueError(f"member '{self.name}' gives answers and has no model")
         return ModelSpec.from_value(self.model)
 
     @property
+    def source(self) -> AnswerSource | None:
+        """Where its given answers are (None: it replies through its model)."""
+        if isinstance(self.answers, str):
+            return AnswerSource(path=self.answers)
+        return self.answers
+
+    @property
     def judges(self) -> bool:
-        return self.evaluee_only is False
+        return self.evaluee_only is False and self.model is not None
 
     @property
     def evaluee_only_reason(self) -> str | None:
         """Why the member does not judge (None when it does)."""
         if self.evaluee_only is False:
-            return None
+            return None if self.model is not None else "given answers, no model"
         return self.evaluee_only if isinstance(self.evaluee_only, str) else "set in the config"
+
+
+class Judge(_Strict):
+    """A judge that is not ranked: it judges the population and is never judged (an
+    external judge). Given as a spec alone, it is named by its model."""
+
+    name: str | None = Field(None, min_length=1)
+    model: str | dict[str, Any]
+    persona: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _spec(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
+        return _checked_spec(value)
+
+    def member(self, name: str) -> Member:
+        """As the collector holds it: a member that judges."""
+        return Member(name=name, model=self.model, persona=self.persona)
 
 
 class Scenarios(_Strict):
@@ -110,9 +170,14 @@ class Scenarios(_Strict):
 
 
 class Sampling(_Strict):
-    """How comparisons are chosen; see `eigenjury.peer.designs`."""
+    """How comparisons are chosen; see `eigenjury.peer.designs`. `baseline` (Arena-Hard's
+    design): every member against the member named `baseline`, in both orders;
+    `judges_per_group` judges each pair on each scenario."""
 
-    design: Literal["all", "random-groups", "balanced", "adaptive"] = "random-groups"
+    design: Literal["all", "random-groups", "balanced", "adaptive", "baseline"] = "random-groups"
+    baseline: str | None = Field(
+        None, min_length=1, description="baseline: the member every other is compared with"
+    )
     group_size: int = Field(
         DEFAULT_GROUP_SIZE,
         ge=2,
@@ -178,10 +243,20 @@ class Objective(_Strict):
     seed: Seed = 0
 
 
+JudgeEntry = Annotated[str, Field(min_length=1)] | Judge
+
+
 class RankConfig(_Strict):
+    """`judges`: judges that are not ranked (external judges), each a model spec or
+    {name, model, persona}. `answers`: what empty and failed given answers count as.
+    The constitution defaults to kindness, or to helpfulness where members give their
+    answers (benchmarks' questions ask for help, not for values)."""
+
     name: str | None = None
     population: list[Member]
-    constitution: str | dict[str, Any] = "kindness"
+    judges: list[JudgeEntry] = []
+    answers: AnswerRules = AnswerRules()
+    constitution: str | dict[str, Any] | None = None
     scenarios: Scenarios = Scenarios()
     sampling: Sampling = Sampling()
     judging: Judging = Judging()
@@ -194,9 +269,10 @@ class RankConfig(_Strict):
     @field_validator("population")
     @classmethod
     def _population(cls, members: list[Member]) -> list[Member]:
-        if len(members) < 3:
+        if len(members) < 2:
             raise ValueError(
-                f"peer ranking needs at least 3 members, the config has {len(members)}"
+                f"peer ranking needs at least 3 members (2 with judges that are not ranked, "
+                f"judges: ...), the config has {len(members)}"
             )
         names = [m.name for m in members]
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -204,9 +280,48 @@ class RankConfig(_Strict):
             raise ValueError(f"member names must be unique; repeated: {', '.join(twice)}")
         return members
 
+    @property
+    def given(self) -> bool:
+        """Whether any member gives answers it already has."""
+        return any(m.answers is not None for m in self.population)
+
+    @property
+    def constitution_source(self) -> str | dict[str, Any]:
+        if self.constitution is not None:
+            return self.constitution
+        return "helpfulness" if self.given else "kindness"
+
+    def external_judges(self) -> dict[str, Member]:
+        """The judges that are not ranked, by name (a bare spec is named by its model,
+        `names.short_labels`), each as a member that judges."""
+        from eigenjury.names import short_labels
+
+        specs = [
+            str(ModelSpec.from_value(j if isinstance(j, str) else j.model)) for j in self.judges
+        ]
+        labels = short_labels(specs)
+        out = {}
+        for judge, label in zip(self.judges, labels, strict=True):
+            if isinstance(judge, str):
+                out[label] = Member(name=label, model=judge)
+            else:
+                out[judge.name or label] = judge.member(judge.name or label)
+        return out
+
     @model_validator(mode="after")
     def _cross_checks(self) -> RankConfig:
         names = {m.name for m in self.population}
+        judges = self.external_judges()
+        if len(judges) < len(self.judges):
+            raise located("two judges have one name; name them (name: ...)", "judges")
+        clash = sorted(names & judges.keys())
+        if clash:
+            raise located(
+                f"{clash[0]!r} is a member and a judge; a member judges already, or name the "
+                "judge apart",
+                "judges",
+            )
+        self._check_given(names)
         if self.objective is not None:
             opened = [i for i, m in enumerate(self.population) if m.opening is not None]
             if opened:
@@ -223,6 +338,12 @@ class RankConfig(_Strict):
                     f"not in the population: {', '.join(unknown)}", "greenbeard", "members"
                 )
         self._check_judges()
+        if len(self.population) < 3 and not judges:
+            raise located(
+                f"peer ranking needs at least 3 members, the config has {len(self.population)}; "
+                "with fewer, name judges that are not ranked (judges: ...)",
+                "population",
+            )
         members = len(self.population)
         if "group_size" not in self.sampling.model_fields_set:  # the default fits any population
             group_size = min(DEFAULT_GROUP_SIZE, members)
@@ -238,6 +359,52 @@ class RankConfig(_Strict):
         self._check_fit(members)
         return self
 
+    def _check_given(self, names: set[str]) -> None:
+        """Given answers fit every design but the adaptive one's choice of judges, and no
+        mode that instructs or constrains the evaluees; the baseline is a member."""
+        baseline = self.sampling.baseline
+        if self.sampling.design == "baseline":
+            if baseline is None:
+                raise located(
+                    "the baseline design needs the member every other is compared with",
+                    "sampling",
+                    "baseline",
+                )
+            if baseline not in names:
+                raise located(
+                    f"{baseline!r} is not a member; the baseline is one of "
+                    f"{', '.join(sorted(names))}",
+                    "sampling",
+                    "baseline",
+                )
+        elif baseline is not None:
+            raise located(
+                f"a baseline is for design baseline (the design is {self.sampling.design})",
+                "sampling",
+                "baseline",
+            )
+        given = [i for i, m in enumerate(self.population) if m.answers is not None]
+        if not given:
+            return
+        if self.objective is not None:
+            raise located(
+                "objective mode asks each model for an option letter; given answers cannot "
+                "be asked",
+                "population",
+                given[0],
+                "answers",
+            )
+        if self.greenbeard is not None:
+            for i in given:
+                if self.population[i].name in self.greenbeard.members:
+                    raise located(
+                        "a greenbeard member is told to mark its replies; given answers "
+                        "cannot be told",
+                        "population",
+                        i,
+                        "answers",
+                    )
+
     def _check_fit(self, members: int) -> None:
         """What a fit of this population can take, refused before anything is spent:
         rank measures only the default style features, from the replies; every member
@@ -251,14 +418,15 @@ class RankConfig(_Strict):
                 "fit",
                 "anchor",
             )
-        if self.fit.external_weight:
+        if self.fit.external_weight and not self.judges:
             raise located(
-                "every member of a rank run is judged: there are no external judges to weight",
+                "every judge of this run is a member, judged itself: there are no external "
+                "judges to weight (judges: ...)",
                 "fit",
                 "external_weight",
             )
         try:
-            damping_for(self.fit.damping, external=False, peers=True)
+            damping_for(self.fit.damping, external=bool(self.judges), peers=True)
         except ValueError as exc:
             raise located(str(exc), "fit", "damping") from None
         if isinstance(self.fit.style, list):
@@ -310,8 +478,19 @@ class RankConfig(_Strict):
         """Someone judges; likelihood judges are local; designs that need every member
         as a judge get them."""
         judges = [i for i, m in enumerate(self.population) if m.judges]
-        if not judges:
-            raise located("every member is evaluee_only: nobody judges", "population")
+        if not judges and not self.judges:
+            raise located(
+                "nobody judges: every member is evaluee_only or gives answers without a "
+                "model; give a member a model, or name judges (judges: ...)",
+                "population",
+            )
+        if self.judges and self.sampling.design == "adaptive":
+            raise located(
+                "the adaptive design chooses among the members as judges; use design all, "
+                "balanced, random-groups or baseline with external judges",
+                "sampling",
+                "design",
+            )
         if len(judges) < len(self.population) and self.sampling.design == "adaptive":
             first = next(i for i, m in enumerate(self.population) if not m.judges)
             raise located(
@@ -327,6 +506,13 @@ class RankConfig(_Strict):
             raise located(
                 "objective mode compares answer letters; use mode single", "judging", "mode"
             )
+        for name, judge in self.external_judges().items():
+            if judge.spec.provider not in LIKELIHOOD_PROVIDERS:
+                raise located(
+                    f"likelihood verdicts need judges whose likelihoods can be read (local "
+                    f"models); judge '{name}' is {judge.spec.provider}: use mode single",
+                    "judges",
+                )
         for i in judges:
             member = self.population[i]
             if member.spec.provider not in LIKELIHOOD_PROVIDERS:

@@ -133,7 +133,7 @@ def _rows(source: str, base: Path, kind: str, required: tuple[str, ...]) -> tupl
     return list(read_json_lines(path)), str(path)
 
 
-def _pick(items: list[Any], limit: int | None, seed: int) -> list[Any]:
+def pick(items: list[Any], limit: int | None, seed: int) -> list[Any]:
     """Up to `limit` items, chosen by a seeded hash of their ids (stable as limit grows)."""
     if limit is None or limit >= len(items):
         return items
@@ -185,7 +185,7 @@ def load_scenarios(
         scenarios.append(Scenario(ident, text, theme or None))
     if not scenarios:
         raise InputError("the scenario set is empty", path=where)
-    return _pick(scenarios, limit, seed)
+    return pick(scenarios, limit, seed)
 
 
 def load_questions(
@@ -217,4 +217,4 @@ def load_questions(
         questions.append(Question(ident, question, choices, answer, topic or None))
     if not questions:
         raise InputError("the question set is empty", path=where)
-    return _pick(questions, limit, seed)
+    return pick(questions, limit, seed)

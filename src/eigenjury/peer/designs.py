@@ -11,8 +11,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+# Whether a member has a reply to a scenario (given answers may lack some): a design
+# pairs members only where both have one.
+Answered = Callable[[str, str], bool]
+
+
+def _everyone(member: str, scenario: str) -> bool:
+    return True
 
 
 @dataclass(frozen=True, order=True, slots=True)  # a design may hold millions
@@ -40,10 +48,45 @@ def _both_orders(scenario: str, judges: Sequence[str], group: Sequence[str]) -> 
 
 
 def design_all(
-    members: Sequence[str], scenarios: Sequence[str], *, judges: Sequence[str] | None = None
+    members: Sequence[str],
+    scenarios: Sequence[str],
+    *,
+    judges: Sequence[str] | None = None,
+    answered: Answered = _everyone,
 ) -> list[Comparison]:
     """Every judge (default: every member), every ordered pair, every scenario."""
-    return [c for s in scenarios for c in _both_orders(s, judges or members, members)]
+    return [
+        c
+        for s in scenarios
+        for c in _both_orders(s, judges or members, [m for m in members if answered(m, s)])
+    ]
+
+
+def design_baseline(
+    members: Sequence[str],
+    scenarios: Sequence[str],
+    baseline: str,
+    *,
+    judges_per_group: int = 1,
+    seed: int = 0,
+    judges: Sequence[str] | None = None,
+    answered: Answered = _everyone,
+) -> list[Comparison]:
+    """Arena-Hard's design: on every scenario, each member against `baseline`, in both
+    orders, by `judges_per_group` judges (from `judges`, default every member) drawn
+    for that member and scenario, so a member added later leaves the others' draws
+    as they were."""
+    out = []
+    for s in scenarios:
+        if not answered(baseline, s):
+            continue
+        for m in members:
+            if m == baseline or not answered(m, s):
+                continue
+            pool = judges or members
+            picked = sorted(pool, key=lambda j: draw(seed, s, "judge", m, j))
+            out += _both_orders(s, picked[:judges_per_group], sorted((m, baseline)))
+    return out
 
 
 def design_random_groups(
@@ -54,11 +97,14 @@ def design_random_groups(
     judges_per_group: int = 1,
     seed: int = 0,
     judges: Sequence[str] | None = None,
+    answered: Answered = _everyone,
 ) -> list[Comparison]:
     """The original design: per scenario, a random group of evaluees and random judges
     (from `judges`, default every member; a judge may judge itself), every ordered pair
     of the group."""
-    return _grouped(members, judges, scenarios, group_size, judges_per_group, seed, balanced=False)
+    return _grouped(
+        members, judges, scenarios, group_size, judges_per_group, seed, answered, balanced=False
+    )
 
 
 def design_balanced(
@@ -69,10 +115,13 @@ def design_balanced(
     judges_per_group: int = 1,
     seed: int = 0,
     judges: Sequence[str] | None = None,
+    answered: Answered = _everyone,
 ) -> list[Comparison]:
     """Like random groups, but each scenario takes the evaluees and judges used least
     so far (ties broken at random), so every member does nearly equal work in each role."""
-    return _grouped(members, judges, scenarios, group_size, judges_per_group, seed, balanced=True)
+    return _grouped(
+        members, judges, scenarios, group_size, judges_per_group, seed, answered, balanced=True
+    )
 
 
 def _grouped(
@@ -82,6 +131,7 @@ def _grouped(
     group_size: int,
     judges_per_group: int,
     seed: int,
+    answered: Answered,
     *,
     balanced: bool,
 ) -> list[Comparison]:
@@ -94,7 +144,8 @@ def _grouped(
             def order(m: str, role: str = role, s: str = s) -> tuple[int, float]:
                 return (used[role, m] if balanced else 0, draw(seed, s, role, m))
 
-            pool = judges or members if role == "judge" else members
+            answering = [m for m in members if answered(m, s)]
+            pool = judges or members if role == "judge" else answering
             picked[role] = sorted(pool, key=order)[:size]
             used.update((role, m) for m in picked[role])
         out += _both_orders(s, picked["judge"], sorted(picked["evaluee"]))

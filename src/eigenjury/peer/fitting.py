@@ -119,10 +119,14 @@ def fit_config(
 ) -> PeerRanking:
     """The ranking a rank config's `fit` section asks for, with the FitSettings in
     `changes` replaced (POINT_ESTIMATE: no intervals). Every member is an evaluee: one
-    never judged is missing data, not an external judge."""
+    never judged is missing data; the config's `judges` are the only external judges."""
     settings = FitSettings.model_validate({**config.fit.model_dump(), **changes})
     return peer_ranking(
-        settings, table, external_judges=False, map_rounds=map_rounds, style_fixed=style_fixed
+        settings,
+        table,
+        external_judges=bool(config.judges),
+        map_rounds=map_rounds,
+        style_fixed=style_fixed,
     ).fit(table)
 
 

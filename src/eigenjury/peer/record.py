@@ -416,11 +416,16 @@ class ConstitutionPart(Part):
     """Its criteria, in order (criterion 1 first)."""
 
 
-class Design(Part):
-    """The config's sampling section (peer.config.Sampling)."""
+class Design(Sparse):
+    """The config's sampling section (peer.config.Sampling); `baseline` is left out for
+    designs without one."""
+
+    OMITTED = frozenset({"baseline"})
 
     design: str
-    """The design: "all", "random-groups", "balanced" or "adaptive"."""
+    """The design: "all", "random-groups", "balanced", "adaptive" or "baseline"."""
+    baseline: str | None = None
+    """The baseline design: the member every other is compared with (left out otherwise)."""
     group_size: int
     """Evaluees per group; each judge of it compares every ordered pair (unused by "all")."""
     judges_per_group: int
@@ -449,23 +454,55 @@ class JudgingPart(Sparse):
     """True when judges were asked for label probabilities (left out otherwise)."""
 
 
-class MemberPart(Sparse):
-    """A member as configured; `opening` (the words its replies begin with) and
-    `evaluee_only` (why it does not judge; "true" without a reason) are left out when
-    not set."""
+class GivenAnswersPart(Part):
+    """Where a member's given answers came from, and what became of them on the run's
+    questions."""
 
-    OMITTED = frozenset({"opening", "evaluee_only"})
+    file: str
+    """The answer file (or Arena-Hard folder's file) they were read from."""
+    format: str
+    """Its format: "arena-hard", "alpaca-eval", "fastchat" or "table"."""
+    model: str
+    """The model whose answers they are, as the file names it."""
+    answered: int
+    """Questions of the run it answered."""
+    missing: int
+    """Questions of the run it has no answer to: left out of its comparisons."""
+    empty: int
+    """Questions whose answer is empty; `empty_rule` says what they counted as."""
+    errors: int
+    """Questions whose answer is a harness's error marker; `errors_rule` says what they counted
+    as."""
+    empty_rule: str
+    """What an empty answer counted as: "loss" (it lost, with no judge call), "exclude" (its
+    comparisons were left out) or "judge" (judges read it)."""
+    errors_rule: str
+    """What an error marker counted as: "loss" or "exclude"."""
+    unused: int
+    """Answers to questions the run does not use."""
+    ignored_fields: list[str]
+    """Fields of the file that nothing reads."""
+
+
+class MemberPart(Sparse):
+    """A member as configured; `opening` (the words its replies begin with),
+    `evaluee_only` (why it does not judge; "true" without a reason) and `answers` (given
+    answers) are left out when not set."""
+
+    OMITTED = frozenset({"opening", "evaluee_only", "answers"})
 
     name: str
     """The member's name."""
-    model: str
-    """Its model, as a spec."""
+    model: str | None
+    """Its model, as a spec; None for a member that only gives answers."""
     persona: str | None
     """Its persona, as configured; None without one."""
     opening: str | None = None
     """The words each of its replies begins with (left out when not set)."""
     evaluee_only: str | None = None
     """Why it does not judge ("set in the config" when given as true; left out when it judges)."""
+    answers: GivenAnswersPart | None = None
+    """Its given answers, read and never generated (left out for a member that replies)."""
 
 
 class OrderConsistency(Part):
@@ -487,7 +524,7 @@ class RunSummary(Sparse):
     (HTTP), how its first replies to comparisons gave their verdicts and how many could
     not be read before a repair (left out without served judges)."""
 
-    OMITTED = frozenset({"soft_verdicts_by_judge", "verdicts_by_judge"})
+    OMITTED = frozenset({"soft_verdicts_by_judge", "verdicts_by_judge", "judges", "by_rule"})
 
     name: str | None
     """The config's name; None without one."""
@@ -501,6 +538,11 @@ class RunSummary(Sparse):
     """The config's judging section."""
     members: list[MemberPart]
     """The population, as configured."""
+    judges: list[MemberPart] | None = None
+    """Judges that are not ranked (external judges), as configured (left out without any)."""
+    by_rule: int | None = None
+    """Comparisons of given answers decided by the answers rule with no call (an empty or failed
+    answer loses; left out where none was)."""
     comparisons: int
     """Comparisons asked for, each presentation order one."""
     verdicts: int
@@ -730,11 +772,14 @@ class TranscriptLine(Part):
     scores: dict[str, float] | None = None
     """Likelihood comparisons: the two replies' scores, A and B, in nats per token (left out
     elsewhere)."""
+    rule: str | None = None
+    """Comparisons of given answers decided by the config's answers rule, with no call: why
+    ("reply A empty", "reply B an error marker", ...; left out elsewhere)."""
 
     @model_serializer(mode="wrap")
     def _omit_other_roles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for key in ("tokens", "scores"):
+        for key in ("tokens", "scores", "rule"):
             if data[key] is None:
                 del data[key]
         if self.role not in ("reflection", "score"):

@@ -26,19 +26,22 @@ from eigenjury.errors import InputError
 from eigenjury.files import check_output_folder, load_json, read_text
 from eigenjury.models.spec import ModelSpec
 from eigenjury.peer import adaptive
+from eigenjury.peer.answers import AnswerSet, Given, member_set, read_answers
 from eigenjury.peer.collect import Collector, Transcript
-from eigenjury.peer.config import RankConfig
+from eigenjury.peer.config import Member, RankConfig
 from eigenjury.peer.data import (
     Constitution,
     Question,
     load_constitution,
     load_questions,
     load_scenarios,
+    pick,
 )
 from eigenjury.peer.designs import (
     Comparison,
     design_all,
     design_balanced,
+    design_baseline,
     design_random_groups,
 )
 from eigenjury.peer.fitting import POINT_ESTIMATE, fit_config, greenbeard_shift, ranking_record
@@ -76,12 +79,28 @@ class RankRun:
     out: Path  # where its outputs go
 
 
-def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Comparison]:
+def static_design(
+    config: RankConfig, scenario_ids: Sequence[str], given: Given | None = None
+) -> list[Comparison]:
+    """The design's comparisons; where members give answers, only between members that
+    answered the scenario (under the config's rule for empty and failed answers)."""
     names = [m.name for m in config.population]
-    judges = [m.name for m in config.population if m.judges]
+    judges = [m.name for m in config.population if m.judges] + list(config.external_judges())
+    answered = given.answered if given is not None else (lambda member, scenario: True)
     s = config.sampling
     if s.design == "all":
-        return design_all(names, scenario_ids, judges=judges)
+        return design_all(names, scenario_ids, judges=judges, answered=answered)
+    if s.design == "baseline":
+        assert s.baseline is not None  # the config checks it
+        return design_baseline(
+            names,
+            scenario_ids,
+            s.baseline,
+            judges_per_group=s.judges_per_group,
+            seed=s.seed,
+            judges=judges,
+            answered=answered,
+        )
     grouped = design_balanced if s.design == "balanced" else design_random_groups
     return grouped(
         names,
@@ -90,15 +109,23 @@ def static_design(config: RankConfig, scenario_ids: Sequence[str]) -> list[Compa
         judges_per_group=s.judges_per_group,
         seed=s.seed,
         judges=judges,
+        answered=answered,
     )
 
 
 def first_members(config: RankConfig) -> dict[ModelSpec, str]:
     """Each model of the population, with the first member that uses it."""
     first_with: dict[ModelSpec, str] = {}
-    for member in config.population:
-        first_with.setdefault(member.spec, member.name)
+    for member in members(config).values():
+        if member.model is not None:
+            first_with.setdefault(member.spec, member.name)
     return first_with
+
+
+def members(config: RankConfig) -> dict[str, Member]:
+    """Everyone the collector may call: the population, then the judges that are not
+    ranked."""
+    return {**{m.name: m for m in config.population}, **config.external_judges()}
 
 
 def personas(config: RankConfig, *, greenbeard: bool) -> dict[tuple[str, str], str | None]:
@@ -106,7 +133,7 @@ def personas(config: RankConfig, *, greenbeard: bool) -> dict[tuple[str, str], s
     clique = set(config.greenbeard.members) if greenbeard and config.greenbeard else set()
     marker = config.greenbeard.marker if config.greenbeard else ""
     out: dict[tuple[str, str], str | None] = {}
-    for m in config.population:
+    for m in members(config).values():
         base = m.persona.strip() if m.persona else None
         if m.name in clique:
             extra_e = f"Work the phrase '{marker}' naturally into every reply you write."
@@ -126,19 +153,25 @@ def make_collector(
     *,
     greenbeard: bool = True,
     answer_choices: dict[str, tuple[str, ...]] | None = None,
+    given: Given | None = None,
 ) -> Collector:
-    """The collector of a run's protocol: its members, personas (the greenbeard clique's
-    instructions unless `greenbeard` is False, for the control run) and judging."""
+    """The collector of a run's protocol: its members and external judges, personas
+    (the greenbeard clique's instructions unless `greenbeard` is False, for the control
+    run), judging, and the replies members already gave."""
     table = personas(config, greenbeard=greenbeard)
-    return Collector(
+    collector = Collector(
         engine=engine,
-        members={m.name: m for m in config.population},
+        members=members(config),
         constitution=constitution,
         scenarios=scenarios,
         judging=config.judging,
         persona=lambda member, role: table[member, role],
         answer_choices=answer_choices,
     )
+    if given is not None:
+        collector.responses.update(given.replies(list(scenarios)))
+        collector.forfeits = given.forfeits(list(scenarios))
+    return collector
 
 
 def _covers(names: Sequence[str], comparisons: Sequence[Comparison]) -> bool:
@@ -216,6 +249,7 @@ class Inputs:
     constitution: Constitution
     scenarios: dict[str, str]  # id -> text the evaluees see
     questions: list[Question] | None  # objective mode: the questions and their keys
+    given: Given | None = None  # the answers members already gave (None: none do)
 
 
 def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None = None) -> Inputs:
@@ -226,15 +260,19 @@ def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None
     if seed is not None:
         config = config.reseeded(seed)
     base = path.parent
-    questions = None
+    questions = given = None
     try:
-        if config.objective is not None:
+        if config.given:
+            given = _given(config, base)
+            scenarios = _given_scenarios(config, base, given)
+            constitution = load_constitution(config.constitution_source, base)
+        elif config.objective is not None:
             o = config.objective
             questions = load_questions(o.questions, base, limit=o.limit, seed=o.seed)
             constitution = CORRECTNESS
             scenarios = {q.id: question_text(q) for q in questions}
         else:
-            constitution = load_constitution(config.constitution, base)
+            constitution = load_constitution(config.constitution_source, base)
             s = config.scenarios
             scenarios = {
                 x.id: x.text for x in load_scenarios(s.source, base, limit=s.limit, seed=s.seed)
@@ -249,7 +287,54 @@ def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None
     # the config's output is relative to the config (`--out` to the working directory)
     out_dir = Path(out) if out is not None else base / config.output
     check_output_folder(out_dir, "--out (or the config's output)")
-    return Inputs(config, path, out_dir, constitution, scenarios, questions)
+    return Inputs(config, path, out_dir, constitution, scenarios, questions, given)
+
+
+def _given(config: RankConfig, base: Path) -> Given:
+    """Each answering member's answers, every file read once."""
+    read: dict[Path, list[AnswerSet]] = {}
+    sets = {}
+    markers = config.answers.error_markers
+    for member in config.population:
+        source = member.source
+        if source is None:
+            continue
+        path = base / source.path
+        if not path.exists():
+            raise InputError(
+                f"member '{member.name}': no such answer file or folder", path=path,
+                field="population.answers",
+            )  # fmt: skip
+        if path not in read:
+            read[path] = read_answers(path, error_markers=markers)
+        sets[member.name] = member_set(read[path], member.name, source.model, path)
+    return Given(sets, config.answers.empty, config.answers.errors)
+
+
+def _given_scenarios(config: RankConfig, base: Path, given: Given) -> dict[str, str]:
+    """The questions of a run over given answers: the scenario file where the config
+    names one, else the questions the answer files carry; `limit` picks among them as
+    among scenarios."""
+    s = config.scenarios
+    if "source" in s.model_fields_set:
+        return {x.id: x.text for x in load_scenarios(s.source, base, limit=s.limit, seed=s.seed)}
+    texts = given.questions()
+    held = {ident: answers for answers in given.sets.values() for ident in answers.answers}
+    unknown = next((i for i in held if i not in texts), None)
+    if unknown is not None:
+        raise InputError(
+            f"question '{unknown}' has no text in any answer file: give the questions "
+            "(scenarios: {source: FILE} with id and text), or a question column",
+            path=held[unknown].path,
+        )
+    chosen = pick([_Asked(i, texts[i]) for i in held], s.limit, s.seed)
+    return {q.id: q.text for q in chosen}
+
+
+@dataclass(frozen=True)
+class _Asked:
+    id: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -273,20 +358,21 @@ async def collect(
     config, scenarios = inputs.config, inputs.scenarios
     choices = {q.id: tuple(q.options) for q in inputs.questions} if inputs.questions else None
     collector = make_collector(
-        config, engine, inputs.constitution, scenarios, greenbeard=True, answer_choices=choices
-    )
+        config, engine, inputs.constitution, scenarios, greenbeard=True, answer_choices=choices,
+        given=inputs.given,
+    )  # fmt: skip
     if transcript is not None:
         collector.transcript = transcript
     if config.sampling.design == "adaptive":
         outcomes, comparisons = await _adaptive(config, collector, list(scenarios), inputs.path)
     else:
-        comparisons = static_design(config, list(scenarios))
+        comparisons = static_design(config, list(scenarios), inputs.given)
         outcomes = await collector.collect(comparisons)
     plain = control = None
     if config.greenbeard is not None:  # the same comparisons, without the clique
         plain = make_collector(
             config, engine, inputs.constitution, scenarios, greenbeard=False,
-            answer_choices=choices,
+            answer_choices=choices, given=inputs.given,
         )  # fmt: skip
         plain.accounting = collector.accounting  # the run's cost includes the control's
         control = await plain.collect(comparisons)
@@ -372,6 +458,8 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
     """What the run collected; its accounting includes the greenbeard control run's calls."""
     config, collector = inputs.config, got.collector
     accounting = collector.accounting  # the control run's calls are in it too
+    given = inputs.given
+    answers = given.summary(list(inputs.scenarios)) if given is not None else {}
     return RunSummary.model_validate(
         {
             "name": config.name,
@@ -390,13 +478,20 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
             "members": [
                 {
                     "name": m.name,
-                    "model": str(m.spec),
+                    "model": str(m.spec) if m.model is not None else None,
                     "persona": m.persona,
                     "opening": m.opening,
                     "evaluee_only": m.evaluee_only_reason,
+                    "answers": answers.get(m.name),
                 }
                 for m in config.population
             ],
+            "judges": [
+                {"name": name, "model": str(j.spec), "persona": j.persona}
+                for name, j in config.external_judges().items()
+            ]
+            or None,
+            "by_rule": collector.ruled or None,
             "comparisons": len(got.comparisons),
             "verdicts": got.outcomes.n_with_verdicts(),
             "repaired": got.outcomes.n_repaired(),

@@ -1,0 +1,308 @@
+"""Answers people already hold: read in the formats their tools write, and ranked by
+judges that are not ranked, against a baseline or each other."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import peer_scripts  # noqa: F401  (registers the scripted judges)
+from answer_files import alpaca_eval, alpaca_ids, arena_hard, fastchat, table
+from eigenjury.cli import main
+from eigenjury.errors import InputError
+from eigenjury.jobs import run_rank
+from eigenjury.peer.answers import read_answers
+from eigenjury.peer.designs import design_baseline
+
+QUESTIONS = {f"q{i:02d}": f"Question {i}: how do I do thing {i}?" for i in range(12)}
+TWO = {"m1": {"q00": "first", "q01": "second"}, "m2": {"q00": "third", "q01": ""}}
+
+
+def held(sets: list[Any]) -> dict[str, dict[str, str]]:
+    return {s.model: {q: a.text for q, a in s.answers.items()} for s in sets}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_a_plain_table_round_trips(tmp_path: Path, suffix: str) -> None:
+    sets = read_answers(table(tmp_path / f"answers{suffix}", TWO, QUESTIONS, judge_score=1))
+    assert held(sets) == TWO
+    assert sets[0].questions == {q: QUESTIONS[q] for q in ("q00", "q01")}
+    assert [a.kind for a in sets[1].answers.values()] == ["answer", "empty"]
+    assert sets[0].ignored == ("judge_score",)  # named, never read
+    assert sets[0].format == "table"
+
+
+def test_arena_hard_folders_and_files_round_trip_with_content_objects_and_turns(
+    tmp_path: Path,
+) -> None:
+    conversation = [
+        ("assistant", "Use a loop."),
+        ("user", "And faster?"),
+        ("assistant", "Vectorise."),
+    ]
+    answers = {
+        "gpt-4-0314": {"q00": "Baseline says so.", "q01": "$ERROR$", "q02": conversation},
+        "模型-α": {"q00": "Mine.", "q02": "Also mine."},
+    }
+    folder = arena_hard(tmp_path / "arena-hard-v2.0", answers, QUESTIONS)
+    sets = read_answers(folder)
+    assert [s.model for s in sets] == ["gpt-4-0314", "模型-α"]
+    base = sets[0].answers
+    assert base["q00"].text == "Baseline says so."  # an object holding `answer`, or text
+    assert base["q01"].kind == "error"
+    # the conversation shown in full: every turn from the first answer on, by speaker
+    assert base["q02"].text == (
+        "Assistant:\nUse a loop.\n\nUser:\nAnd faster?\n\nAssistant:\nVectorise."
+    )
+    assert sets[0].questions["q02"] == QUESTIONS["q02"]
+    assert sets[0].ignored == ()  # ans_id, tstamp and metadata are Arena-Hard's own
+    # one answer file alone finds its questions one folder up
+    alone = read_answers(folder / "model_answer" / "模型-α.jsonl")
+    assert held(alone) == {"模型-α": answers["模型-α"]}
+
+
+def test_alpaca_eval_outputs_pair_by_instruction(tmp_path: Path) -> None:
+    instructions = ["Write a haiku.", "Explain tides."]
+    one = read_answers(
+        alpaca_eval(tmp_path / "a.json", "llama", dict(zip(instructions, ["x", "y"], strict=True)))
+    )
+    two = read_answers(
+        alpaca_eval(
+            tmp_path / "b.json", "gpt", dict(zip(instructions[::-1], ["z", "w"], strict=True))
+        )
+    )
+    ids = alpaca_ids(instructions)
+    assert held(one) == {"llama": dict(zip(ids, ["x", "y"], strict=True))}
+    assert held(two) == {
+        "gpt": dict(zip(ids[::-1], ["z", "w"], strict=True))
+    }  # the same ids, in any order
+    assert one[0].questions[ids[1]] == "Explain tides."
+    assert one[0].format == "alpaca-eval"
+
+
+def test_fastchat_answers_interleave_the_question_turns(tmp_path: Path) -> None:
+    folder = fastchat(
+        tmp_path / "mt_bench",
+        {"vicuna": {"81": ["Draft.", "Shorter draft."]}},
+        {"81": ["Write a blog post.", "Now shorten it."]},
+    )
+    (answers,) = read_answers(folder)
+    assert answers.questions == {"81": "Write a blog post."}
+    assert answers.answers["81"].text == (
+        "Assistant:\nDraft.\n\nUser:\nNow shorten it.\n\nAssistant:\nShorter draft."
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "message", "where"),
+    [
+        (
+            [{"question_id": "q1", "model": "m", "answer": "a"}] * 2,
+            "model 'm' answers question 'q1' twice (first at line 1); keep one",
+            "line 2",
+        ),
+        ([{"question_id": "q1", "answer": "a"}], "missing model", "line 1"),
+        (
+            [{"question_id": "q1", "model": "m", "messages": [{"role": "critic", "content": "x"}]}],
+            "unknown role 'critic'",
+            "field 'messages[0].role'",
+        ),
+        (
+            [{"question_id": "q1", "model": "m", "messages": [{"role": "user", "content": "x"}]}],
+            "the conversation has no assistant turn",
+            "field 'messages'",
+        ),
+        (
+            [{"question_id": ["q"], "model": "m", "answer": "a"}],
+            "expected text, got a list",
+            "field 'question_id'",
+        ),
+        (
+            [{"question_id": "q1", "model": "NaN", "answer": "a"}],
+            "read back from a verdict file as a missing value",
+            "field 'model'",
+        ),
+    ],
+)
+def test_bad_answer_files_are_located(
+    tmp_path: Path, lines: list[dict[str, Any]], message: str, where: str
+) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(InputError) as caught:
+        read_answers(path)
+    assert message in caught.value.message
+    assert where in caught.value.where and str(path) in caught.value.where
+
+
+def test_the_baseline_design_judges_every_member_against_the_baseline_in_both_orders() -> None:
+    members = ["base", "a", "b"]
+    missing = {("b", "s1")}
+    design = design_baseline(
+        members, ["s0", "s1"], "base", judges=["j1", "j2"], judges_per_group=1,
+        answered=lambda m, s: (m, s) not in missing,
+    )  # fmt: skip
+    pairs = Counter((c.scenario, frozenset((c.first, c.second))) for c in design)
+    assert set(pairs) == {("s0", frozenset({"a", "base"})), ("s0", frozenset({"b", "base"})),
+                          ("s1", frozenset({"a", "base"}))}  # fmt: skip
+    assert set(pairs.values()) == {2}  # both orders, by one judge
+    for c in design:
+        assert "base" in (c.first, c.second)
+        assert (c.second, c.first) in {(d.first, d.second) for d in design if d.judge == c.judge
+                                       and d.scenario == c.scenario}  # fmt: skip
+
+
+QUALITY = {"base": 0.0, "strong": 2.0, "good": 1.0, "weak": -1.0}
+MANY = {f"q{i:02d}": f"Question {i}: what about {i}?" for i in range(40)}
+
+
+def given_config(tmp_path: Path, files: dict[str, Any], **overrides: Any) -> Path:
+    data: dict[str, Any] = {
+        "name": "given answers",
+        "population": [{"name": n, "answers": f} for n, f in files.items()],
+        "judges": ["scripted:peer-truth"],
+        "sampling": {"design": "baseline", "baseline": "base"},
+        "judging": {"reflections": False},
+        "fit": {"bootstrap": 50, "style": "none"},
+        "output": str(tmp_path / "run"),
+        **overrides,
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def test_a_scripted_judge_over_given_answers_recovers_its_preference(tmp_path: Path) -> None:
+    """Arena-Hard's case: answers in its layout, one external judge, the baseline
+    design; a missing answer is left out and counted, an empty one loses with no call."""
+    answers = {
+        m: {q: f"My answer to {q} [quality {quality}]." for q in MANY}
+        for m, quality in QUALITY.items()
+    }
+    del answers["weak"]["q03"]
+    answers["good"]["q04"] = ""
+    folder = arena_hard(tmp_path / "data", answers, MANY)
+    files = {m: f"data/model_answer/{m}.jsonl" for m in QUALITY}
+    ran = run_rank(given_config(tmp_path, files), progress=False)
+    elo = dict(zip(ran.ranking.models_, ran.ranking.elo_, strict=True))
+    assert sorted(elo, key=elo.get) == sorted(QUALITY, key=QUALITY.get)  # type: ignore[arg-type]
+    assert folder.is_dir()
+    run = json.loads((ran.out / "results.json").read_text())["run"]
+    # 40 questions x 3 members against the baseline x 2 orders, less weak's missing one
+    assert run["comparisons"] == (40 * 3 - 1) * 2
+    assert run["by_rule"] == 2  # good's empty answer, in both orders, with no call
+    members = {m["name"]: m for m in run["members"]}
+    assert members["weak"]["answers"]["missing"] == 1
+    assert members["good"]["answers"]["empty"] == 1
+    assert members["base"]["model"] is None
+    assert members["base"]["evaluee_only"] == "given answers, no model"
+    assert run["judges"] == [
+        {"name": "peer-truth", "model": "scripted:peer-truth", "persona": None}
+    ]
+    assert run["constitution"]["title"] == "Helpful answers"
+    calls = run["accounting"]["total"]["calls"]
+    assert calls == (40 * 3 - 1) * 2 - 2  # judges only: no answer is generated
+    lines = [json.loads(x) for x in (ran.out / "transcripts.jsonl").read_text().splitlines()]
+    ruled = [x for x in lines if "rule" in x]
+    assert {(x["first"], x["second"], tuple(x["verdicts"])) for x in ruled} == {
+        ("base", "good", (1,)), ("good", "base", (2,))}  # fmt: skip
+    # both orders of every pair were asked of the judge
+    asked = Counter((x["scenario"], frozenset((x["first"], x["second"]))) for x in lines)
+    assert set(asked.values()) == {2}
+
+
+def test_a_table_of_several_models_gives_members_by_name_and_models_that_generate_join(
+    tmp_path: Path,
+) -> None:
+    answers = {
+        m: {q: f"Answer [quality {QUALITY[m]}]" for q in QUESTIONS} for m in ("base", "good")
+    }
+    table(tmp_path / "answers.csv", answers, QUESTIONS)
+    config = given_config(
+        tmp_path,
+        {"base": "answers.csv", "good": "answers.csv"},
+        sampling={"design": "all"},
+    )
+    data = yaml.safe_load(config.read_text())
+    # a member that replies through its model, and judges too
+    data["population"].append(
+        {"name": "live", "model": "scripted:peer-truth", "persona": "[quality 0.3]"}
+    )
+    config.write_text(yaml.safe_dump(data))
+    ran = run_rank(config, progress=False)
+    run = json.loads((ran.out / "results.json").read_text())["run"]
+    roles = {r["role"]: r["calls"] for r in run["accounting"]["by_model_and_role"]}
+    assert roles["evaluee"] == 12  # only the live member answers
+    assert set(ran.ranking.models_) >= {"base", "good", "live"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message", "field"),
+    [
+        (
+            {"sampling": {"design": "baseline"}},
+            "needs the member every other is compared",
+            "sampling.baseline",
+        ),
+        (
+            {"sampling": {"design": "baseline", "baseline": "nobody"}},
+            "'nobody' is not a member",
+            "sampling.baseline",
+        ),
+        (
+            {"sampling": {"design": "all", "baseline": "base"}},
+            "a baseline is for design baseline",
+            "sampling.baseline",
+        ),
+        ({"judges": []}, "nobody judges", "population"),
+        (
+            {"judges": ["scripted:peer-truth", "scripted:peer-truth"]},
+            "two judges have one name",
+            "judges",
+        ),
+        (
+            {"judges": [{"name": "base", "model": "scripted:peer-truth"}]},
+            "'base' is a member and a judge",
+            "judges",
+        ),
+        ({"answers": {"empty": "ignore"}}, "'loss', 'exclude' or 'judge'", "answers.empty"),
+    ],
+)
+def test_given_answer_configs_are_checked_before_anything_is_spent(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, Any],
+    message: str,
+    field: str,
+) -> None:
+    table(tmp_path / "answers.csv", {"base": {"q00": "x"}, "good": {"q00": "y"}}, QUESTIONS)
+    config = given_config(tmp_path, {"base": "answers.csv", "good": "answers.csv"}, **change)
+    assert main(["rank", str(config), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and field in err and "Traceback" not in err
+
+
+def test_a_member_needs_a_model_or_answers_and_answers_that_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table(tmp_path / "answers.csv", {"base": {"q00": "x"}, "good": {"q00": "y"}}, QUESTIONS)
+    config = given_config(tmp_path, {"base": "answers.csv", "good": "answers.csv"})
+    data = yaml.safe_load(config.read_text())
+    data["population"].append({"name": "empty-handed"})
+    config.write_text(yaml.safe_dump(data))
+    assert main(["rank", str(config)]) == 2
+    assert "a member needs a model, or answers it already gave" in capsys.readouterr().err
+    data["population"][-1] = {"name": "lost", "answers": "nowhere.jsonl"}
+    config.write_text(yaml.safe_dump(data))
+    assert main(["rank", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "member 'lost': no such answer file or folder" in err and "nowhere.jsonl" in err
+    data["population"][-1] = {"name": "odd", "answers": {"path": "answers.csv", "model": "gpt-9"}}
+    config.write_text(yaml.safe_dump(data))
+    assert main(["rank", str(config)]) == 2
+    assert "holds no answers of model 'gpt-9' (it holds base, good)" in capsys.readouterr().err
