@@ -52,3 +52,85 @@ def run_rank(
         ranked = assemble(inputs, ran.value, map_rounds=ran.map_rounds)
         write_outputs(ranked.out, outputs(ranked, transcripts))
     return ranked
+
+
+def run_judge(
+    answers: list[Path],
+    judges: list[str],
+    *,
+    out: Path,
+    baseline: str | None = None,
+    design: str | None = None,
+    questions: Path | None = None,
+    constitution: str | None = None,
+    limit: int | None = None,
+    reflections: bool = False,
+    bootstrap: int | None = None,
+    seed: int | None = None,
+    progress: bool = True,
+) -> RankRun:
+    """`eigenjury judge`: rank the answers in `answers` (every model each file holds a
+    member) by `judges` (SPEC or NAME=SPEC), with no config to write: the config is
+    written to `out/config.yaml`, where it can be read, edited and run again with
+    `eigenjury rank`, and the run goes as that config's would."""
+    import os
+
+    import yaml
+
+    from eigenjury.files import check_output_folder, write_text
+    from eigenjury.models.spec import named_spec
+    from eigenjury.peer.answers import read_answers
+
+    check_output_folder(out)
+    folder = out.resolve()
+    population: list[dict[str, object]] = []
+    where: dict[str, Path] = {}
+    for path in answers:
+        if not path.exists():
+            raise InputError("no such answer file or folder", path=path)
+        for answer_set in read_answers(path):
+            model = answer_set.model
+            if model in where:
+                raise InputError(
+                    f"model '{model}' has answers in {where[model]} and here; give each "
+                    "model's answers once",
+                    path=answer_set.path,
+                )
+            where[model] = answer_set.path
+            relative = os.path.relpath(answer_set.path.resolve(), folder)
+            population.append({"name": model, "answers": {"path": relative, "model": model}})
+    if baseline is not None and baseline not in where:
+        raise InputError(
+            f"'{baseline}' is not a model of the answers; they hold {', '.join(where)}",
+            field="--baseline",
+        )
+    named = [named_spec(spec) for spec in judges]
+    config: dict[str, object] = {
+        "name": f"answers judged by {', '.join(name or str(spec) for name, spec in named)}",
+        "population": population,
+        "judges": [
+            {"name": name, "model": str(spec)} if name else str(spec) for name, spec in named
+        ],
+        "sampling": {"design": design or ("baseline" if baseline else "all")},
+        "judging": {"reflections": reflections},
+        "output": ".",
+    }
+    if baseline is not None:
+        config["sampling"] = {**config["sampling"], "baseline": baseline}  # type: ignore[dict-item]
+    if questions is not None or limit is not None:
+        scenarios: dict[str, object] = {"limit": limit} if limit is not None else {}
+        if questions is not None:
+            scenarios["source"] = os.path.relpath(questions.resolve(), folder)
+        config["scenarios"] = scenarios
+    if constitution is not None:
+        given = Path(constitution)
+        config["constitution"] = (
+            os.path.relpath(given.resolve(), folder) if given.is_file() else constitution
+        )
+    fit = {k: v for k, v in (("bootstrap", bootstrap), ("seed", seed)) if v is not None}
+    if fit:
+        config["fit"] = fit
+    path = out / "config.yaml"
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(path, yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    return run_rank(path, progress=progress)

@@ -306,3 +306,42 @@ def test_a_member_needs_a_model_or_answers_and_answers_that_exist(
     config.write_text(yaml.safe_dump(data))
     assert main(["rank", str(config)]) == 2
     assert "holds no answers of model 'gpt-9' (it holds base, good)" in capsys.readouterr().err
+
+
+def test_eigenjury_judge_ranks_answer_files_and_writes_a_config_that_reruns_free(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = {m: {q: f"Answer to {q} [quality {x}]." for q in MANY} for m, x in QUALITY.items()}
+    arena_hard(tmp_path / "data", answers, MANY)
+    out = tmp_path / "judged"
+    args = ["judge", str(tmp_path / "data"), "--judge", "critic=scripted:peer-truth"]
+    assert main([*args, "--baseline", "base", "--out", str(out), "--no-progress"]) == 0
+    shown = capsys.readouterr().out
+    assert "Against the baseline base (Arena-Hard's score)" in shown
+    record = json.loads((out / "results.json").read_text())
+    rates = {r["model"]: r for r in record["baseline"]["models"]}
+    assert list(rates) == ["strong", "good", "weak"]  # highest first
+    assert all(r["verdicts"] == 80 for r in rates.values())  # 40 questions, both orders
+    low, high = rates["good"]["win_rate_ci"]
+    assert low < rates["good"]["win_rate"] < high
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["judges"] == [{"name": "critic", "model": "scripted:peer-truth"}]
+    assert config["sampling"] == {"design": "baseline", "baseline": "base"}
+    # the written config runs as it is, every call from the store
+    assert main(["rank", str(out / "config.yaml"), "--no-progress"]) == 0
+    again = json.loads((out / "results.json").read_text())["run"]["accounting"]["total"]
+    assert again["calls"] == again["cached"] == 240
+
+
+def test_eigenjury_judge_refuses_an_unknown_baseline_and_a_model_given_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table(tmp_path / "a.csv", {"base": {"q00": "x"}, "good": {"q00": "y"}}, QUESTIONS)
+    table(tmp_path / "b.jsonl", {"good": {"q00": "z"}}, QUESTIONS)
+    judge = ["--judge", "scripted:peer-truth", "--out", str(tmp_path / "out")]
+    assert main(["judge", str(tmp_path / "a.csv"), *judge, "--baseline", "gpt-4"]) == 2
+    assert "'gpt-4' is not a model of the answers; they hold base, good" in capsys.readouterr().err
+    assert main(["judge", str(tmp_path / "a.csv"), str(tmp_path / "b.jsonl"), *judge]) == 2
+    err = capsys.readouterr().err
+    assert "model 'good' has answers in" in err and "b.jsonl" in err
+    assert not (tmp_path / "out").exists()  # nothing written before the input is checked

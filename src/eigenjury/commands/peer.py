@@ -43,6 +43,7 @@ def register(commands: Any) -> None:
     declare_simulate(commands)
     declare_fit(commands)
     declare_rank(commands)
+    declare_judge(commands)
     declare_style_check(commands)
     declare_demo(commands)
     declare_export_leaderboard(commands)
@@ -509,6 +510,84 @@ def rank_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.jobs import run_rank
 
     run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed)
+    return _report(run, console)
+
+
+def declare_judge(commands: Any) -> None:
+    """`judge`: answers people already hold, ranked by judges, with no config."""
+    judge = commands.add_parser(
+        "judge",
+        help="rank answers you already have (Arena-Hard, AlpacaEval, FastChat, a table) by "
+        "LLM judges, against a baseline or each other",
+        description="Every model in the answer files is a member; its answers are read, "
+        "never generated. The judges (not ranked) compare pairs of answers in both orders "
+        "against the constitution (default: helpfulness), and the verdicts are fitted as "
+        "a rank run's are. With --baseline, each model is compared with the baseline "
+        "(Arena-Hard's design); without it, every pair. The config is written to the "
+        "output folder (config.yaml): edit it and rerun it with `eigenjury rank`. "
+        "Everything goes through the store: rerun to resume.",
+    )
+    judge.add_argument(
+        "answers",
+        type=Path,
+        nargs="+",
+        help="answer files or folders: an Arena-Hard folder (question.jsonl, model_answer/) "
+        "or answer .jsonl, an AlpacaEval .json, FastChat answers, or a table (.csv, "
+        ".jsonl, .parquet) of question_id, model, answer",
+    )
+    judge.add_argument(
+        "--judge",
+        dest="judges",
+        action="append",
+        required=True,
+        metavar="SPEC",
+        help="a judge (repeat for a panel); NAME=SPEC gives it a short name",
+    )
+    judge.add_argument("--baseline", help="the model every other is compared with")
+    judge.add_argument(
+        "--design",
+        choices=("baseline", "all", "random-groups", "balanced"),
+        help="which pairs are judged (default: baseline with --baseline, else all)",
+    )
+    judge.add_argument(
+        "--questions", type=Path, help="the questions (JSONL or CSV: id, text), where the "
+        "answer files do not carry them",
+    )  # fmt: skip
+    judge.add_argument(
+        "--constitution",
+        help="bundled name or YAML file of what the judges look for (default: helpfulness)",
+    )
+    judge.add_argument("--limit", type=bounded(int, 1), help="judge a stable subset of questions")
+    judge.add_argument(
+        "--reflections",
+        action="store_true",
+        help="judges first write a note on each answer, as EigenBench does (one more call "
+        "per answer and judge; default: off, as Arena-Hard)",
+    )
+    judge.add_argument("--bootstrap", type=bounded(int, 0), help="bootstrap rounds (default 200)")
+    judge.add_argument("--out", type=Path, default=Path("eigenjury-judge"), help="output folder")
+    judge.add_argument("--seed", type=seed, help=SEED_HELP)
+    judge.add_argument("--no-progress", dest="progress", action="store_false")
+    judge.set_defaults(handler=judge_command)
+
+
+def judge_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.jobs import run_judge
+
+    run = run_judge(
+        args.answers,
+        args.judges,
+        out=args.out,
+        baseline=args.baseline,
+        design=args.design,
+        questions=args.questions,
+        constitution=args.constitution,
+        limit=args.limit,
+        reflections=args.reflections,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        progress=args.progress,
+    )
     return _report(run, console)
 
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from eigenjury._version import __version__
 from eigenjury.peer.record import (
+    BaselinePart,
+    BaselineRow,
     FavourPart,
     FitSummary,
     GreenbeardShift,
@@ -216,6 +218,34 @@ def _signal(signal: JudgeSignal) -> SignalPart:
         pairs=round(signal.pairs, 3),
         shared=signal.shared,
     )
+
+
+def baseline_part(
+    table: VerdictTable, baseline: str, *, rounds: int, ci: float, seed: int
+) -> BaselinePart:
+    """Every model's win rate against `baseline`, highest first, with its interval from
+    `rounds` question resamples."""
+    from eigenjury.stats.win_rate import baseline_win_rates
+
+    rates = baseline_win_rates(table, baseline, rounds=rounds, ci=ci, seed=seed)
+
+    def end(value: float) -> float | None:
+        return None if np.isnan(value) else round(float(value), 6)
+
+    rows = [
+        BaselineRow(
+            model=model,
+            win_rate=round(float(rates.rate[i]), 6),
+            win_rate_ci=[end(rates.low[i]), end(rates.high[i])],
+            verdicts=float(rates.verdicts[i]),
+            wins=float(rates.wins[i]),
+            ties=float(rates.ties[i]),
+            losses=float(rates.losses[i]),
+        )
+        for i, model in enumerate(rates.models)
+    ]
+    rows.sort(key=lambda row: -row.win_rate)
+    return BaselinePart(baseline=baseline, rounds=rounds, models=rows)
 
 
 def ranking_record(

@@ -658,6 +658,36 @@ class TruthRecord(Record, Sparse):
         return Overview(name="simulation", models=tuple(self.population.get("models", ())))
 
 
+class BaselineRow(Part):
+    """A model against the baseline (stats.win_rate)."""
+
+    model: str
+    """The model."""
+    win_rate: float
+    """Its share of the verdicts between it and the baseline, a tie counting half."""
+    win_rate_ci: list[float | None]
+    """The interval from question resamples (the settings' ci); None ends without bootstrap."""
+    verdicts: float
+    """Verdicts between it and the baseline, in either order, by any judge (weighted)."""
+    wins: float
+    """Of them, the ones it won."""
+    ties: float
+    """Of them, ties."""
+    losses: float
+    """Of them, the ones the baseline won."""
+
+
+class BaselinePart(Part):
+    """Win rates against the baseline: Arena-Hard's score, beside the fitted Elo."""
+
+    baseline: str
+    """The member every other was compared with."""
+    rounds: int
+    """Question resamples behind the intervals (0: none)."""
+    models: list[BaselineRow]
+    """Each other model, by win rate, highest first."""
+
+
 class RankingRecord(Record, Sparse):
     """A fitted peer ranking; from `rank` and `demo` also the run that collected it."""
 
@@ -673,6 +703,7 @@ class RankingRecord(Record, Sparse):
             "style",
             "separation",
             "favours",
+            "baseline",
         }
     )
 
@@ -706,6 +737,8 @@ class RankingRecord(Record, Sparse):
     taste explains (stats.favour); None: none."""
     run: RunSummary | None = None
     """`rank` and `demo`: the run that collected the verdicts (left out by `fit`)."""
+    baseline: BaselinePart | None = None
+    """The baseline design: each model's win rate against the baseline (left out otherwise)."""
     objective: ObjectiveCheck | None = None
     """Objective mode: the members' accuracy against the key (left out otherwise)."""
     greenbeard: GreenbeardShift | None = None

@@ -44,7 +44,13 @@ from eigenjury.peer.designs import (
     design_baseline,
     design_random_groups,
 )
-from eigenjury.peer.fitting import POINT_ESTIMATE, fit_config, greenbeard_shift, ranking_record
+from eigenjury.peer.fitting import (
+    POINT_ESTIMATE,
+    baseline_part,
+    fit_config,
+    greenbeard_shift,
+    ranking_record,
+)
 from eigenjury.peer.objective import CORRECTNESS, objective_record, question_text
 from eigenjury.peer.outcomes import Outcomes
 from eigenjury.peer.record import RankingRecord, RunSummary, TranscriptLine
@@ -405,6 +411,11 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
         raise unfittable(exc, got.outcomes, path) from None
     record = ranking_record(ranking, source=str(path), style_named=config.fit.style_named)
     record.run = run_summary(inputs, got)
+    if config.sampling.baseline is not None:
+        fit = config.fit
+        record.baseline = baseline_part(
+            table, config.sampling.baseline, rounds=fit.bootstrap, ci=fit.ci, seed=fit.seed
+        )
     if inputs.questions is not None:
         record.objective = objective_record(
             inputs.questions,

@@ -31,6 +31,7 @@ from eigenjury.peer.record import RankingRecord, StyleCheckRecord
 from eigenjury.records import Found, Record, find_records
 from eigenjury.reports.kit import CSS
 from eigenjury.reports.ranking import meaning
+from eigenjury.reports.ranking.words import BASELINE_COLUMNS, baseline_cells, baseline_title
 from eigenjury.reports.style_check import meaning as style_check_meaning
 from eigenjury.view.index import VERDICTS, Filters, TraceIndex, TranscriptIndex
 
@@ -249,6 +250,14 @@ async def run_page(request: web.Request) -> web.Response:
     said: dict[str, Any] = {}
     if isinstance(run.record, RankingRecord):
         said = {"meaning": meaning(run.record)}
+        against = run.record.baseline
+        if against is not None:  # in the words and cells the terminal and report show
+            ci = f"{100 * run.record.settings.ci:g}%"
+            said["baseline"] = {
+                "title": baseline_title(against, ci),
+                "columns": list(BASELINE_COLUMNS),
+                "rows": [baseline_cells(row, row.model) for row in against.models],
+            }
     elif isinstance(run.record, StyleCheckRecord):
         said = {"meaning": style_check_meaning(run.record)}
     elif isinstance(run.record, GradingRecord):  # short juror labels for the vote grid

@@ -14,6 +14,7 @@ from eigenjury.reports.output import Outputs
 from eigenjury.reports.ranking.charts import heatmap_svg, leaderboard_svg, plane_svg
 from eigenjury.reports.ranking.sentences import meaning
 from eigenjury.reports.ranking.words import (
+    BASELINE_COLUMNS,
     EMPTY_ROWS,
     SELF_PREFERENCE,
     STYLE_ASSUMPTION,
@@ -21,6 +22,8 @@ from eigenjury.reports.ranking.words import (
     UNCONTROLLED,
     VERDICT_WORDS,
     above_rows,
+    baseline_cells,
+    baseline_title,
     dropped_note,
     elo_ci_cell,
     elo_rule,
@@ -113,6 +116,12 @@ def render(record: RankingRecord, samples: Sequence[SampleJudgment] = ()) -> str
                 if above
                 else f"<p>No model is above another with family-wise {ci} confidence.</p>"
             )
+        )
+    if record.baseline is not None:
+        part = record.baseline
+        out.append(
+            f"<h2>Against the baseline</h2><p class=muted>{e(baseline_title(part, ci))}.</p>"
+            + table(list(BASELINE_COLUMNS), [baseline_cells(r, r.model) for r in part.models])
         )
     if record.style is not None:
         out.append(_style_section(record.style, ci))

@@ -14,11 +14,14 @@ from eigenjury.reports.accounting import print_accounting
 from eigenjury.reports.agreement import print_agreement
 from eigenjury.reports.ranking.sentences import meaning
 from eigenjury.reports.ranking.words import (
+    BASELINE_COLUMNS,
     SELF_PREFERENCE,
     STYLE_ASSUMPTION_SHORT,
     STYLE_COEFFICIENT,
     UNCONTROLLED,
     above_rows,
+    baseline_cells,
+    baseline_title,
     battle_columns,
     battle_row,
     dropped_note,
@@ -103,6 +106,13 @@ def print_summary(console: Console, record: RankingRecord) -> None:
             highlight=False,
             markup=False,
         )
+    if record.baseline is not None:
+        against = Table(title=escape(baseline_title(record.baseline, ci_pct)), title_justify="left")
+        for column in BASELINE_COLUMNS:
+            against.add_column(column, justify="left" if column == "model" else "right")
+        for row in record.baseline.models:
+            against.add_row(*baseline_cells(row, escape(row.model)))
+        console.print(against)
     if record.style is not None:
         _print_style(console, record.style, ci_pct)
 

@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 
 from eigenjury.peer.record import (
+    BaselinePart,
+    BaselineRow,
     GreenbeardShift,
     JudgeRow,
     ModelRow,
@@ -184,6 +186,34 @@ def plus_minus_cell(m: ModelRow) -> str:
     up = "+∞" if high is None else f"+{high - m.elo:.0f}"
     down = "-∞" if low is None else f"-{m.elo - low:.0f}"
     return f"{up}/{down}"
+
+
+BASELINE_COLUMNS = ("model", "win rate", "interval", "verdicts", "won / tied / lost")
+
+
+def baseline_title(part: BaselinePart, ci: str) -> str:
+    """What the win-rate table shows, and how sure it is."""
+    how = (
+        f"{ci} interval from {part.rounds} question resamples, in points"
+        if part.rounds
+        else "no intervals (no bootstrap rounds)"
+    )
+    return (
+        f"Against the baseline {part.baseline} (Arena-Hard's score): the share of verdicts "
+        f"between a model and the baseline that the model won, a tie counting half; {how}"
+    )
+
+
+def baseline_cells(row: BaselineRow, name: str) -> list[str]:
+    """A model's cells in the win-rate table: `name`, its win rate in percent, the
+    interval as +u/-l points, the verdicts and how they went."""
+    low, high = row.win_rate_ci
+    rate = 100 * row.win_rate
+    interval = (
+        "-" if low is None or high is None else f"+{100 * high - rate:.1f}/-{rate - 100 * low:.1f}"
+    )
+    split = f"{row.wins:g} / {row.ties:g} / {row.losses:g}"
+    return [name, f"{rate:.1f}%", interval, f"{row.verdicts:g}", split]
 
 
 def battle_row(m: ModelRow, rank_ub: int | None, styled: bool, name: str) -> list[str]:

@@ -376,6 +376,9 @@ function rankingRun(record, run) {
     styled ? el("p", { class: "muted", id: "style-assumption" }, STYLE_ASSUMPTION) : null,
     el("p", { class: "muted", id: "elo-rule" }, eloRule(record)),
     leaderboard, ...pairwise),
+    // the baseline design's win rates, in the words and cells the server gives (reports/ranking/words.py)
+    ...(run.baseline ? [section("Against the baseline", el("p", { class: "muted" }, run.baseline.title),
+      table(run.baseline.columns, run.baseline.rows, { id: "baseline" }))] : []),
     ...(record.style ? [styleControl(record.style, record.settings.ci)] : []),
     section("Trust", el("p", { class: "muted" }, "how much each judge (row) trusts each evaluee (column)." +
       (record.trust_matrix && record.trust_matrix.rows.some((row) => row.every((v) => !v)) ? EMPTY_ROWS : "")),
