@@ -111,12 +111,15 @@ def run_judge(
         "judges": [
             {"name": name, "model": str(spec)} if name else str(spec) for name, spec in named
         ],
-        "sampling": {"design": design or ("baseline" if baseline else "all")},
         "judging": {"reflections": reflections},
         "output": ".",
     }
+    sampling: dict[str, object] = {"design": design or ("baseline" if baseline else "all")}
     if baseline is not None:
-        config["sampling"] = {**config["sampling"], "baseline": baseline}  # type: ignore[dict-item]
+        sampling["baseline"] = baseline
+    if len(named) > 1:  # a panel: every judge judges every pair
+        sampling["judges_per_group"] = len(named)
+    config["sampling"] = sampling
     if questions is not None or limit is not None:
         scenarios: dict[str, object] = {"limit": limit} if limit is not None else {}
         if questions is not None:

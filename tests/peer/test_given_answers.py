@@ -212,8 +212,16 @@ def test_a_scripted_judge_over_given_answers_recovers_its_preference(tmp_path: P
     assert {(x["first"], x["second"], tuple(x["verdicts"])) for x in ruled} == {
         ("base", "good", (1,)), ("good", "base", (2,))}  # fmt: skip
     # both orders of every pair were asked of the judge
-    asked = Counter((x["scenario"], frozenset((x["first"], x["second"]))) for x in lines)
+    compared = [x for x in lines if x["role"] == "comparison"]
+    asked = Counter((x["scenario"], frozenset((x["first"], x["second"]))) for x in compared)
     assert set(asked.values()) == {2}
+    # every answer judged is in the transcript once, with the file it was read from
+    read = {(x["member"], x["scenario"]): x for x in lines if x["role"] == "evaluee"}
+    assert len(read) == 4 * 40 - 1
+    assert read["good", "q04"]["reply"] == "" and read["good", "q04"]["source"].endswith(
+        "good.jsonl"
+    )
+    assert read["strong", "q00"]["messages"] == [["user", MANY["q00"]]]
 
 
 def test_a_table_of_several_models_gives_members_by_name_and_models_that_generate_join(

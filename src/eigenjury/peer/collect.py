@@ -76,6 +76,10 @@ class Collector:
     # -> what they are ("empty", "an error marker")
     forfeits: dict[tuple[str, str], str] = field(default_factory=dict)
     ruled: int = 0  # comparisons decided by that rule
+    # members that give answers -> the file they came from (their replies are in
+    # `responses` from the start; `_respond` writes their transcript lines once)
+    sources: dict[str, str] = field(default_factory=dict)
+    _shown: set[tuple[str, str]] = field(default_factory=set)
     parse_failures: Counter[str] = field(default_factory=Counter)
     # per served judge, (verdict mode, read) of its first replies to comparisons
     verdict_modes: dict[str, Counter[tuple[VerdictMode, bool]]] = field(default_factory=dict)
@@ -140,6 +144,22 @@ class Collector:
         return picked
 
     async def _respond(self, needed: set[tuple[str, str]]) -> None:
+        given = sorted(k for k in needed - self._shown if k[0] in self.sources)
+        for m, s in given:  # read, never generated: in the transcript as where they came from
+            self._shown.add((m, s))
+            self._line(
+                TranscriptLine(
+                    role="evaluee",
+                    member=m,
+                    scenario=s,
+                    messages=[["user", self.scenarios[s]]],
+                    reply=self.responses[m, s],
+                    choice_logprobs=None,
+                    error=None,
+                    cached=False,
+                    source=self.sources[m],
+                )
+            )
         todo = sorted(needed - self.responses.keys())
         jobs = ((m, {"scenario": s}, self._evaluee(m, s), (m, s)) for m, s in todo)
         async for result, line, (m, s) in self._stream("evaluee", jobs):
@@ -272,7 +292,7 @@ class Collector:
             reply=None,
             choice_logprobs=None,
             error=None,
-            cached=True,
+            cached=False,  # no call: nothing came from the store
             rule=", ".join(why),
         )
 

@@ -808,11 +808,14 @@ class TranscriptLine(Part):
     rule: str | None = None
     """Comparisons of given answers decided by the config's answers rule, with no call: why
     ("reply A empty", "reply B an error marker", ...; left out elsewhere)."""
+    source: str | None = None
+    """Evaluee lines of given answers: the file the reply was read from; no call was made (left
+    out elsewhere)."""
 
     @model_serializer(mode="wrap")
     def _omit_other_roles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for key in ("tokens", "scores", "rule"):
+        for key in ("tokens", "scores", "rule", "source"):
             if data[key] is None:
                 del data[key]
         if self.role not in ("reflection", "score"):

@@ -177,6 +177,7 @@ def make_collector(
     if given is not None:
         collector.responses.update(given.replies(list(scenarios)))
         collector.forfeits = given.forfeits(list(scenarios))
+        collector.sources = {m: str(answers.path) for m, answers in given.sets.items()}
     return collector
 
 
