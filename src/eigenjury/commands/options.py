@@ -274,15 +274,24 @@ def add_judgment_options(parser: argparse.ArgumentParser) -> None:
 
 
 def read_judgments(
-    args: argparse.Namespace, collapse: Collapse = "rows", features: Features = "available"
+    args: argparse.Namespace,
+    collapse: Collapse = "rows",
+    features: Features = "available",
+    *,
+    strong_weight: float = 3.0,
 ) -> VerdictTable:
     """The verdicts of `args.verdicts` with the options of `add_judgment_options`, and
-    the replies' `features` (see `read_verdicts`)."""
+    the replies' `features`, strong graded verdicts at `strong_weight` (see
+    `read_verdicts`)."""
     from eigenjury.stats.verdicts import pool_judges
     from eigenjury.verdict_files import read_verdicts
 
     table = read_verdicts(
-        args.verdicts, criterion=args.criterion, collapse=collapse, features=features
+        args.verdicts,
+        criterion=args.criterion,
+        collapse=collapse,
+        features=features,
+        strong_weight=strong_weight,
     )
     for pattern in args.pool_judges:
         with located(args.verdicts, field="--pool-judges"):

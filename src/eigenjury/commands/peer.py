@@ -355,6 +355,12 @@ def declare_fit(commands: Any) -> None:
         "or at least 2 (compare across --dim to choose it)",
     )
     fit.add_argument(
+        "--strong-weight",
+        type=bounded(float, 0.0),
+        help="graded verdicts (a strength column): how many verdicts a strong one (A>>B, "
+        "B>>A) counts as (default 3, as Arena-Hard)",
+    )
+    fit.add_argument(
         "--truth",
         type=Path,
         help="truth.json from `eigenjury simulate`: report recovery and coverage",
@@ -391,7 +397,11 @@ def fit_command(args: argparse.Namespace, console: Console) -> int:
         args.out = json_output(args.out)
         inputs = {"verdict file": args.verdicts, "truth file": args.truth}
         check_output(args.out, inputs)
-    table = read_judgments(args, *_reading(settings, agreement=args.agreement is not None))
+    table = read_judgments(
+        args,
+        *_reading(settings, agreement=args.agreement is not None),
+        strong_weight=settings.strong_weight,
+    )
     agreement = None
     if args.agreement is not None:  # before the fit: a bad reference stops the command at once
         with located(args.verdicts, field="--agreement"):

@@ -29,7 +29,14 @@ from eigenjury.peer.data import Constitution
 from eigenjury.peer.designs import Comparison
 from eigenjury.peer.likelihood import SPEAKERS, likelihood_verdict, reply_score
 from eigenjury.peer.outcomes import Outcome, Outcomes
-from eigenjury.peer.parsing import LABELS, parse_criteria, parse_verdict, soft_verdict
+from eigenjury.peer.parsing import (
+    LABELS,
+    graded_labels,
+    parse_criteria,
+    parse_graded,
+    parse_verdict,
+    soft_verdict,
+)
 from eigenjury.peer.prompts import (
     comparison_request,
     evaluee_request,
@@ -317,20 +324,29 @@ class Collector:
             served=self.members[c.judge].spec.served,
             verdict_format=self.judging.verdict_format,
             soft=self.judging.soft,
+            graded=self.judging.graded,
         )
 
-    def _parse(self, text: str) -> list[int] | None:
+    def _parse(self, text: str) -> tuple[list[int], bool] | None:
+        """The verdicts in a judge's reply, and whether a graded one was strong."""
+        ties = self.judging.ties
         if self.per_criterion:
-            return parse_criteria(text, len(self.constitution.criteria), ties=self.judging.ties)
-        verdict = parse_verdict(text, ties=self.judging.ties)
-        return None if verdict is None else [verdict]
+            verdicts = parse_criteria(text, len(self.constitution.criteria), ties=ties)
+            return None if verdicts is None else (verdicts, False)
+        if self.judging.graded:
+            graded = parse_graded(text, ties=ties)
+            return None if graded is None else ([graded[0]], graded[1])
+        verdict = parse_verdict(text, ties=ties)
+        return None if verdict is None else ([verdict], False)
 
-    def _read(self, result: CallResult) -> tuple[list[int] | None, str | None]:
-        """A judge's verdicts, or why there are none."""
+    def _read(self, result: CallResult) -> tuple[list[int] | None, str | None, bool]:
+        """A judge's verdicts, or why there are none; and whether a graded one was strong."""
         if result.completion is None:
-            return None, "judge error"
-        verdicts = self._parse(result.completion.text)
-        return verdicts, None if verdicts is not None else "parse"
+            return None, "judge error", False
+        read = self._parse(result.completion.text)
+        if read is None:
+            return None, "parse", False
+        return read[0], None, read[1]
 
     def _missing(self, c: Comparison) -> str | None:
         """Why comparison `c` cannot be asked (a reply or reflection it needs failed)."""
@@ -381,17 +397,18 @@ class Collector:
                     yield c.judge, _fields(c), self._comparison(c), (index, c)
 
         repairs = []
+        labels = graded_labels(self.judging.ties) if self.judging.graded else LABELS
         async for result, line, (index, c) in self._stream("comparison", jobs()):
-            line.verdicts, line.failure = self._read(result)
+            line.verdicts, line.failure, strong = self._read(result)
             if self.members[c.judge].spec.served and line.reply is not None:
                 scored = line.choice_logprobs is not None
-                mode = verdict_mode(line.reply, scored, LABELS)
+                mode = verdict_mode(line.reply, scored, labels)
                 tally = self.verdict_modes.setdefault(c.judge, Counter())
                 tally[mode, line.verdicts is not None] += 1
             probs = None
             if self.judging.soft and line.verdicts is not None and line.choice_logprobs:
                 probs = soft_verdict(line.choice_logprobs, ties=self.judging.ties)
-            outcomes.settle(index, Outcome(c, line.verdicts, probs, line.failure))
+            outcomes.settle(index, Outcome(c, line.verdicts, probs, line.failure, strong=strong))
             self._line(line)
             repairable = self.judging.repair and not self._constrained(c.judge)
             if line.failure == "parse" and repairable and result.completion is not None:
@@ -408,16 +425,17 @@ class Collector:
                     ties=self.judging.ties,
                     per_criterion=self.per_criterion,
                     n_criteria=len(self.constitution.criteria),
+                    graded=self.judging.graded,
                 ),
                 (index, c),
             )
             for index, c, text in repairs
         )
         async for result, line, (index, c) in self._stream("repair", repair_jobs):
-            line.verdicts, line.failure = self._read(result)
+            line.verdicts, line.failure, strong = self._read(result)
             self._line(line)
             if line.verdicts is not None:
-                outcomes.settle(index, Outcome(c, line.verdicts, repaired=True))
+                outcomes.settle(index, Outcome(c, line.verdicts, repaired=True, strong=strong))
             else:
                 self.parse_failures[c.judge] += 1
         return outcomes

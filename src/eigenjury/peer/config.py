@@ -204,10 +204,12 @@ class Judging(_Strict):
     judges (HTTP) give a single verdict: "auto" (a JSON-schema verdict where the
     endpoint enforces one, else text), or forced "structured", "logprobs" or "text"
     (models.verdict_format); with `soft`, served judges that return log-probabilities
-    give label probabilities too."""
+    give label probabilities too. `graded`: single verdicts on Arena-Hard's five points
+    (A>>B, A>B, A=B, B>A, B>>A); a strong one counts as `fit.strong_weight` verdicts."""
 
     reflections: bool = True
     ties: bool = True
+    graded: bool = False
     mode: Literal["single", "criteria", "likelihood"] = "single"
     repair: bool = True
     soft: bool = False
@@ -225,6 +227,14 @@ class Judging(_Strict):
         }
         if self.soft and self.mode in why:
             raise located(f"soft verdicts need mode 'single': {why[self.mode]}", "judging", "soft")
+        if self.graded and (self.mode != "single" or self.soft):
+            raise located(
+                "graded verdicts are one label a comparison (mode single, without soft): "
+                "how much better is not asked per criterion, read from likelihoods or spread "
+                "over probabilities",
+                "judging",
+                "graded",
+            )
         return self
 
 

@@ -42,6 +42,7 @@ class Outcome:
     probs: tuple[float, float, float] | None = None
     failure: str | None = None  # one of FAILURES
     repaired: bool = False
+    strong: bool = False  # a graded verdict said "much better" (A>>B, B>>A)
 
 
 class _Names:
@@ -80,6 +81,7 @@ class Outcomes:
         self._criterion = array("h")
         self._verdict = array("b")
         self._probs = array("d")  # three per verdict row; NaN for a hard verdict
+        self._strong = array("b")  # per verdict row: a strong graded verdict
 
     @classmethod
     def of(cls, outcomes: Iterable[Outcome]) -> Outcomes:
@@ -111,6 +113,7 @@ class Outcomes:
             self._criterion.append(criterion)
             self._verdict.append(verdict)
             self._probs.extend(outcome.probs or _NO_PROBS)
+            self._strong.append(outcome.strong)
 
     def comparison(self, index: int) -> Comparison:
         columns, members = self._comparison, self._members.names
@@ -123,6 +126,7 @@ class Outcomes:
         """Each comparison's outcome, rebuilt one at a time."""
         verdicts: dict[int, list[int]] = {}
         probs: dict[int, tuple[float, float, float]] = {}
+        strong: set[int] = set()
         order = np.argsort(np.frombuffer(self._of, dtype=np.int64), kind="stable")
         rows = iter(order.tolist())
         row = next(rows, None)
@@ -132,6 +136,8 @@ class Outcomes:
                 p = tuple(self._probs[3 * row : 3 * row + 3])
                 if not np.isnan(p[0]):
                     probs[index] = (p[0], p[1], p[2])
+                if self._strong[row]:
+                    strong.add(index)
                 row = next(rows, None)
             failure = self._failure[index]
             yield Outcome(
@@ -140,6 +146,7 @@ class Outcomes:
                 probs.pop(index, None),
                 None if failure < 0 else FAILURES[failure],
                 bool(self._repaired[index]),
+                index in strong,
             )
 
     # what a run reports
@@ -180,15 +187,19 @@ class Outcomes:
         rows["criterion"] = np.frombuffer(self._criterion, dtype=np.int16)[order]
         rows["verdict"] = np.frombuffer(self._verdict, dtype=np.int8).astype(np.int64)[order]
         rows["probs"] = np.frombuffer(self._probs, dtype=np.float64).reshape(-1, 3)[order]
+        rows["strong"] = np.frombuffer(self._strong, dtype=np.int8)[order].astype(bool)
         return rows
 
     def table(
         self,
         per_criterion: bool,
         responses: Mapping[tuple[str, str], str | None] | None = None,
+        *,
+        strong_weight: float = 1.0,
     ) -> tuple[VerdictTable, list[str] | None]:
         """The verdicts as a table, and each row's criterion number in criteria mode. With
-        the `responses` ((member, scenario) -> text), the replies' style features too."""
+        the `responses` ((member, scenario) -> text), the replies' style features too; a
+        strong graded verdict weighs `strong_weight` (`strengths` says which)."""
         rows = self._verdict_rows()
         if not len(rows["of"]):
             raise DataError("no comparison produced a usable verdict")
@@ -210,7 +221,16 @@ class Outcomes:
         )
         if responses is not None:
             table = dataclasses.replace(table, features=self._reply_features(rows, responses))
+        if rows["strong"].any():
+            weight = np.where(rows["strong"], strong_weight * table.weight, table.weight)
+            table = dataclasses.replace(table, weight=weight)
         return table, criterion
+
+    def strengths(self) -> list[int] | None:
+        """Each row of `table`'s strength, 1 or 2 (strong), where any verdict was graded
+        strong (None otherwise): what verdicts.csv keeps, so a refit can weigh them anew."""
+        strong = self._verdict_rows()["strong"]
+        return (1 + strong.astype(int)).tolist() if strong.any() else None
 
     def _reply_features(
         self, rows: dict[str, np.ndarray[Any, Any]], responses: Mapping[tuple[str, str], str | None]

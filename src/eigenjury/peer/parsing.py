@@ -15,6 +15,13 @@ from eigenjury.models.verdict_format import last_vote, read_structured, votes
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE
 
 LABELS = ("A", "B", "tie")  # shown first, shown second, neither
+# Graded verdicts, Arena-Hard's five points: much better, better, as good (each way)
+GRADED_LABELS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
+_GRADED = {"A>>B": (FIRST, True), "A>B": (FIRST, False), "A=B": (TIE, False),
+           "B>A": (SECOND, False), "B>>A": (SECOND, True)}  # fmt: skip
+_GRADED_TAG = re.compile(
+    r"(?:<verdict>\s*|\[\[\s*)(A>>B|A>B|A=B|B>A|B>>A)(?:\s*</verdict>|\s*\]\])", re.IGNORECASE
+)
 
 _CODES = {"a": FIRST, "b": SECOND, "tie": TIE}
 _VERDICT = re.compile(r"<verdict>\s*(A|B|tie)\s*</verdict>", re.IGNORECASE)
@@ -40,6 +47,24 @@ def parse_verdict(text: str, *, ties: bool = True) -> int | None:
         return _code(bare, ties)
     found = last_vote(_VERDICT, text)
     return None if found is None else _code(found.group(1), ties)
+
+
+def graded_labels(ties: bool) -> tuple[str, ...]:
+    """The graded labels a judge is offered (A=B only where ties are allowed)."""
+    return GRADED_LABELS if ties else tuple(x for x in GRADED_LABELS if x != "A=B")
+
+
+def parse_graded(text: str, *, ties: bool = True) -> tuple[int, bool] | None:
+    """A graded verdict, (0 tie, 1 A or 2 B; whether it was strong), from a structured
+    reply, a bare label, or the last verdict tag (`<verdict>A>B</verdict>`, or
+    Arena-Hard's `[[A>B]]`)."""
+    allowed = graded_labels(ties)
+    label = read_structured(text, allowed)
+    if label is None:
+        bare = text.strip().upper()
+        found = last_vote(_GRADED_TAG, text)
+        label = bare if bare in allowed else found.group(1).upper() if found else None
+    return _GRADED[label] if label in allowed else None
 
 
 def parse_criteria(text: str, n_criteria: int, *, ties: bool = True) -> list[int] | None:

@@ -16,7 +16,7 @@ from eigenjury.models.verdict_format import VerdictFormat
 from eigenjury.peer.config import Generation
 from eigenjury.peer.data import Constitution
 from eigenjury.peer.likelihood import Speaker
-from eigenjury.peer.parsing import LABELS
+from eigenjury.peer.parsing import LABELS, graded_labels
 
 
 def _sampling(settings: Generation) -> dict[str, object]:
@@ -92,6 +92,24 @@ def speaker_request(
     )
 
 
+_MEANINGS = {
+    "A>>B": "reply A is much better",
+    "A>B": "reply A is better",
+    "A=B": "they are equally good",
+    "B>A": "reply B is better",
+    "B>>A": "reply B is much better",
+}
+
+
+def _grades(ties: bool, *, tagged: bool) -> str:
+    """Arena-Hard's five labels with what each means, each as a verdict tag where
+    `tagged`."""
+    return ", ".join(
+        f"{f'<verdict>{label}</verdict>' if tagged else label} if {_MEANINGS[label]}"
+        for label in graded_labels(ties)
+    )
+
+
 def comparison_request(
     persona: str | None,
     constitution: Constitution,
@@ -106,11 +124,13 @@ def comparison_request(
     served: bool = False,
     verdict_format: VerdictFormat = "auto",
     soft: bool = False,
+    graded: bool = False,
 ) -> ChatRequest:
     """Reply A is the one shown first. `constrained`: ask for the bare label (local judges).
     `served` (judges over HTTP): a single verdict is asked for in `verdict_format` among
     the labels (the provider negotiates a JSON-schema verdict, reasons first, or text),
-    with the labels' log-probabilities when `soft`."""
+    with the labels' log-probabilities when `soft`. `graded`: on Arena-Hard's five
+    points (A>>B ... B>>A) instead of A, B or tie."""
     task = "You compare replies against a constitution, carefully and fairly."
     parts = [
         _constitution_block(constitution),
@@ -131,6 +151,14 @@ def comparison_request(
             + ("" if constrained else "Reason briefly, then ")
             + f"end with one line per criterion, in order, each holding {options}:\n{lines}"
         )
+    elif graded:
+        ask = "Which reply better follows the constitution as a whole, and by how much? " + (
+            f"Answer with the label only: {_grades(ties, tagged=False)}."
+            if constrained
+            else "Reason briefly, then end with exactly one verdict tag: "
+            + _grades(ties, tagged=True)
+            + "."
+        )
     elif constrained:
         ask = (
             "Which reply better follows the constitution as a whole? Answer with one word "
@@ -148,7 +176,7 @@ def comparison_request(
         (*_system(persona, task), Message("user", "\n\n".join(parts))),
         **_sampling(settings),  # type: ignore[arg-type]
     )
-    allowed = LABELS if ties else LABELS[:2]
+    allowed = graded_labels(ties) if graded else LABELS if ties else LABELS[:2]
     if not constrained:
         if per_criterion or not served:
             return request
@@ -166,11 +194,20 @@ def comparison_request(
 
 
 def repair_request(
-    original: ChatRequest, reply: str, *, ties: bool, per_criterion: bool, n_criteria: int
+    original: ChatRequest,
+    reply: str,
+    *,
+    ties: bool,
+    per_criterion: bool,
+    n_criteria: int,
+    graded: bool = False,
 ) -> ChatRequest:
     """One short follow-up asking only for the missing verdict tag(s), in the form the
     original asked for."""
-    if per_criterion:
+    if graded:
+        tags = _grades(ties, tagged=True)
+        ask = f"Your answer did not end with a verdict tag. Reply with only the tag: {tags}."
+    elif per_criterion:
         ask = (
             f"Your answer did not end with the {n_criteria} criterion lines. Reply with only "
             'those lines, each like <criterion n="1">A</criterion>, using A, B'

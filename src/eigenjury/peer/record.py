@@ -440,9 +440,10 @@ class Design(Sparse):
 
 class JudgingPart(Sparse):
     """The config's judging section; `soft` when judges were asked for label
-    probabilities (left out otherwise)."""
+    probabilities, `graded` and `strong_weight` with graded verdicts (left out
+    otherwise)."""
 
-    OMITTED = frozenset({"soft"})
+    OMITTED = frozenset({"soft", "graded", "strong_weight"})
 
     reflections: bool
     """Whether judges wrote a reflection on each reply before comparing."""
@@ -452,6 +453,11 @@ class JudgingPart(Sparse):
     """One verdict per comparison ("single"), one per criterion ("criteria"), or "likelihood"."""
     soft: bool | None = None
     """True when judges were asked for label probabilities (left out otherwise)."""
+    graded: bool | None = None
+    """True when judges gave graded verdicts, A>>B to B>>A (left out otherwise)."""
+    strong_weight: float | None = None
+    """With graded verdicts: how many verdicts a strong one counted as in the fit (left out
+    otherwise; verdicts.csv keeps each verdict's strength, so `fit --strong-weight` can refit)."""
 
 
 class GivenAnswersPart(Part):

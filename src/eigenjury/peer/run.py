@@ -231,7 +231,7 @@ async def _adaptive(
         if remaining < 2:
             break
         try:
-            table, _ = outcomes.table(per_criterion)
+            table, _ = outcomes.table(per_criterion, strong_weight=config.fit.strong_weight)
             # the replies are not measured here: the choice ignores their style
             ranking = fit_config(config, table, seed=s.seed + r, style="none", **POINT_ESTIMATE)
         except DataError as exc:
@@ -406,7 +406,9 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     config, path = inputs.config, inputs.path
     per_criterion = config.judging.mode == "criteria"
     try:
-        table, criterion = got.outcomes.table(per_criterion, got.collector.responses)
+        table, criterion = got.outcomes.table(
+            per_criterion, got.collector.responses, strong_weight=config.fit.strong_weight
+        )
         ranking = fit_config(config, table, map_rounds=map_rounds)
     except DataError as exc:
         raise unfittable(exc, got.outcomes, path) from None
@@ -414,8 +416,9 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     record.run = run_summary(inputs, got)
     if config.sampling.baseline is not None:
         fit = config.fit
-        record.baseline = baseline_part(
-            table, config.sampling.baseline, rounds=fit.bootstrap, ci=fit.ci, seed=fit.seed
+        plain = got.outcomes.table(per_criterion)[0] if config.judging.graded else table
+        record.baseline = baseline_part(  # each verdict once: a strong win is one win here
+            plain, config.sampling.baseline, rounds=fit.bootstrap, ci=fit.ci, seed=fit.seed
         )
     if inputs.questions is not None:
         record.objective = objective_record(
@@ -424,7 +427,9 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
             dict(zip(ranking.models_, ranking.elo_, strict=True)),
         )
     if got.control is not None and got.control_collector is not None:
-        control, _ = got.control.table(per_criterion, got.control_collector.responses)
+        control, _ = got.control.table(
+            per_criterion, got.control_collector.responses, strong_weight=config.fit.strong_weight
+        )
         record.greenbeard = greenbeard_shift(config, table, control, ranking)
     collector = got.collector
     samples = [
@@ -486,6 +491,8 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
                 "ties": config.judging.ties,
                 "mode": config.judging.mode,
                 "soft": config.judging.soft or None,
+                "graded": config.judging.graded or None,
+                "strong_weight": config.fit.strong_weight if config.judging.graded else None,
             },
             "members": [
                 {

@@ -58,7 +58,8 @@ class FitSettings(BaseModel):
     `interval`: the intervals, "percentile" or "bca" from the bootstrap, or "sandwich"
     (PeerRanking's `interval`).
     `jobs`: processes for the bootstrap (unset: all cores). `cv`: scenario folds for a
-    held-out log-likelihood (0: none)."""
+    held-out log-likelihood (0: none). `strong_weight`: how many verdicts a strong graded
+    verdict (A>>B, B>>A) counts as (Arena-Hard's 3); the verdicts keep what was said."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -82,6 +83,7 @@ class FitSettings(BaseModel):
     anchor_value: float = 1500.0
     jobs: int | None = Field(None, ge=1)
     cv: int = Field(0, ge=0)
+    strong_weight: float = Field(3.0, ge=0.0)
 
     @field_validator("style", mode="before")
     @classmethod

@@ -88,6 +88,7 @@ def read_verdicts(
     criterion: str | None = None,
     collapse: Collapse = "rows",
     features: Features = "available",
+    strong_weight: float = 3.0,
 ) -> VerdictTable:
     """Load and validate a verdict or battle file (see the module docstring).
 
@@ -107,11 +108,13 @@ def read_verdicts(
     where rows are merged, each spreads its weight over the labels by its
     probabilities instead (fractional weights, no `probs`: the same counts). A JSON
     array is read with the standard library; Parquet is the fast path for huge files.
+    A strength column (graded verdicts: 1 plain, 2 strong, none given: 1) makes each
+    strong row count as `strong_weight` rows (Arena-Hard's 3).
     """
     if collapse not in COLLAPSES:
         raise ValueError(f"collapse must be one of {', '.join(COLLAPSES)}, not {collapse!r}")
     source = open_source(Path(path), requested_features(features), BATCH_ROWS)
-    reader = ColumnarReader(source, criterion, collapse, BATCH_ROWS)
+    reader = ColumnarReader(source, criterion, collapse, BATCH_ROWS, strong_weight)
     for batch, locate in source.batches:
         reader.add(batch, locate)
     return reader.table()

@@ -14,7 +14,10 @@ from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE
 
 REQUIRED = ("scenario", "judge", "first", "second", "verdict")
-OPTIONAL = ("criterion",)
+OPTIONAL = ("criterion", "strength")
+# Graded verdicts: 1 a plain verdict, 2 a strong one (A>>B, B>>A), counted as
+# `strong_weight` verdicts by the reader.
+STRENGTHS = (1, 2)
 # Soft verdicts: the judge's probability of each label, in the order written.
 PROBABILITY_COLUMNS = ("p_first", "p_second", "p_tie")
 PROBABILITY_LABELS = (FIRST, SECOND, TIE)  # each column's label
@@ -43,7 +46,8 @@ METADATA_FIELDS = {
 }
 # What each convention needs, said wherever a file follows neither.
 NEEDS = (
-    "a verdict file needs scenario, judge, first, second, verdict (criterion optional; "
+    "a verdict file needs scenario, judge, first, second, verdict (criterion and strength "
+    "optional; "
     "p_first, p_second, p_tie for soft verdicts, which make verdict optional); "
     "a battle file (the Chatbot Arena convention) needs model_a, model_b, winner "
     "(judge and question_id optional), or winner_model_a, winner_model_b, winner_tie "
@@ -81,6 +85,7 @@ class Convention:
             self.second,
             *outcome,
             "criterion",
+            *(("strength",) if self.noun == "verdict" else ()),
             *self.probabilities,
         )
         columns = [c for c in roles if c in found]
@@ -241,7 +246,8 @@ class Layout:
         """The feature and probability columns read, whose values are numbers."""
         c = self.convention
         pairs = [c.feature_columns(n) for n, s in self.features.items() if s == "columns"]
-        return {x for pair in pairs for x in pair} | set(c.probabilities)
+        strength = {"strength"} & set(self.columns)
+        return {x for pair in pairs for x in pair} | set(c.probabilities) | strength
 
 
 def file_layout(

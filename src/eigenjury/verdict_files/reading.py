@@ -18,6 +18,7 @@ from eigenjury.verdict_files.columns import (
     FloatArray,
     IntArray,
     Problem,
+    as_floats,
     dictionary_coded,
     first_flagged,
     first_row,
@@ -26,7 +27,7 @@ from eigenjury.verdict_files.columns import (
     plain_array,
     shown_value,
 )
-from eigenjury.verdict_files.conventions import CROWD, NEEDS, PROBABILITY_COLUMNS
+from eigenjury.verdict_files.conventions import CROWD, NEEDS, PROBABILITY_COLUMNS, STRENGTHS
 from eigenjury.verdict_files.features import FeatureReader
 from eigenjury.verdict_files.formats import Locate, Source
 from eigenjury.verdict_files.merging import KeptRows, distinct_rows
@@ -42,7 +43,12 @@ class ColumnarReader:
     """Validates batches column by column and keeps their rows as codes."""
 
     def __init__(
-        self, source: Source, criterion: str | None, collapse: Collapse, batch_rows: int
+        self,
+        source: Source,
+        criterion: str | None,
+        collapse: Collapse,
+        batch_rows: int,
+        strong_weight: float = 3.0,
     ) -> None:
         self.path = source.path
         self.convention = c = source.layout.convention
@@ -51,6 +57,7 @@ class ColumnarReader:
         self.feature_reader = FeatureReader(c, self.features, source.layout.named)
         self.skip_blank = source.skip_blank
         self.criterion = criterion
+        self.strong_weight = strong_weight if "strength" in self.columns else None
         has_criterion = "criterion" in self.columns
         if criterion is not None and not has_criterion:
             raise InputError(
@@ -78,7 +85,7 @@ class ColumnarReader:
         if not batch.num_rows:
             return
         c = self.convention
-        blank, codes, verdict, probs, replies = self._checked(batch, locate)
+        blank, codes, verdict, probs, replies, strong = self._checked(batch, locate)
         keep = ~blank
         self.read += int(keep.sum())
         if self.criterion is not None:
@@ -106,6 +113,8 @@ class ColumnarReader:
                 self.seen_scenarios = used
             part["scenario"] = np.zeros(m, dtype=np.int64)
         part["count"] = np.ones(m)
+        if strong is not None and self.strong_weight is not None:  # graded: strong ones count more
+            part["count"][kept(strong)] = self.strong_weight
         self.kept += m
         if probs is not None:
             part = self._soft(part, kept(probs))
@@ -119,7 +128,8 @@ class ColumnarReader:
             return {**part, "probs": probs}
         row, label = np.nonzero(probs)
         spread = {k: v[row] for k, v in part.items()}
-        spread["verdict"], spread["count"] = label.astype(np.int64), probs[row, label]
+        spread["verdict"] = label.astype(np.int64)
+        spread["count"] = part["count"][row] * probs[row, label]
         return spread
 
     def _checked(
@@ -130,6 +140,7 @@ class ColumnarReader:
         IntArray,
         FloatArray | None,
         tuple[FloatArray, FloatArray] | None,
+        BoolArray | None,
     ]:
         """The batch's blank rows, each name column's codes, the verdicts, the label
         probabilities (soft verdicts) and the replies' features; every check runs on
@@ -166,6 +177,7 @@ class ColumnarReader:
             )
         verdict = self._outcomes(coded.get(c.outcome), n, blank, problems)
         replies = self.feature_reader.replies(batch, blank, problems) if self.features else None
+        strong = self._strong(batch, blank, problems) if self.strong_weight is not None else None
         if problems:
             row, _, problem, where = min(problems, key=lambda p: p[:2])
             raise InputError(problem, column=where, **locate(row))
@@ -175,7 +187,21 @@ class ColumnarReader:
             verdict[unlabelled] = np.argmax(probs[unlabelled], axis=1)  # ties: tie, first
             hard = ~soft
             probs[hard] = certain(verdict[hard])
-        return blank, codes, verdict, probs, replies
+        return blank, codes, verdict, probs, replies, strong
+
+    def _strong(self, batch: Any, blank: BoolArray, problems: list[Problem]) -> BoolArray:
+        """Which rows are strong graded verdicts (strength 2; none given: 1, plain)."""
+        array = plain_array(batch.column("strength"))
+        values, missing, _ = as_floats(array)
+        wrong = ~blank & ~missing & ~np.isin(values, STRENGTHS)
+        row = first_row(wrong)
+        if row is not None:
+            message = (
+                f"strength {shown_value(array[row].as_py())}: a graded verdict's strength is "
+                "1 (plain: A>B, B>A, A=B) or 2 (strong: A>>B, B>>A)"
+            )
+            problems.append((row, 48, message, "strength"))
+        return np.asarray(values == 2, dtype=bool)
 
     def _missing(
         self, batch: Any, column: str, col: Coded | None, blank: BoolArray, rank: int

@@ -30,7 +30,7 @@ PROBABILITY_DIGITS = 6
 
 
 def _columns(
-    table: VerdictTable, criterion: Sequence[str] | None
+    table: VerdictTable, criterion: Sequence[str] | None, strength: Sequence[int] | None = None
 ) -> tuple[list[str], dict[str, Any]]:
     """The file's column names, in order, and their values."""
     models = np.asarray(table.models, dtype=object)
@@ -44,6 +44,8 @@ def _columns(
     }
     if criterion is not None:
         columns["criterion"] = list(criterion)
+    if strength is not None:
+        columns["strength"] = list(strength)
     names = [c for c in (*REQUIRED, *OPTIONAL) if c in columns]
     if table.probs is not None:
         for column, label in zip(PROBABILITY_COLUMNS, PROBABILITY_LABELS, strict=True):
@@ -67,9 +69,16 @@ def _written(value: float) -> int | float | None:
     return int(value) if value.is_integer() else value
 
 
-def verdicts_csv(table: VerdictTable, *, criterion: Sequence[str] | None = None) -> str:
-    """A verdict table as the text of a CSV verdict file (see `write_verdicts`)."""
-    names, columns = _columns(table, criterion)
+def verdicts_csv(
+    table: VerdictTable,
+    *,
+    criterion: Sequence[str] | None = None,
+    strength: Sequence[int] | None = None,
+) -> str:
+    """A verdict table as the text of a CSV verdict file (see `write_verdicts`); graded
+    verdicts' `strength` (1 or 2) in a column of its own, read back as `read_verdicts`
+    weighs it."""
+    names, columns = _columns(table, criterion, strength)
     text = io.StringIO(newline="")
     writer = csv.writer(text)
     writer.writerow(names)

@@ -59,7 +59,9 @@ def outputs(run: RankRun, transcripts: LinesFile) -> Outputs:
     return Outputs(
         run.record,
         files={
-            "verdicts.csv": verdicts_csv(run.table, criterion=run.criterion),
+            "verdicts.csv": verdicts_csv(
+                run.table, criterion=run.criterion, strength=run.outcomes.strengths()
+            ),
             "transcripts.jsonl": transcripts,
         },
         html=render(run.record, run.samples),
