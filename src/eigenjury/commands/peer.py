@@ -542,8 +542,8 @@ def declare_judge(commands: Any) -> None:
         type=Path,
         nargs="+",
         help="answer files or folders: an Arena-Hard folder (question.jsonl, model_answer/) "
-        "or answer .jsonl, an AlpacaEval .json, FastChat answers, or a table (.csv, "
-        ".jsonl, .parquet) of question_id, model, answer",
+        "or answer .jsonl, an AlpacaEval .json, FastChat answers, an Inspect log (.eval), "
+        "or a table (.csv, .jsonl, .parquet) of question_id, model, answer",
     )
     judge.add_argument(
         "--judge",

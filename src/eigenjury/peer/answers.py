@@ -13,7 +13,10 @@ Formats, told apart by the file's suffix and its first record:
 - FastChat (MT-Bench, Arena-Hard 0.1): JSONL of `{question_id, model_id, choices:
   [{turns: [...]}]}`, the user turns from a `question.jsonl` beside it;
 - a plain table (CSV, JSONL or Parquet) of `question_id, model, answer`, or `messages`
-  in place of `answer`, with an optional `question`.
+  in place of `answer`, with an optional `question`;
+- Inspect AI eval logs (`.eval`, or a `.json` log), read through Inspect's own log
+  reader (the `inspect` extra): the log's model is the member, each sample's output
+  its answer, questions by sample id (and epoch, where the log has several).
 
 A conversation of more than one exchange is shown to judges in full: the question is
 what came before the first assistant turn, the reply everything from it on, each turn
@@ -34,8 +37,8 @@ from eigenjury.names import name_problem
 
 ERROR_MARKERS = ("$ERROR$",)  # what Arena-Hard-Auto writes where an API call failed
 Kind = Literal["answer", "empty", "error"]
-ROLES = ("system", "user", "assistant")
-SPEAKERS = {"system": "System", "user": "User", "assistant": "Assistant"}
+ROLES = ("system", "user", "assistant", "tool")
+SPEAKERS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 TABLE_COLUMNS = ("question_id", "model", "answer", "messages", "question")
 
 
@@ -88,8 +91,12 @@ def read_answers(path: Path, *, error_markers: Sequence[str] = ERROR_MARKERS) ->
         return _arena_folder(path, error_markers)
     check_file(path)
     suffix = path.suffix.lower()
+    if suffix == ".eval":
+        return _inspect(path, error_markers)
     if suffix == ".json":
         data = load_json(read_text(path), path)
+        if isinstance(data, dict) and "eval" in data:  # an Inspect log written as JSON
+            return _inspect(path, error_markers)
         if not isinstance(data, list):
             raise InputError(
                 f"a .json answer file is AlpacaEval's: a list of objects with instruction and "
@@ -117,8 +124,8 @@ def read_answers(path: Path, *, error_markers: Sequence[str] = ERROR_MARKERS) ->
         return _table(path, _parquet_rows(path), error_markers)
     raise InputError(
         f"unknown answer file type '{suffix or '(none)'}': give an Arena-Hard folder or "
-        "answer .jsonl, an AlpacaEval .json, a FastChat .jsonl, or a table (.csv, .jsonl, "
-        ".parquet) of question_id, model, answer",
+        "answer .jsonl, an AlpacaEval .json, a FastChat .jsonl, an Inspect log (.eval), or "
+        "a table (.csv, .jsonl, .parquet) of question_id, model, answer",
         path=path,
     )
 
@@ -228,7 +235,15 @@ class _Sets:
         self.path, self.format, self.markers = path, fmt, markers
         self.sets: dict[str, AnswerSet] = {}
 
-    def add(self, model: str, ident: str, reply: str, where: _Where, question: str | None) -> None:
+    def add(
+        self,
+        model: str,
+        ident: str,
+        reply: str,
+        where: _Where,
+        question: str | None,
+        kind: Kind | None = None,
+    ) -> None:
         answers = self.sets.setdefault(model, AnswerSet(model, self.path, self.format))
         before = answers.answers.get(ident)
         if before is not None:
@@ -236,7 +251,8 @@ class _Sets:
             raise where.error(
                 f"model '{model}' answers question '{ident}' twice (first at {at}); keep one"
             )
-        answers.answers[ident] = Answer(reply, where.line or where.row, _kind(reply, self.markers))
+        kind = kind or _kind(reply, self.markers)
+        answers.answers[ident] = Answer(reply, where.line or where.row, kind)
         if question is not None:
             answers.questions.setdefault(ident, question)
 
@@ -397,6 +413,39 @@ def _fastchat_turns(path: Path) -> dict[str, list[str]]:
             raise where.error(f"expected a list of turns, got {json_kind(value)}", "turns")
         turns[ident] = [_text(t, where, f"turns[{i}]") for i, t in enumerate(value)]
     return turns
+
+
+def _inspect(path: Path, markers: Sequence[str]) -> list[AnswerSet]:
+    """An Inspect AI eval log: its model's answer to each sample (the output's text; a
+    sample that ended in an error is an error marker), the question what the model was
+    given (a conversation in full), by sample id, and by epoch where there are several."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise InputError(
+            "an Inspect eval log is read with Inspect's own reader: pip install "
+            "'eigenjury[inspect]'",
+            path=path,
+        ) from None
+    try:
+        log = read_eval_log(str(path), resolve_attachments=True)
+    except Exception as exc:  # Inspect's reader raises its own kinds for a damaged log
+        raise InputError(f"not readable as an Inspect eval log ({exc})", path=path) from None
+    where = _Where(path)
+    model = _model(log.eval.model, where, "eval.model")
+    epochs = max((sample.epoch for sample in log.samples or ()), default=1)
+    sets = _Sets(path, "inspect", markers)
+    for row, sample in enumerate(log.samples or (), start=1):
+        at = _Where(path, row=row)
+        ident = _question_id(sample.id, at, "id")
+        if epochs > 1:
+            ident = f"{ident}/{sample.epoch}"
+        given = sample.input
+        turns = [("user", given)] if isinstance(given, str) else [(m.role, m.text) for m in given]
+        failed = sample.error is not None  # the harness failed, not the model
+        reply = "" if failed else sample.output.completion
+        sets.add(model, ident, reply, at, _shown(turns), kind="error" if failed else None)
+    return sets.result()
 
 
 def _table(path: Path, rows: Sequence[Row], markers: Sequence[str]) -> list[AnswerSet]:
