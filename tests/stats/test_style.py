@@ -205,6 +205,9 @@ def test_style_settings_that_cannot_apply_are_refused_by_name() -> None:
     bare = dataclasses.replace(table, features=None)
     with pytest.raises(SettingError, match="carry none"):
         PeerRanking(1, style=("length",), bootstrap=0).fit(bare)
+    # a bare string is not four one-letter features (FitSettings' "none" is not the estimator's)
+    with pytest.raises(SettingError, match="style takes feature names, not the string 'none'"):
+        PeerRanking(1, style="none", bootstrap=0).fit(table)  # type: ignore[arg-type]
 
 
 def test_a_constant_feature_alone_leaves_the_fit_uncontrolled() -> None:

@@ -1,4 +1,5 @@
-"""Inspect AI extension: a contract task and a contract scorer (ties fail).
+"""Inspect AI extension: a contract task and a contract scorer (ties fail), and a
+pairwise scorer against a baseline with an Elo metric (integrations.inspect_pairwise).
 
 Registered through the `inspect_ai` entry point, so after `pip install eigenjury[inspect]`
 
@@ -22,98 +23,27 @@ criterion and vote.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
-    GenerateConfig,
-    Model,
-    ModelOutput,
-    ResponseSchema,
-    get_model,
-)
+from inspect_ai.model import ChatMessageAssistant, Model, ModelOutput, get_model
 from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
-from inspect_ai.util import JSONSchema
 
 from eigenjury.contracts.bundle import ContractSource, load_contract
 from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, assemble
-from eigenjury.contracts.jury import Vote, juror_names, votes_from_replies
+from eigenjury.contracts.jury import Vote, votes_from_replies
 from eigenjury.contracts.prompts import juror_request, repair_request, task_text
 from eigenjury.contracts.sandbox import GraderSandbox
 from eigenjury.contracts.schema import Criterion
 from eigenjury.contracts.submissions import read_submissions
 from eigenjury.contracts.trace import judgements, task_outcome
 from eigenjury.errors import InputError
-from eigenjury.models.types import ChatRequest, Completion, Usage
-from eigenjury.models.verdict_format import verdict_schema
-
-
-def _names(jury: str | Sequence[str | Model] | None) -> list[str | Model]:
-    if jury is None:
-        return []
-    if isinstance(jury, str):
-        return [name.strip() for name in jury.split(",") if name.strip()]
-    return list(jury)
-
-
-def _messages(request: ChatRequest) -> list[ChatMessage]:
-    kinds = {
-        "system": ChatMessageSystem,
-        "user": ChatMessageUser,
-        "assistant": ChatMessageAssistant,
-    }
-    return [kinds[m.role](content=m.content) for m in request.messages]
-
-
-def _completion(output: ModelOutput, seconds: float) -> Completion:
-    usage = output.usage
-    return Completion(
-        text=output.completion,
-        finish_reason=str(output.stop_reason),
-        usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
-        latency_s=output.time if output.time is not None else seconds,
-    )
-
-
-def _verdict_schema(request: ChatRequest) -> ResponseSchema | None:
-    """The structured verdict `eigenjury grade` asks a served juror for (reasons first,
-    then one of the verdict lines), where the request asks for a verdict."""
-    if request.choices is None:
-        return None
-    schema = JSONSchema.model_validate(verdict_schema(request.choices))
-    return ResponseSchema(name="verdict", json_schema=schema, strict=True)
-
-
-async def _ask(model: Model, request: ChatRequest, text_only: set[str] | None = None) -> Completion:
-    """One call. A verdict request is asked as a structured verdict first, as `grade`
-    asks a served juror; a model whose provider refuses the schema is asked in text,
-    and remembered in `text_only` so that it is not asked with one again."""
-    config = GenerateConfig(
-        temperature=request.temperature, seed=request.seed, max_tokens=request.max_tokens
-    )
-    schema = _verdict_schema(request)
-    start = time.perf_counter()
-    if schema is not None and text_only is not None and model.name not in text_only:
-        try:
-            output = await model.generate(
-                _messages(request), config=config.merge(GenerateConfig(response_schema=schema))
-            )
-            return _completion(output, time.perf_counter() - start)
-        except Exception:  # the schema refused: ask in text (a real failure fails again)
-            text_only.add(model.name)
-            start = time.perf_counter()
-    output = await model.generate(_messages(request), config=config)
-    return _completion(output, time.perf_counter() - start)
+from eigenjury.integrations.inspect_models import ask_model, model_names, named_models
 
 
 async def _juror_votes(
@@ -137,24 +67,17 @@ async def _juror_votes(
         **settings,
     )
     try:
-        first = await _ask(model, request, text_only)
+        first = await ask_model(model, request, text_only)
     except Exception as exc:  # a failed call is an error vote, never a grade
         return votes_from_replies(name, group, None, error=f"{type(exc).__name__}: {exc}")
     votes = votes_from_replies(name, group, first)
     if all(v.grade is not None for v in votes.values()):
         return votes
     try:
-        retry = await _ask(model, repair_request(request, first.text, group))
+        retry = await ask_model(model, repair_request(request, first.text, group))
     except Exception:
         retry = None
     return votes_from_replies(name, group, first, retry=retry, retried=True)
-
-
-def _jurors(jury: Sequence[str | Model]) -> list[tuple[str, int, Model]]:
-    """(name, sample, model) per juror; a repeated model's copies are told apart."""
-    models = [entry if isinstance(entry, Model) else get_model(entry) for entry in jury]
-    bases = [e if isinstance(e, str) else m.name for e, m in zip(jury, models, strict=True)]
-    return [(name, n, m) for (name, n), m in zip(juror_names(bases), models, strict=True)]
 
 
 @scorer(
@@ -184,7 +107,7 @@ def contract_scorer(
         task_id = str(state.sample_id)
         contract_task = source.contract.task(task_id)
         text = state.output.completion
-        jurors = _jurors(_names(jury) or [get_model()])
+        jurors = named_models(model_names(jury) or [get_model()])
         judged = tuple(c for c in contract_task.evaluation.criteria if c.grader == "llm_judge")
         groups = [judged] if batch_criteria and judged else [(c,) for c in judged]
         asked = [
@@ -283,7 +206,7 @@ def contract(
         solver=solve,
         scorer=contract_scorer(
             bundle,
-            jury=_names(jury),
+            jury=model_names(jury),
             temperature=temperature,
             seed=seed,
             max_tokens=max_tokens,
@@ -303,3 +226,13 @@ def _pick_submissions(path: Path, source: ContractSource, candidate: str | None)
         )
     wanted = candidate or names[0]
     return {s.task_id: s.text or "" for s in given if s.candidate == wanted}
+
+
+# The pairwise scorer lives beside this module; importing it here registers it with
+# Inspect, which loads this module through the entry point.
+from eigenjury.integrations.inspect_pairwise import (  # noqa: E402
+    elo_vs_baseline,
+    pairwise_scorer,
+)
+
+__all__ = ["contract", "contract_scorer", "elo_vs_baseline", "pairwise_scorer", "submitted"]

@@ -675,6 +675,12 @@ class PeerRanking:
 
     def _style_design(self, table: VerdictTable) -> StyleDesign:
         """The style covariates asked for."""
+        if isinstance(self.style, str):  # a string is a sequence of one-letter names
+            raise SettingError(
+                f"style takes feature names, not the string {self.style!r}: use "
+                f"({self.style!r},) for one feature, or None for no style control",
+                "style",
+            )
         names = tuple(self.style or ())
         if len(set(names)) != len(names):
             twice = sorted({n for n in names if names.count(n) > 1})
