@@ -70,3 +70,47 @@ def test_served_judges_give_usable_verdicts_on_the_first_call(
     # top 20 where the verdict is decided, and that verdict is not soft
     soft = sum((summary.soft_verdicts_by_judge or {}).values())
     assert soft >= 0.75 * summary.verdicts
+
+
+def test_given_answers_judged_by_a_served_judge_against_a_baseline(
+    base_url: str, tmp_path: Path
+) -> None:
+    """`eigenjury judge` as a user with Arena-Hard answers and a served judge runs it: the
+    run completes, the judge's verdicts are read from its replies (structured, graded on
+    five points), and the report shows the win rates against the baseline and the style
+    coefficients measured from the answers' texts."""
+    from answer_files import arena_hard
+    from eigenjury.cli import main
+
+    questions = {
+        "u1": "What is the capital of Australia?",
+        "u2": "Write a Python function that squares a number.",
+        "u3": "How many legs does a spider have?",
+    }
+    answers = {
+        "gpt-4-0314": {"u1": "Canberra.", "u2": "def square(x):\n    return x * x", "u3": "Eight."},
+        "careful": {
+            "u1": "The capital of Australia is **Canberra**, not Sydney.",
+            "u2": "```python\ndef square(x):\n    return x * x\n```\nIt multiplies x by itself.",
+            "u3": "A spider has **eight** legs.",
+        },
+        "sloppy": {"u1": "Sydney.", "u2": "def square(x): return x + x", "u3": ""},
+    }
+    arena_hard(tmp_path / "data", answers, questions)
+    out = tmp_path / "judged"
+    judge = f"smol=openai-compatible:smol@{base_url}"
+    args = ["--judge", judge, "--baseline", "gpt-4-0314", "--bootstrap", "50", "--no-progress"]
+    assert main(["judge", str(tmp_path / "data"), *args, "--out", str(out)]) == 0
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    config["judging"]["graded"] = True  # the written config, edited and run again
+    (out / "config.yaml").write_text(yaml.safe_dump(config))
+    run = run_rank(out / "config.yaml", progress=False)
+    summary = run.record.run
+    assert summary is not None and summary.verdicts_by_judge is not None
+    read = summary.verdicts_by_judge["smol"]
+    assert read.structured + read.scores + read.text == 10  # 3 x 2 members x 2 orders, less 2
+    assert read.unread_rate is not None and read.unread_rate <= 0.25
+    assert summary.by_rule == 2  # sloppy's empty answer loses both orders, with no call
+    assert run.record.baseline is not None and len(run.record.baseline.models) == 2
+    report = (out / "report.html").read_text()
+    assert "Against the baseline" in report and "Style control" in report
