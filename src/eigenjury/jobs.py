@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eigenjury.engine.runner import run_engine
-from eigenjury.errors import InputError
+from eigenjury.errors import InputError, located
 from eigenjury.peer.run import (
     RankRun,
     adopt_run_store,
@@ -77,9 +77,13 @@ def run_judge(
 
     import yaml
 
+    from eigenjury.config import validate
+    from eigenjury.engine.runner import check_engine_specs
     from eigenjury.files import check_output_folder, write_text
     from eigenjury.models.spec import named_spec
     from eigenjury.peer.answers import read_answers
+    from eigenjury.peer.config import RankConfig
+    from eigenjury.peer.run import prepare_config
 
     check_output_folder(out)
     folder = out.resolve()
@@ -99,12 +103,20 @@ def run_judge(
             where[model] = answer_set.path
             relative = os.path.relpath(answer_set.path.resolve(), folder)
             population.append({"name": model, "answers": {"path": relative, "model": model}})
+    if len(where) < 2:
+        held = ", ".join(where) or "none"
+        raise InputError(
+            f"judging compares answers of at least 2 models; the answers hold {held}: give "
+            "another model's answers (a baseline's, say)",
+            field="ANSWERS",
+        )
     if baseline is not None and baseline not in where:
         raise InputError(
             f"'{baseline}' is not a model of the answers; they hold {', '.join(where)}",
             field="--baseline",
         )
-    named = [named_spec(spec) for spec in judges]
+    with located(field="--judge"):
+        named = [named_spec(spec) for spec in judges]
     config: dict[str, object] = {
         "name": f"answers judged by {', '.join(name or str(spec) for name, spec in named)}",
         "population": population,
@@ -134,6 +146,13 @@ def run_judge(
     if fit:
         config["fit"] = fit
     path = out / "config.yaml"
+    # everything checked before a file is written: the options, the files the config
+    # names (answers, questions, constitution) and the judges
+    checked = validate(RankConfig, config, path=path, lines={})
+    inputs = prepare_config(checked, path, out)
+    check_engine_specs(
+        checked.engine, list(first_members(checked)), base=out, describe=member_error(inputs)
+    )
     out.mkdir(parents=True, exist_ok=True)
     write_text(path, yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     return run_rank(path, progress=progress)

@@ -211,6 +211,16 @@ def config_data(objective: bool = False) -> dict[str, Any]:
     return data
 
 
+def answers_data() -> list[dict[str, Any]]:
+    """Given answers as a table: two models, three questions."""
+    return [
+        {"question_id": f"q{i}", "model": model, "answer": f"Answer {i} by {model}.",
+         "question": f"Question {i}?"}
+        for model in ("base", "other")
+        for i in range(3)
+    ]  # fmt: skip
+
+
 def constitution_data() -> dict[str, Any]:
     return {"title": "Kindness", "criteria": ["Prefer the kinder reply.", "Prefer the truth."]}
 
@@ -365,6 +375,13 @@ def _rank(cwd: Path) -> list[str]:
     return ["rank", "config.yaml", "--no-progress"]
 
 
+def _judge_answers(cwd: Path) -> list[str]:
+    write(cwd / "answers.csv", "csv", answers_data())
+    write(cwd / "answers.jsonl", "jsonl", answers_data())
+    return ["judge", "answers.csv", "--judge", "scripted:fuzz-peer", "--baseline", "base",
+            "--bootstrap", "0", "--out", "judged", "--no-progress"]  # fmt: skip
+
+
 def _style_check(cwd: Path) -> list[str]:
     """A finished rank run to check (made here: the check reads the run's folder), its
     members told apart by personas so that their replies differ in length."""
@@ -467,6 +484,7 @@ COMMANDS: dict[str, Command] = {
         Command("fit", _fit, ("fit.json",), "file"),
         Command("agreement", _agreement, ("agreement.json",), "file"),
         Command("rank", _rank, ("run", STORE), "folder"),
+        Command("judge", _judge_answers, ("judged", STORE), "folder"),
         Command("style-check", _style_check, ("check", "run", STORE), "folder"),
         Command("demo", None, (), "folder"),
         Command("batch", _batch, ("results.jsonl", STORE), "file"),
@@ -552,6 +570,13 @@ FILE_INPUTS: tuple[FileInput, ...] = (
               replaces=("config.yaml", "config-prices.yaml"),
               number=("scripted:echo", "input"), required=("scripted:echo", "output"),
               expect={"empty": 0}),
+    FileInput("judge.answers-csv", "judge", "answers.csv", "csv", answers_data,
+              text=(1, "answer"), required=(1, "model"), ids=((1, "question_id"), (1, "model")),
+              expect={"extra-field": 0}),
+    FileInput("judge.answers-jsonl", "judge", "answers.jsonl", "jsonl", answers_data,
+              replaces=("answers.csv", "answers.jsonl"), text=(1, "question"),
+              required=(1, "question_id"), ids=((1, "question_id"), (1, "model")),
+              expect={"extra-field": 0}),
     FileInput("batch.requests", "batch", "requests.jsonl", "jsonl", requests_data,
               text=(1, "messages", 0, "content"), number=(1, "temperature"),
               required=(1, "messages"), ids=((1, "id"),)),

@@ -20,7 +20,7 @@ Decided here:
 - A UTF-8 byte order mark on an otherwise valid text file is accepted.
 - `--out` naming one of the command's own inputs is refused, even where the result
   would be equivalent (converting a contract onto itself).
-- A huge --bootstrap or --restarts of `fit` (and rank's fit.bootstrap) is only
+- A huge --bootstrap or --restarts of `fit` (and rank's fit.bootstrap, judge's --bootstrap) is only
   parsed: it asks for that much work. Other sizes are run: 2**70 of anything must be
   refused, not attempted. `demo` (minutes on CPU with the bundled llama.cpp models) and
   `view` (it serves until interrupted) are only parsed.
@@ -513,7 +513,7 @@ HUGE = str(2**70)
 # Accepted huge values that ask for that much work (bootstrap rounds, restarts of the
 # fit): only parsed, never run. (Other sizes, such as --scenarios or --dim, must be
 # refused or fail fast: 2**70 of anything cannot be allocated.)
-SIZE_OPTIONS = {("fit", "--bootstrap"), ("fit", "--restarts")}
+SIZE_OPTIONS = {("fit", "--bootstrap"), ("fit", "--restarts"), ("judge", "--bootstrap")}
 # Options under which calls may end in errors by design (exit 1, errors in the output).
 CALL_LIMITS = {"--budget-usd", "--budget-tokens", "--timeout", "--max-attempts"}
 

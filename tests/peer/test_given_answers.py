@@ -353,3 +353,22 @@ def test_eigenjury_judge_refuses_an_unknown_baseline_and_a_model_given_twice(
     err = capsys.readouterr().err
     assert "model 'good' has answers in" in err and "b.jsonl" in err
     assert not (tmp_path / "out").exists()  # nothing written before the input is checked
+
+
+def test_eigenjury_judge_says_what_answers_cannot_be_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = table(tmp_path / "one.csv", {"mine": {"q00": "x", "q01": "y"}}, QUESTIONS)
+    judge = ["--judge", "scripted:peer-truth", "--no-progress"]
+    assert main(["judge", str(one), *judge, "--out", str(tmp_path / "a")]) == 2
+    assert "at least 2 models; the answers hold mine" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    # AlpacaEval's ids are its instructions' hashes: a table of q00, q01 shares none
+    alpaca = alpaca_eval(tmp_path / "gpt.json", "gpt", {"Write a haiku.": "Leaves fall."})
+    out = tmp_path / "b"
+    assert (
+        main(["judge", str(one), str(alpaca), *judge, "--baseline", "gpt", "--out", str(out)]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "no question has answers from two members the design compares" in err
+    assert not (out / "results.json").exists()

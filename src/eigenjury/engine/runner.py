@@ -25,6 +25,7 @@ from eigenjury.engine.limits import EndpointLimits, RetryPolicy
 from eigenjury.engine.settings import EngineSettings
 from eigenjury.engine.store import Store, adopt_directory_store
 from eigenjury.errors import InputError, Interrupted
+from eigenjury.models.prices import PriceTable
 from eigenjury.models.spec import ModelSpec
 from eigenjury.records import AccountingRecord
 
@@ -48,6 +49,26 @@ def _plain(spec: ModelSpec, exc: InputError) -> InputError:
     return exc
 
 
+def check_engine_specs(
+    settings: EngineSettings,
+    specs: Sequence[ModelSpec],
+    *,
+    base: Path | None = None,
+    describe: Describe = _plain,
+) -> tuple[PriceTable, Budget]:
+    """The price table and budget of `settings`, or an InputError unless every spec can
+    be used under them (keys, local models, prices for a cost cap); nothing is opened
+    or written."""
+    prices = settings.price_table(base)
+    budget = Budget(max_cost_usd=settings.budget_usd, max_tokens=settings.budget_tokens)
+    for spec in dict.fromkeys(specs):
+        try:
+            check_specs([spec], prices, budget)
+        except InputError as exc:
+            raise describe(spec, exc) from None
+    return prices, budget
+
+
 def open_engine(
     settings: EngineSettings,
     specs: Sequence[ModelSpec],
@@ -58,13 +79,7 @@ def open_engine(
 ) -> tuple[Engine, RoundMap | None]:
     """The engine `settings` describe, for calls to `specs`, and the backend's bootstrap
     runner. Every spec and setting is checked before the store opens."""
-    prices = settings.price_table(base)
-    budget = Budget(max_cost_usd=settings.budget_usd, max_tokens=settings.budget_tokens)
-    for spec in dict.fromkeys(specs):
-        try:
-            check_specs([spec], prices, budget)
-        except InputError as exc:
-            raise describe(spec, exc) from None
+    prices, budget = check_engine_specs(settings, specs, base=base, describe=describe)
     backend, map_rounds = connect(settings.backend, settings.ray_address)
     try:
         path = settings.store_path(base)

@@ -13,6 +13,7 @@ to its folder.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -263,7 +264,14 @@ def prepare(config_path: str | Path, out: str | Path | None, *, seed: int | None
     """Read and check everything a run needs, before anything is spent; `seed` replaces
     every seed of the config."""
     path = Path(config_path)
-    config = load_config(RankConfig, path)
+    return prepare_config(load_config(RankConfig, path), path, out, seed=seed)
+
+
+def prepare_config(
+    config: RankConfig, path: Path, out: str | Path | None, *, seed: int | None = None
+) -> Inputs:
+    """`prepare` of a config already read, as if from `path` (its paths are relative to
+    its folder; the file need not exist yet)."""
     if seed is not None:
         config = config.reseeded(seed)
     base = path.parent
@@ -306,7 +314,7 @@ def _given(config: RankConfig, base: Path) -> Given:
         source = member.source
         if source is None:
             continue
-        path = base / source.path
+        path = Path(os.path.normpath(base / source.path))  # shown as the user would write it
         if not path.exists():
             raise InputError(
                 f"member '{member.name}': no such answer file or folder", path=path,
@@ -330,8 +338,9 @@ def _given_scenarios(config: RankConfig, base: Path, given: Given) -> dict[str, 
     unknown = next((i for i in held if i not in texts), None)
     if unknown is not None:
         raise InputError(
-            f"question '{unknown}' has no text in any answer file: give the questions "
-            "(scenarios: {source: FILE} with id and text), or a question column",
+            f"question '{unknown}' has no text in any answer file: give the questions (a "
+            "JSONL or CSV file of id and text: `judge --questions FILE`, or scenarios: "
+            "{source: FILE} in a config), or a question column",
             path=held[unknown].path,
         )
     chosen = pick([_Asked(i, texts[i]) for i in held], s.limit, s.seed)
@@ -374,6 +383,14 @@ async def collect(
         outcomes, comparisons = await _adaptive(config, collector, list(scenarios), inputs.path)
     else:
         comparisons = static_design(config, list(scenarios), inputs.given)
+        if not comparisons and inputs.given is not None:
+            raise InputError(
+                "no question has answers from two members the design compares: the answer "
+                "files share no question ids (AlpacaEval's are its instructions' hashes), "
+                "or the questions given do not match them",
+                path=inputs.path,
+                field="population",
+            )
         outcomes = await collector.collect(comparisons)
     plain = control = None
     if config.greenbeard is not None:  # the same comparisons, without the clique
