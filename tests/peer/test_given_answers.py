@@ -329,6 +329,11 @@ def test_eigenjury_judge_ranks_answer_files_and_writes_a_config_that_reruns_free
     record = json.loads((out / "results.json").read_text())
     rates = {r["model"]: r for r in record["baseline"]["models"]}
     assert list(rates) == ["strong", "good", "weak"]  # highest first
+    for r in rates.values():  # the fit's prediction follows the decisive verdicts' share
+        decisive = r["wins"] / (r["wins"] + r["losses"])
+        assert abs(r["elo_win_rate"] - decisive) < 0.05
+        low, high = r["elo_win_rate_ci"]
+        assert low < r["elo_win_rate"] < high
     assert all(r["verdicts"] == 80 for r in rates.values())  # 40 questions, both orders
     low, high = rates["good"]["win_rate_ci"]
     assert low < rates["good"]["win_rate"] < high

@@ -220,14 +220,26 @@ def _signal(signal: JudgeSignal) -> SignalPart:
     )
 
 
-def baseline_part(
-    table: VerdictTable, baseline: str, *, rounds: int, ci: float, seed: int
-) -> BaselinePart:
-    """Every model's win rate against `baseline`, highest first, with its interval from
-    `rounds` question resamples."""
-    from eigenjury.stats.win_rate import baseline_win_rates
+def baseline_part(table: VerdictTable, baseline: str, ranking: PeerRanking) -> BaselinePart:
+    """Every model's win rate against `baseline`, highest first: as counted in `table`,
+    with its interval from the ranking's bootstrap rounds of question resamples, and as
+    the fitted Elo predicts it (style held equal where the fit holds it), with the
+    interval of the Elo's bootstrap draws."""
+    from eigenjury.stats.win_rate import baseline_win_rates, elo_win_rate
 
+    rounds, ci = ranking.bootstrap, ranking.ci
+    seed = 0 if ranking.seed is None else ranking.seed
     rates = baseline_win_rates(table, baseline, rounds=rounds, ci=ci, seed=seed)
+    index = {m: i for i, m in enumerate(ranking.models_)}
+    b = index[baseline]
+    predicted = elo_win_rate(ranking.elo_, ranking.elo_[b])
+    tail = 100 * (1 - ci) / 2
+    if rounds:
+        draws = ranking.bootstrap_["elo"]
+        spread = elo_win_rate(draws, draws[:, [b]])
+        low, high = np.percentile(spread, [tail, 100 - tail], axis=0)
+    else:
+        low = high = np.full(len(index), np.nan)
 
     def end(value: float) -> float | None:
         return None if np.isnan(value) else round(float(value), 6)
@@ -241,11 +253,14 @@ def baseline_part(
             wins=float(rates.wins[i]),
             ties=float(rates.ties[i]),
             losses=float(rates.losses[i]),
+            elo_win_rate=round(float(predicted[index[model]]), 6),
+            elo_win_rate_ci=[end(low[index[model]]), end(high[index[model]])],
         )
         for i, model in enumerate(rates.models)
     ]
     rows.sort(key=lambda row: -row.win_rate)
-    return BaselinePart(baseline=baseline, rounds=rounds, models=rows)
+    styled = bool(ranking.style_features_)
+    return BaselinePart(baseline=baseline, rounds=rounds, models=rows, styled=styled)
 
 
 def ranking_record(

@@ -681,6 +681,12 @@ class BaselineRow(Part):
     """Of them, ties."""
     losses: float
     """Of them, the ones the baseline won."""
+    elo_win_rate: float
+    """The share of decisive verdicts against the baseline the fitted Elo predicts it wins, 1 / (1
+    + 10^((baseline's Elo - its Elo) / 400)), with style held equal where the fit holds it
+    (Arena-Hard's score from a fitted model; ties, which `win_rate` counts half, are left out)."""
+    elo_win_rate_ci: list[float | None]
+    """Its interval, from the Elo's bootstrap draws (None ends without bootstrap)."""
 
 
 class BaselinePart(Part):
@@ -692,6 +698,8 @@ class BaselinePart(Part):
     """Question resamples behind the intervals (0: none)."""
     models: list[BaselineRow]
     """Each other model, by win rate, highest first."""
+    styled: bool
+    """Whether `elo_win_rate` holds style equal (the fit's style control was on)."""
 
 
 class RankingRecord(Record, Sparse):

@@ -432,11 +432,9 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     record = ranking_record(ranking, source=str(path), style_named=config.fit.style_named)
     record.run = run_summary(inputs, got)
     if config.sampling.baseline is not None:
-        fit = config.fit
         plain = got.outcomes.table(per_criterion)[0] if config.judging.graded else table
-        record.baseline = baseline_part(  # each verdict once: a strong win is one win here
-            plain, config.sampling.baseline, rounds=fit.bootstrap, ci=fit.ci, seed=fit.seed
-        )
+        # each verdict once: a strong win is one win here (the fit weighs it)
+        record.baseline = baseline_part(plain, config.sampling.baseline, ranking)
     if inputs.questions is not None:
         record.objective = objective_record(
             inputs.questions,

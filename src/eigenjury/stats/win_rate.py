@@ -104,3 +104,11 @@ def baseline_win_rates(
         ci,
         rounds,
     )
+
+
+def elo_win_rate(elo: FloatArray, baseline: FloatArray) -> FloatArray:
+    """The share of decisive verdicts against the baseline that Elo ratings predict
+    (Bradley-Terry's logistic curve on the difference, 400 points a factor of 10; under
+    Davidson's ties too, P(win) / (P(win) + P(loss))): Arena-Hard's score from a fitted
+    model, with style held equal where the fit holds it."""
+    return np.asarray(1.0 / (1.0 + 10.0 ** ((baseline - elo) / 400.0)), dtype=np.float64)

@@ -188,32 +188,48 @@ def plus_minus_cell(m: ModelRow) -> str:
     return f"{up}/{down}"
 
 
-BASELINE_COLUMNS = ("model", "win rate", "interval", "verdicts", "won / tied / lost")
+BASELINE_COLUMNS = (
+    "model", "win rate", "interval", "from Elo", "interval", "verdicts", "won / tied / lost"
+)  # fmt: skip
 
 
 def baseline_title(part: BaselinePart, ci: str) -> str:
     """What the win-rate table shows, and how sure it is."""
     how = (
-        f"{ci} interval from {part.rounds} question resamples, in points"
+        f"{ci} intervals from {part.rounds} bootstrap rounds of the questions, in points"
         if part.rounds
         else "no intervals (no bootstrap rounds)"
     )
+    held = ", style held equal" if part.styled else ""
     return (
-        f"Against the baseline {part.baseline} (Arena-Hard's score): the share of verdicts "
-        f"between a model and the baseline that the model won, a tie counting half; {how}"
+        f"Against the baseline {part.baseline} (Arena-Hard's score): win rate, the share of "
+        f"verdicts between a model and the baseline that the model won, a tie counting "
+        f"half; from Elo, the share of decisive verdicts the fit predicts it wins{held}; "
+        f"{how}"
     )
+
+
+def _percent(value: float, interval: Sequence[float | None]) -> tuple[str, str]:
+    """A share as a percentage, and its interval as +u/-l points ("-" without one)."""
+    low, high = interval
+    rate = 100 * value
+    if low is None or high is None:
+        return f"{rate:.1f}%", "-"
+    return f"{rate:.1f}%", f"+{100 * high - rate:.1f}/-{rate - 100 * low:.1f}"
 
 
 def baseline_cells(row: BaselineRow, name: str) -> list[str]:
-    """A model's cells in the win-rate table: `name`, its win rate in percent, the
-    interval as +u/-l points, the verdicts and how they went."""
-    low, high = row.win_rate_ci
-    rate = 100 * row.win_rate
-    interval = (
-        "-" if low is None or high is None else f"+{100 * high - rate:.1f}/-{rate - 100 * low:.1f}"
-    )
+    """A model's cells in the win-rate table: `name`, its win rate in percent with the
+    interval as +u/-l points, the same as the fitted Elo predicts it, the verdicts and
+    how they went."""
     split = f"{row.wins:g} / {row.ties:g} / {row.losses:g}"
-    return [name, f"{rate:.1f}%", interval, f"{row.verdicts:g}", split]
+    return [
+        name,
+        *_percent(row.win_rate, row.win_rate_ci),
+        *_percent(row.elo_win_rate, row.elo_win_rate_ci),
+        f"{row.verdicts:g}",
+        split,
+    ]
 
 
 def battle_row(m: ModelRow, rank_ub: int | None, styled: bool, name: str) -> list[str]:
