@@ -337,6 +337,9 @@ def test_eigenjury_judge_ranks_answer_files_and_writes_a_config_that_reruns_free
     assert all(r["verdicts"] == 80 for r in rates.values())  # 40 questions, both orders
     low, high = rates["good"]["win_rate_ci"]
     assert low < rates["good"]["win_rate"] < high
+    board = tmp_path / "board.md"
+    assert main(["export-leaderboard", str(out), "--out", str(board)]) == 0
+    assert "| model | win rate | interval | from Elo |" in board.read_text()
     config = yaml.safe_load((out / "config.yaml").read_text())
     assert config["judges"] == [{"name": "critic", "model": "scripted:peer-truth"}]
     assert config["sampling"] == {"design": "baseline", "baseline": "base"}

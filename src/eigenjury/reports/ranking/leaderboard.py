@@ -12,9 +12,12 @@ from typing import Literal
 
 from eigenjury.peer.record import RankingRecord
 from eigenjury.reports.ranking.words import (
+    BASELINE_COLUMNS,
     STYLE_ASSUMPTION_SHORT,
     UNCONTROLLED,
     above_rows,
+    baseline_cells,
+    baseline_title,
     battle_columns,
     battle_row,
     elo_rule,
@@ -72,7 +75,14 @@ def _markdown(record: RankingRecord) -> str:
     if record.settings.pairwise_intervals is not None:
         shown = "; ".join(f"{name} > {below}" for name, below in above)
         notes.append(f"above (family-wise {level}): {shown or 'none'}")
-    return "\n".join(lines) + "\n\n" + "".join(f"- {_cell(n)}\n" for n in notes if n)
+    text = "\n".join(lines) + "\n\n" + "".join(f"- {_cell(n)}\n" for n in notes if n)
+    if record.baseline is not None:  # the baseline design's win rates, under their title
+        part = record.baseline
+        rows = [baseline_cells(r, _cell(r.model)) for r in part.models]
+        table = ["| " + " | ".join(BASELINE_COLUMNS) + " |", "|" + "---|" * len(BASELINE_COLUMNS)]
+        table += ["| " + " | ".join(row) + " |" for row in rows]
+        text += f"\n{_cell(baseline_title(part, level))}\n\n" + "\n".join(table) + "\n"
+    return text
 
 
 def _cell(text: str) -> str:
