@@ -380,3 +380,23 @@ def test_eigenjury_judge_says_what_answers_cannot_be_compared(
     err = capsys.readouterr().err
     assert "no question has answers from two members the design compares" in err
     assert not (out / "results.json").exists()
+
+
+def test_a_table_may_hold_conversations_as_json_and_a_broken_one_is_located(
+    tmp_path: Path,
+) -> None:
+    import csv
+
+    path = tmp_path / "chats.csv"
+    turns = [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."}]
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["question_id", "model", "messages"])
+        writer.writerow(["q1", "m", json.dumps(turns)])
+    (answers,) = read_answers(path)
+    assert answers.answers["q1"].text == "Hello." and answers.questions["q1"] == "Hi?"
+    with path.open("a", newline="") as f:
+        csv.writer(f).writerow(["q2", "m", "[not json"])
+    with pytest.raises(InputError) as caught:
+        read_answers(path)
+    assert "line 3" in caught.value.where and "not valid JSON" in caught.value.message

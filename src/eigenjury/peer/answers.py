@@ -26,7 +26,7 @@ under its speaker's name. Every problem names the file, line (or row) and field.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -272,18 +272,19 @@ def _model(value: Any, where: _Where, name: str) -> str:
     return model
 
 
-def _object(record: Any, where: _Where) -> dict[str, Any]:
-    if not isinstance(record, dict):
-        raise where.error(f"each answer is an object, got {json_kind(record)}")
-    return record
+def _records(path: Path, rows: Sequence[Row]) -> Iterator[tuple[_Where, dict[str, Any]]]:
+    """Each row's place and record (an object, or an error at its place)."""
+    for line, row, record in rows:
+        where = _Where(path, line, row)
+        if not isinstance(record, dict):
+            raise where.error(f"each answer is an object, got {json_kind(record)}")
+        yield where, record
 
 
 def _alpaca(path: Path, rows: Sequence[Row], markers: Sequence[str]) -> list[AnswerSet]:
     sets = _Sets(path, "alpaca-eval", markers)
     ignored: set[str] = set()
-    for line, row, record in rows:
-        where = _Where(path, line, row)
-        record = _object(record, where)
+    for where, record in _records(path, rows):
         for name in ("instruction", "output"):
             if name not in record:
                 raise where.error(f"an AlpacaEval output needs {name}", name)
@@ -341,9 +342,7 @@ def _arena_answers(
 ) -> list[AnswerSet]:
     sets = _Sets(path, "arena-hard", markers)
     ignored: set[str] = set()
-    for line, row, record in rows:
-        where = _Where(path, line, row)
-        record = _object(record, where)
+    for where, record in _records(path, rows):
         ident = _question_id(record.get("uid"), where, "uid")
         model = _model(record.get("model", path.stem), where, "model")
         turns = _turns(record.get("messages"), where, "messages")
@@ -371,9 +370,7 @@ def _fastchat(path: Path, rows: Sequence[Row], markers: Sequence[str]) -> list[A
         )
     user_turns = _fastchat_turns(folder / "question.jsonl")
     sets = _Sets(path, "fastchat", markers)
-    for line, row, record in rows:
-        where = _Where(path, line, row)
-        record = _object(record, where)
+    for where, record in _records(path, rows):
         ident = _question_id(record.get("question_id"), where, "question_id")
         model = _model(record.get("model_id", path.stem), where, "model_id")
         choices = record.get("choices")
@@ -451,9 +448,7 @@ def _inspect(path: Path, markers: Sequence[str]) -> list[AnswerSet]:
 def _table(path: Path, rows: Sequence[Row], markers: Sequence[str]) -> list[AnswerSet]:
     sets = _Sets(path, "table", markers)
     ignored: set[str] = set()
-    for line, row, record in rows:
-        where = _Where(path, line, row)
-        record = _object(record, where)
+    for where, record in _records(path, rows):
         missing = [c for c in ("question_id", "model") if c not in record]
         if missing or not ("answer" in record or "messages" in record):
             lacking = [
@@ -472,7 +467,7 @@ def _table(path: Path, rows: Sequence[Row], markers: Sequence[str]) -> list[Answ
         messages = record.get("messages")
         if messages not in (None, ""):
             if isinstance(messages, str):  # a CSV cell holds JSON
-                messages = load_json(messages, path, line)
+                messages = load_json(messages, path, where.line)
             spoken, reply = split_conversation(
                 _turns(messages, where, "messages"), where, "messages"
             )
