@@ -21,7 +21,7 @@ from inspect_ai.log import EvalLog  # noqa: E402
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model  # noqa: E402
 from inspect_ai.solver import generate  # noqa: E402
 
-from answer_files import table  # noqa: E402
+from answer_files import alpaca_eval, table  # noqa: E402
 from eigenjury.integrations.inspect_extension import pairwise_scorer  # noqa: E402
 
 QUALITY = re.compile(r"Reply ([AB]):\n<reply>\n.*?\[quality (-?[\d.]+)\]", re.S)
@@ -91,6 +91,13 @@ def test_a_baseline_answer_file_is_matched_by_sample_id_and_a_missing_one_unscor
     assert math.isnan(missing.value["win"])  # type: ignore[index]
     assert "no answer to sample q0" in str(missing.explanation)
     assert metrics(log)["win/mean"] > 0.6
+
+
+def test_alpaca_eval_baselines_are_matched_by_the_samples_text(tmp_path: Path) -> None:
+    outputs = {f"Question {i}?": "Baseline [quality 0]" for i in range(12)}
+    path = alpaca_eval(tmp_path / "gpt4_turbo.json", "gpt4_turbo", outputs)
+    got = metrics(run(tmp_path, baseline=str(path), judge=[mock(judging)]))
+    assert got["win/mean"] > 0.6  # every sample scored: ids are the instructions' hashes
 
 
 def test_unreadable_judges_are_unread_never_ties(tmp_path: Path) -> None:

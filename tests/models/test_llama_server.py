@@ -103,6 +103,7 @@ def test_given_answers_judged_by_a_served_judge_against_a_baseline(
     assert main(["judge", str(tmp_path / "data"), *args, "--out", str(out)]) == 0
     config = yaml.safe_load((out / "config.yaml").read_text())
     config["judging"]["graded"] = True  # the written config, edited and run again
+    config["answers"] = {"empty": "loss"}
     (out / "config.yaml").write_text(yaml.safe_dump(config))
     run = run_rank(out / "config.yaml", progress=False)
     summary = run.record.run

@@ -98,6 +98,27 @@ def test_fastchat_answers_interleave_the_question_turns(tmp_path: Path) -> None:
     )
 
 
+def test_arena_hard_0_1_answers_hold_their_turns_as_objects(tmp_path: Path) -> None:
+    """Arena-Hard 0.1 (FastChat's layout) writes each turn as {"content": ...}."""
+    folder = tmp_path / "arena-hard-v0.1"
+    (folder / "model_answer").mkdir(parents=True)
+    question = {
+        "question_id": "328c149ed45a41c0b9d6f14659e63599",
+        "category": "arena-hard-v0.1",
+        "cluster": "ABC Sequence",
+        "turns": [{"content": "Write a tune in ABC notation."}],
+    }
+    answer = {"question_id": question["question_id"], "answer_id": "x", "model_id": "gpt-4-0314",
+              "choices": [{"index": 0, "turns": [{"content": "X:1\nT:Tune", "token_len": 9}]}],
+              "tstamp": 1.7e9}  # fmt: skip
+    (folder / "question.jsonl").write_text(json.dumps(question) + "\n")
+    (folder / "model_answer" / "gpt-4-0314.jsonl").write_text(json.dumps(answer) + "\n")
+    (answers,) = read_answers(folder)
+    assert answers.format == "fastchat"
+    assert answers.questions == {question["question_id"]: "Write a tune in ABC notation."}
+    assert answers.answers[question["question_id"]].text == "X:1\nT:Tune"
+
+
 @pytest.mark.parametrize(
     ("lines", "message", "where"),
     [
@@ -179,7 +200,8 @@ def given_config(tmp_path: Path, files: dict[str, Any], **overrides: Any) -> Pat
 
 def test_a_scripted_judge_over_given_answers_recovers_its_preference(tmp_path: Path) -> None:
     """Arena-Hard's case: answers in its layout, one external judge, the baseline
-    design; a missing answer is left out and counted, an empty one loses with no call."""
+    design; a missing answer is left out and counted, an empty one (by the rule asked
+    for) loses with no call: in the win rates, never in the fit."""
     answers = {
         m: {q: f"My answer to {q} [quality {quality}]." for q in MANY}
         for m, quality in QUALITY.items()
@@ -188,14 +210,20 @@ def test_a_scripted_judge_over_given_answers_recovers_its_preference(tmp_path: P
     answers["good"]["q04"] = ""
     folder = arena_hard(tmp_path / "data", answers, MANY)
     files = {m: f"data/model_answer/{m}.jsonl" for m in QUALITY}
-    ran = run_rank(given_config(tmp_path, files), progress=False)
+    config = given_config(tmp_path, files, answers={"empty": "loss"})
+    ran = run_rank(config, progress=False)
     elo = dict(zip(ran.ranking.models_, ran.ranking.elo_, strict=True))
     assert sorted(elo, key=elo.get) == sorted(QUALITY, key=QUALITY.get)  # type: ignore[arg-type]
     assert folder.is_dir()
-    run = json.loads((ran.out / "results.json").read_text())["run"]
+    record = json.loads((ran.out / "results.json").read_text())
+    run = record["run"]
     # 40 questions x 3 members against the baseline x 2 orders, less weak's missing one
     assert run["comparisons"] == (40 * 3 - 1) * 2
     assert run["by_rule"] == 2  # good's empty answer, in both orders, with no call
+    assert run["failures"] == {"answers rule": 2} and run["verdicts"] == run["comparisons"] - 2
+    assert record["fit"]["verdicts"] == run["comparisons"] - 2  # a rule is no judge
+    good = next(r for r in record["baseline"]["models"] if r["model"] == "good")
+    assert good["verdicts"] == 80  # the win rate counts the rule's two losses
     members = {m["name"]: m for m in run["members"]}
     assert members["weak"]["answers"]["missing"] == 1
     assert members["good"]["answers"]["empty"] == 1
@@ -222,6 +250,12 @@ def test_a_scripted_judge_over_given_answers_recovers_its_preference(tmp_path: P
         "good.jsonl"
     )
     assert read["strong", "q00"]["messages"] == [["user", MANY["q00"]]]
+    # by default judges read an empty answer as it is, as Arena-Hard's and AlpacaEval's do
+    (tmp_path / "default").mkdir()
+    default = given_config(tmp_path / "default", {m: f"../{f}" for m, f in files.items()})
+    ran = run_rank(default, progress=False)
+    run = json.loads((ran.out / "results.json").read_text())["run"]
+    assert "by_rule" not in run and run["accounting"]["total"]["calls"] == run["comparisons"]
 
 
 def test_a_table_of_several_models_gives_members_by_name_and_models_that_generate_join(

@@ -49,6 +49,9 @@ register_script("graded-truth", graded_truth)
         ("<verdict>A</verdict>", True, None),  # the three-label form is not a grade
         ("<verdict>A=B</verdict> on reflection <verdict>B>>A</verdict>", True, (2, True)),
         ("no verdict at all", True, None),
+        ("My final verdict: [[A > B]]", True, (1, False)),  # spaces around the sign
+        ("<verdict>B &gt;&gt; A</verdict>", True, (2, True)),  # escaped markup
+        ("[[A>A]]", True, None),
     ],
 )
 def test_graded_verdicts_are_read_as_judges_write_them(

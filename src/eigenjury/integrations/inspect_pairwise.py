@@ -18,6 +18,8 @@ half; NaN, so unscored, where none was), "unread": the share of verdicts not rea
 its metadata holds every verdict and reply. Metrics: the win rate with its standard
 error over samples (samples are the clusters), and `elo_vs_baseline`, the output's
 Elo minus the baseline's from one fit of all verdicts (judges' position bias fitted).
+With several epochs, Inspect's reducers keep the first epoch's metadata, so the Elo
+reads the first epoch's verdicts while the win rate averages them all.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from inspect_ai.solver import TaskState
 
 from eigenjury.errors import InputError
 from eigenjury.integrations.inspect_models import ask_model, model_names, named_models
-from eigenjury.peer.answers import member_set, read_answers
+from eigenjury.peer.answers import member_set, question_id_of, read_answers
 from eigenjury.peer.config import Generation
 from eigenjury.peer.data import load_constitution
 from eigenjury.peer.parsing import parse_graded, parse_verdict
@@ -159,8 +161,18 @@ def pairwise_scorer(
             out["verdict"], out["strong"] = found
         return out
 
+    def baseline_answer(state: TaskState, target: Target) -> str | None:
+        """The baseline's answer to this sample: the target, or the file's answer by the
+        sample's id, its id and epoch (an Inspect log of several epochs), or its input's
+        text (AlpacaEval pairs outputs by instruction)."""
+        if given is None:
+            return target.text
+        ident = str(state.sample_id)
+        keys = (ident, f"{ident}/{state.epoch}", question_id_of(state.input_text))
+        return next((given[k] for k in keys if k in given), None)
+
     async def score(state: TaskState, target: Target) -> Score:
-        reference = target.text if given is None else given.get(str(state.sample_id))
+        reference = baseline_answer(state, target)
         output = state.output.completion
         if reference is None:
             return Score(

@@ -162,12 +162,15 @@ def _question_id(value: Any, where: _Where, name: str) -> str:
 
 
 def _content(value: Any, where: _Where, name: str) -> str:
-    """A message's content: text, an object holding `answer` (Arena-Hard's assistant
-    turns), or a list of parts whose text is joined (the chat APIs' form)."""
+    """A message's content: text, an object holding `answer` (Arena-Hard 2's assistant
+    turns) or `content` (Arena-Hard 0.1's turns), or a list of parts whose text is joined
+    (the chat APIs' form)."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "answer" in value:
         return _text(value["answer"], where, f"{name}.answer")
+    if isinstance(value, dict) and "content" in value:  # Arena-Hard 0.1's turns
+        return _text(value["content"], where, f"{name}.content")
     if isinstance(value, list):
         texts = []
         for i, part in enumerate(value):
@@ -315,7 +318,7 @@ def _arena_questions(folder: Path) -> dict[str, str]:
             turns = record["turns"]
             if not isinstance(turns, list) or not turns:
                 raise where.error(f"expected a list of turns, got {json_kind(turns)}", "turns")
-            questions[ident] = _text(turns[0], where, "turns[0]")
+            questions[ident] = _content(turns[0], where, "turns[0]")
         else:
             raise where.error("a question needs a prompt (or turns)", "prompt")
     return questions
@@ -395,7 +398,7 @@ def _fastchat(path: Path, rows: Sequence[Row], markers: Sequence[str]) -> list[A
         for i, text in enumerate(replies):
             if i:
                 turns.append(("user", asked[i]))
-            turns.append(("assistant", _text(text, where, f"choices[0].turns[{i}]")))
+            turns.append(("assistant", _content(text, where, f"choices[0].turns[{i}]")))
         sets.add(model, ident, _shown(turns), where, asked[0])
     return sets.result()
 
@@ -408,7 +411,7 @@ def _fastchat_turns(path: Path) -> dict[str, list[str]]:
         value = record.get("turns")
         if not isinstance(value, list) or not value:
             raise where.error(f"expected a list of turns, got {json_kind(value)}", "turns")
-        turns[ident] = [_text(t, where, f"turns[{i}]") for i, t in enumerate(value)]
+        turns[ident] = [_content(t, where, f"turns[{i}]") for i, t in enumerate(value)]
     return turns
 
 

@@ -82,7 +82,10 @@ class Collector:
     # given answers that lose every comparison by the config's rule, (member, scenario)
     # -> what they are ("empty", "an error marker")
     forfeits: dict[tuple[str, str], str] = field(default_factory=dict)
-    ruled: int = 0  # comparisons decided by that rule
+    # comparisons decided by that rule, by their index in the outcomes: their verdicts
+    # count in the win rates, never in the fit or a judge's statistics (a rule is no
+    # judge: it would look consistent, and an empty reply's length would look disliked)
+    ruled: dict[int, Outcome] = field(default_factory=dict)
     # members that give answers -> the file they came from (their replies are in
     # `responses` from the start; `_respond` writes their transcript lines once)
     sources: dict[str, str] = field(default_factory=dict)
@@ -290,11 +293,12 @@ class Collector:
             return None
         verdict = TIE if first and second else SECOND if first else FIRST
         why = [f"reply {label} {what}" for label, what in (("A", first), ("B", second)) if what]
+        n = len(self.constitution.criteria) if self.per_criterion else 1
         return TranscriptLine(
             role="comparison",
             member=c.judge,
             **_fields(c),
-            verdicts=[verdict],
+            verdicts=[verdict] * n,
             messages=[],
             reply=None,
             choice_logprobs=None,
@@ -373,8 +377,8 @@ class Collector:
             if ruled is None:
                 judged.append((index, c))
             else:
-                outcomes.settle(index, Outcome(c, ruled.verdicts))
-                self.ruled += 1
+                outcomes.settle(index, Outcome(c, failure="answers rule"))
+                self.ruled[index] = Outcome(c, ruled.verdicts)
                 self._line(ruled)
         read = {(c.judge, m, c.scenario) for _, c in judged for m in (c.first, c.second)}
         if self.judging.mode == "likelihood":

@@ -62,12 +62,13 @@ class AnswerSource(_Strict):
 
 
 class AnswerRules(_Strict):
-    """What happens to a given answer that is empty, or a harness's error marker:
-    `loss` (it loses every comparison, with no judge call; two such tie), `exclude` (its
-    comparisons are left out, and counted), or for empty answers `judge` (judges read it
-    as it is)."""
+    """What happens to a given answer that is empty, or a harness's error marker: for
+    empty answers `judge` (judges read it as it is, as Arena-Hard and AlpacaEval do; the
+    default), `loss` (it loses every comparison, with no judge call, two such tie:
+    counted in the win rates, left out of the fit, which models judges), or `exclude`
+    (its comparisons are left out, and counted)."""
 
-    empty: Literal["loss", "exclude", "judge"] = "loss"
+    empty: Literal["loss", "exclude", "judge"] = "judge"
     errors: Literal["loss", "exclude"] = "exclude"
     error_markers: list[Annotated[str, Field(min_length=1)]] = ["$ERROR$"]
 
@@ -396,6 +397,13 @@ class RankConfig(_Strict):
         given = [i for i, m in enumerate(self.population) if m.answers is not None]
         if not given:
             return
+        if self.sampling.design == "adaptive":
+            raise located(
+                "the adaptive design picks comparisons a member may have no answer to; with "
+                "given answers use design all, balanced, random-groups or baseline",
+                "sampling",
+                "design",
+            )
         if self.objective is not None:
             raise located(
                 "objective mode asks each model for an option letter; given answers cannot "

@@ -28,7 +28,9 @@ from eigenjury.stats.verdicts import (
     certain,
 )
 
-FAILURES = ("parse", "judge error", "missing response", "missing reflection")
+# Why a comparison has no fitted verdict; "answers rule": a given answer lost by the
+# config's rule with no call, counted in the win rates but not fitted (a rule is no judge)
+FAILURES = ("parse", "judge error", "missing response", "missing reflection", "answers rule")
 _NO_PROBS = (np.nan, np.nan, np.nan)
 
 

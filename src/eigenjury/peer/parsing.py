@@ -7,6 +7,7 @@ counted as a parse failure of its judge.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Mapping
@@ -19,8 +20,10 @@ LABELS = ("A", "B", "tie")  # shown first, shown second, neither
 GRADED_LABELS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 _GRADED = {"A>>B": (FIRST, True), "A>B": (FIRST, False), "A=B": (TIE, False),
            "B>A": (SECOND, False), "B>>A": (SECOND, True)}  # fmt: skip
+# a label as written, spaces around its sign allowed ("A > B")
 _GRADED_TAG = re.compile(
-    r"(?:<verdict>\s*|\[\[\s*)(A>>B|A>B|A=B|B>A|B>>A)(?:\s*</verdict>|\s*\]\])", re.IGNORECASE
+    r"(?:<verdict>\s*|\[\[\s*)([AB]\s*(?:>>|>|=)\s*[AB])(?:\s*</verdict>|\s*\]\])",
+    re.IGNORECASE,
 )
 
 _CODES = {"a": FIRST, "b": SECOND, "tie": TIE}
@@ -61,10 +64,16 @@ def parse_graded(text: str, *, ties: bool = True) -> tuple[int, bool] | None:
     allowed = graded_labels(ties)
     label = read_structured(text, allowed)
     if label is None:
-        bare = text.strip().upper()
+        text = html.unescape(text)  # "A&gt;B" from a judge that escapes its markup
+        bare = _compact(text)
         found = last_vote(_GRADED_TAG, text)
-        label = bare if bare in allowed else found.group(1).upper() if found else None
+        label = bare if bare in allowed else _compact(found.group(1)) if found else None
     return _GRADED[label] if label in allowed else None
+
+
+def _compact(label: str) -> str:
+    """A graded label without spaces, in capitals ("a > b" -> "A>B")."""
+    return re.sub(r"\s+", "", label).upper()
 
 
 def parse_criteria(text: str, n_criteria: int, *, ties: bool = True) -> list[int] | None:

@@ -432,9 +432,9 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
     record = ranking_record(ranking, source=str(path), style_named=config.fit.style_named)
     record.run = run_summary(inputs, got)
     if config.sampling.baseline is not None:
-        plain = got.outcomes.table(per_criterion)[0] if config.judging.graded else table
-        # each verdict once: a strong win is one win here (the fit weighs it)
-        record.baseline = baseline_part(plain, config.sampling.baseline, ranking)
+        record.baseline = baseline_part(
+            _counted(got, per_criterion, table), config.sampling.baseline, ranking
+        )
     if inputs.questions is not None:
         record.objective = objective_record(
             inputs.questions,
@@ -457,6 +457,17 @@ def assemble(inputs: Inputs, got: Collected, *, map_rounds: RoundMap | None = No
         for line in collector.sample_lines()
     ]
     return RankRun(record, ranking, got.outcomes, table, criterion, samples, inputs.out)
+
+
+def _counted(got: Collected, per_criterion: bool, fitted: VerdictTable) -> VerdictTable:
+    """The verdicts a win rate counts: the fitted ones, each once (a strong graded one is
+    one win here; the fit weighs it), and the losses of given answers by the answers
+    rule, which the fit leaves out."""
+    ruled = got.collector.ruled
+    if not ruled and got.outcomes.strengths() is None:
+        return fitted
+    counted = Outcomes.of(ruled.get(i, o) for i, o in enumerate(got.outcomes))
+    return counted.table(per_criterion)[0]
 
 
 async def run(
@@ -525,7 +536,7 @@ def run_summary(inputs: Inputs, got: Collected) -> RunSummary:
                 for name, j in config.external_judges().items()
             ]
             or None,
-            "by_rule": collector.ruled or None,
+            "by_rule": len(collector.ruled) or None,
             "comparisons": len(got.comparisons),
             "verdicts": got.outcomes.n_with_verdicts(),
             "repaired": got.outcomes.n_repaired(),

@@ -413,6 +413,7 @@ class TranscriptIndex:
                     "messages": _messages(call.get("messages")),
                     "reply": call.get("reply"),
                     "scores": call.get("scores"),
+                    "rule": call.get("rule"),
                     "choice_logprobs": call.get("choice_logprobs"),
                     "repair": {
                         key: repair.get(key) for key in ("verdicts", "reply", "failure", "error")

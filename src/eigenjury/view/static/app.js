@@ -607,6 +607,9 @@ function comparisonCard(item) {
     el("div", { class: "pair" },
       side("first", item.first, item.first_reply, item.first_reflection),
       side("second", item.second, item.second_reply, item.second_reflection)),
+    // a given answer that lost by the config's answers rule: no call, no judge
+    item.rule ? el("p", { class: "muted rule" }, `decided by the answers rule, with no call: ${item.rule}; ` +
+      "counted in the win rates against the baseline, not in the fit") :
     item.scores ? [
       el("h4", {}, `${item.judge}'s likelihood verdict${verdicts}`),
       el("p", { class: "scores" }, `scores ${Object.entries(item.scores).map(([k, v]) => `${k} ${v >= 0 ? "+" : ""}${num(v, 4)}`).join(", ")}: ` +
