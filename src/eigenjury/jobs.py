@@ -5,6 +5,7 @@ the files (reports), which is why it sits above the methods and the reports."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from eigenjury.engine.runner import run_engine
@@ -83,16 +84,14 @@ def run_judge(
     from eigenjury.models.spec import named_spec
     from eigenjury.peer.answers import read_answers
     from eigenjury.peer.config import RankConfig
-    from eigenjury.peer.run import prepare_config
+    from eigenjury.peer.run import planned, prepare_config
 
     check_output_folder(out)
-    folder = out.resolve()
-    population: list[dict[str, object]] = []
-    where: dict[str, Path] = {}
-    for path in answers:
-        if not path.exists():
-            raise InputError("no such answer file or folder", path=path)
-        for answer_set in read_answers(path):
+    where: dict[str, Path] = {}  # each model, and the file holding its answers
+    for source in answers:
+        if not source.exists():
+            raise InputError("no such answer file or folder", path=source)
+        for answer_set in read_answers(source):
             model = answer_set.model
             if model in where:
                 raise InputError(
@@ -101,8 +100,6 @@ def run_judge(
                     path=answer_set.path,
                 )
             where[model] = answer_set.path
-            relative = os.path.relpath(answer_set.path.resolve(), folder)
-            population.append({"name": model, "answers": {"path": relative, "model": model}})
     if len(where) < 2:
         held = ", ".join(where) or "none"
         raise InputError(
@@ -117,42 +114,53 @@ def run_judge(
         )
     with located(field="--judge"):
         named = [named_spec(spec) for spec in judges]
-    config: dict[str, object] = {
-        "name": f"answers judged by {', '.join(name or str(spec) for name, spec in named)}",
-        "population": population,
-        "judges": [
-            {"name": name, "model": str(spec)} if name else str(spec) for name, spec in named
-        ],
-        "judging": {"reflections": reflections},
-        "output": ".",
-    }
     sampling: dict[str, object] = {"design": design or ("baseline" if baseline else "all")}
     if baseline is not None:
         sampling["baseline"] = baseline
     if len(named) > 1:  # a panel: every judge judges every pair
         sampling["judges_per_group"] = len(named)
-    config["sampling"] = sampling
-    if questions is not None or limit is not None:
-        scenarios: dict[str, object] = {"limit": limit} if limit is not None else {}
-        if questions is not None:
-            scenarios["source"] = os.path.relpath(questions.resolve(), folder)
-        config["scenarios"] = scenarios
-    if constitution is not None:
-        given = Path(constitution)
-        config["constitution"] = (
-            os.path.relpath(given.resolve(), folder) if given.is_file() else constitution
-        )
-    fit = {k: v for k, v in (("bootstrap", bootstrap), ("seed", seed)) if v is not None}
-    if fit:
-        config["fit"] = fit
+    bundled = constitution is not None and not Path(constitution).is_file()
+
+    def config(place: Callable[[Path], str]) -> dict[str, object]:
+        """The run's config, with each file given as `place` writes it."""
+        data: dict[str, object] = {
+            "name": f"answers judged by {', '.join(n or str(spec) for n, spec in named)}",
+            "population": [
+                {"name": model, "answers": {"path": place(file), "model": model}}
+                for model, file in where.items()
+            ],
+            "judges": [{"name": n, "model": str(spec)} if n else str(spec) for n, spec in named],
+            "sampling": sampling,
+            "judging": {"reflections": reflections},
+            "output": ".",
+        }
+        if questions is not None or limit is not None:
+            scenarios: dict[str, object] = {"limit": limit} if limit is not None else {}
+            if questions is not None:
+                scenarios["source"] = place(questions)
+            data["scenarios"] = scenarios
+        if constitution is not None:
+            data["constitution"] = constitution if bundled else place(Path(constitution))
+        fit = {k: v for k, v in (("bootstrap", bootstrap), ("seed", seed)) if v is not None}
+        if fit:
+            data["fit"] = fit
+        return data
+
     path = out / "config.yaml"
-    # everything checked before a file is written: the options, the files the config
-    # names (answers, questions, constitution) and the judges
-    checked = validate(RankConfig, config, path=path, lines={})
+    # everything checked before a file is written (the options, the files the config
+    # names and the judges), with the files where they are: the folder is not made yet
+    checked = validate(RankConfig, config(lambda p: str(p.resolve())), path=path, lines={})
     inputs = prepare_config(checked, path, out)
+    try:  # answers that share no question are refused here, not once the engine runs
+        planned(inputs)
+    except InputError as exc:
+        exc.path, exc.field = None, "ANSWERS"  # the config is not written yet: the answers
+        raise
     check_engine_specs(
         checked.engine, list(first_members(checked)), base=out, describe=member_error(inputs)
     )
+    folder = out.resolve()
+    written = config(lambda p: os.path.relpath(p.resolve(), folder))  # beside the results
     out.mkdir(parents=True, exist_ok=True)
-    write_text(path, yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    write_text(path, yaml.safe_dump(written, sort_keys=False, allow_unicode=True))
     return run_rank(path, progress=progress)

@@ -120,6 +120,21 @@ def static_design(
     )
 
 
+def planned(inputs: Inputs) -> list[Comparison]:
+    """A static design's comparisons; none where members give answers is an InputError
+    (they share no question), found before anything is spent."""
+    comparisons = static_design(inputs.config, list(inputs.scenarios), inputs.given)
+    if not comparisons and inputs.given is not None:
+        raise InputError(
+            "no question has answers from two members the design compares: the answer "
+            "files share no question ids (AlpacaEval's are its instructions' hashes), or "
+            "the questions given do not match them",
+            path=inputs.path,
+            field="population",
+        )
+    return comparisons
+
+
 def first_members(config: RankConfig) -> dict[ModelSpec, str]:
     """Each model of the population, with the first member that uses it."""
     first_with: dict[ModelSpec, str] = {}
@@ -382,15 +397,7 @@ async def collect(
     if config.sampling.design == "adaptive":
         outcomes, comparisons = await _adaptive(config, collector, list(scenarios), inputs.path)
     else:
-        comparisons = static_design(config, list(scenarios), inputs.given)
-        if not comparisons and inputs.given is not None:
-            raise InputError(
-                "no question has answers from two members the design compares: the answer "
-                "files share no question ids (AlpacaEval's are its instructions' hashes), "
-                "or the questions given do not match them",
-                path=inputs.path,
-                field="population",
-            )
+        comparisons = planned(inputs)
         outcomes = await collector.collect(comparisons)
     plain = control = None
     if config.greenbeard is not None:  # the same comparisons, without the clique

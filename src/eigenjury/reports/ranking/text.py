@@ -27,6 +27,7 @@ from eigenjury.reports.ranking.words import (
     dropped_note,
     elo_rule,
     first_replies,
+    given_answers_lines,
     greenbeard_shifts,
     held_equal,
     interval_source,
@@ -208,6 +209,8 @@ def _print_run(console: Console, record: RankingRecord) -> None:
         + (f"; {summary.repaired} repaired" if summary.repaired else ""),
         highlight=False,
     )
+    for line in given_answers_lines(summary):
+        console.print(f"given answers: {escape(line)}", highlight=False)
     forms = first_replies(summary)
     if forms:
         console.print(

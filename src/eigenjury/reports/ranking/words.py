@@ -405,3 +405,22 @@ def greenbeard_shifts(g: GreenbeardShift) -> list[tuple[str, Shift]]:
         ("with self judgments", g.with_self_judgments),
         ("without self judgments", g.without_self_judgments),
     ]
+
+
+def given_answers_lines(summary: RunSummary) -> list[str]:
+    """Per member that gave its answers: where they came from and what became of them
+    on the run's questions (answered, missing, empty and failed with the rule each
+    followed, unused, fields not read)."""
+    lines = []
+    for m in summary.members:
+        a = m.answers
+        if a is None:
+            continue
+        parts = [f"{a.answered} answered"]
+        parts += [f"{a.missing} missing (left out)"] if a.missing else []
+        parts += [f"{a.empty} empty ({a.empty_rule})"] if a.empty else []
+        parts += [f"{a.errors} error markers ({a.errors_rule})"] if a.errors else []
+        parts += [f"{a.unused} for questions not used"] if a.unused else []
+        parts += [f"fields not read: {', '.join(a.ignored_fields)}"] if a.ignored_fields else []
+        lines.append(f"{m.name} ({a.format}, {a.file}): {', '.join(parts)}")
+    return lines
