@@ -434,3 +434,28 @@ def test_a_table_may_hold_conversations_as_json_and_a_broken_one_is_located(
     with pytest.raises(InputError) as caught:
         read_answers(path)
     assert "line 3" in caught.value.where and "not valid JSON" in caught.value.message
+
+
+def test_eigenjury_judge_takes_the_questions_from_a_file_beside_the_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table without question texts and the questions in a file of their own, both
+    named relative to where the user is; the terminal says what became of each answer."""
+    monkeypatch.chdir(tmp_path)
+    rows = [{"question_id": q, "model": m, "answer": f"{m} on {q} [quality {x}]", "score": 1}
+            for m, x in (("base", 0), ("mine", 1)) for q in ("q1", "q2", "q3")]  # fmt: skip
+    rows[-1]["answer"] = ""  # mine on q3: empty, judged as it is
+    Path("answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    Path("questions.jsonl").write_text(
+        "".join(
+            json.dumps({"id": q, "text": f"What about {q}?"}) + "\n" for q in ("q1", "q2", "q3")
+        )
+    )
+    args = ["judge", "answers.jsonl", "--questions", "questions.jsonl", "--baseline", "base"]
+    assert main([*args, "--judge", "scripted:peer-truth", "--no-progress", "--out", "run"]) == 0
+    out = capsys.readouterr().out
+    assert "given answers: mine (table, answers.jsonl): 2 answered, 1 empty (judge)" in out
+    assert "fields not read: score" in out
+    assert yaml.safe_load(Path("run/config.yaml").read_text())["scenarios"] == {
+        "source": "../questions.jsonl"
+    }
