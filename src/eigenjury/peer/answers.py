@@ -64,9 +64,6 @@ class AnswerSet:
     questions: dict[str, str] = field(default_factory=dict)
     ignored: tuple[str, ...] = ()  # fields of the file that nothing reads
 
-    def count(self, kind: Kind) -> int:
-        return sum(a.kind == kind for a in self.answers.values())
-
 
 @dataclass(frozen=True)
 class _Where:

@@ -18,6 +18,7 @@ from eigenjury.engine.settings import EngineSettings
 from eigenjury.models.spec import ModelSpec, SpecError
 from eigenjury.models.verdict_format import VerdictFormat
 from eigenjury.names import name_problem
+from eigenjury.peer.answers import ERROR_MARKERS
 from eigenjury.peer.settings import FitSettings, Seed
 from eigenjury.reply_features import DEFAULT_FEATURES
 from eigenjury.stats.bootstrap import rounds_problem
@@ -70,7 +71,7 @@ class AnswerRules(_Strict):
 
     empty: Literal["loss", "exclude", "judge"] = "judge"
     errors: Literal["loss", "exclude"] = "exclude"
-    error_markers: list[Annotated[str, Field(min_length=1)]] = ["$ERROR$"]
+    error_markers: list[Annotated[str, Field(min_length=1)]] = list(ERROR_MARKERS)
 
 
 class Member(_Strict):
