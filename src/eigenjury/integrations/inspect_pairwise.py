@@ -48,7 +48,7 @@ from eigenjury.integrations.inspect_models import ask_model, model_names, named_
 from eigenjury.peer.answers import member_set, question_id_of, read_answers
 from eigenjury.peer.config import Generation
 from eigenjury.peer.data import load_constitution
-from eigenjury.peer.parsing import parse_graded, parse_verdict
+from eigenjury.peer.parsing import parse_single
 from eigenjury.peer.prompts import comparison_request, repair_request
 from eigenjury.stats.verdicts import FIRST, SECOND, TIE
 
@@ -64,8 +64,6 @@ def elo_vs_baseline(strong_weight: float = 3.0) -> Metric:
     `strong_weight`); NaN where the verdicts cannot be fitted."""
 
     def compute(scores: list[SampleScore]) -> float:
-        from dataclasses import replace
-
         import numpy as np
 
         from eigenjury.stats.consensus import PeerRanking
@@ -87,7 +85,7 @@ def elo_vs_baseline(strong_weight: float = 3.0) -> Metric:
             [v["verdict"] for _, v in rows],
         )
         strong = np.array([bool(v.get("strong")) for _, v in rows])
-        table = replace(table, weight=np.where(strong, strong_weight, 1.0) * table.weight)
+        table = table.with_strong(strong, strong_weight)
         try:
             ranking = PeerRanking(1, bootstrap=0, style=None).fit(table)
         except DataError:  # one side won every verdict, or too few: no finite Elo
@@ -128,12 +126,6 @@ def pairwise_scorer(
     settings = Generation(temperature=temperature, max_tokens=max_tokens, seed=seed)
     text_only: set[str] = set()  # judges whose provider refused a structured verdict
 
-    def read(text: str) -> tuple[int, bool] | None:
-        if graded:
-            return parse_graded(text, ties=ties)
-        verdict = parse_verdict(text, ties=ties)
-        return None if verdict is None else (verdict, False)
-
     async def verdict(
         name: str, model: Model, first: str, question: str, replies: tuple[str, str]
     ) -> dict[str, Any]:
@@ -145,7 +137,7 @@ def pairwise_scorer(
         out: dict[str, Any] = {"judge": name, "first": first, "second": second, "verdict": None}
         try:
             reply = await ask_model(model, request, text_only)
-            found = read(reply.text)
+            found = parse_single(reply.text, ties=ties, graded=graded)
             out["reply"] = reply.text
             if found is None:  # one repair, in the form the request asked
                 ask = repair_request(
@@ -153,7 +145,7 @@ def pairwise_scorer(
                 )
                 repaired = await ask_model(model, ask, text_only)
                 out["repair"] = repaired.text
-                found = read(repaired.text)
+                found = parse_single(repaired.text, ties=ties, graded=graded)
         except Exception as exc:  # a failed call is an unread verdict, never a tie
             out["error"] = f"{type(exc).__name__}: {exc}"
             return out
@@ -181,10 +173,10 @@ def pairwise_scorer(
             )
         question = state.input_text
         judges = named_models(model_names(judge) or [get_model()])
+        orders = ((OUTPUT, (output, reference)), (BASELINE, (reference, output)))
         asked = [
-            verdict(name, model, OUTPUT, question, (output, reference)) for name, _, model in judges
-        ] + [
-            verdict(name, model, BASELINE, question, (reference, output))
+            verdict(name, model, first, question, replies)
+            for first, replies in orders
             for name, _, model in judges
         ]
         verdicts = await asyncio.gather(*asked)

@@ -33,8 +33,7 @@ from eigenjury.peer.parsing import (
     LABELS,
     graded_labels,
     parse_criteria,
-    parse_graded,
-    parse_verdict,
+    parse_single,
     soft_verdict,
 )
 from eigenjury.peer.prompts import (
@@ -337,11 +336,8 @@ class Collector:
         if self.per_criterion:
             verdicts = parse_criteria(text, len(self.constitution.criteria), ties=ties)
             return None if verdicts is None else (verdicts, False)
-        if self.judging.graded:
-            graded = parse_graded(text, ties=ties)
-            return None if graded is None else ([graded[0]], graded[1])
-        verdict = parse_verdict(text, ties=ties)
-        return None if verdict is None else ([verdict], False)
+        single = parse_single(text, ties=ties, graded=self.judging.graded)
+        return None if single is None else ([single[0]], single[1])
 
     def _read(self, result: CallResult) -> tuple[list[int] | None, str | None, bool]:
         """A judge's verdicts, or why there are none; and whether a graded one was strong."""

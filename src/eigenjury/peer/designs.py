@@ -77,13 +77,13 @@ def design_baseline(
     for that member and scenario, so a member added later leaves the others' draws
     as they were."""
     out = []
+    pool = judges or members
     for s in scenarios:
         if not answered(baseline, s):
             continue
         for m in members:
             if m == baseline or not answered(m, s):
                 continue
-            pool = judges or members
             picked = sorted(pool, key=lambda j: draw(seed, s, "judge", m, j))
             out += _both_orders(s, picked[:judges_per_group], sorted((m, baseline)))
     return out
@@ -139,14 +139,13 @@ def _grouped(
     out = []
     for s in scenarios:
         picked = {}
+        pools = {"evaluee": [m for m in members if answered(m, s)], "judge": judges or members}
         for role, size in (("evaluee", group_size), ("judge", judges_per_group)):
 
             def order(m: str, role: str = role, s: str = s) -> tuple[int, float]:
                 return (used[role, m] if balanced else 0, draw(seed, s, role, m))
 
-            answering = [m for m in members if answered(m, s)]
-            pool = judges or members if role == "judge" else answering
-            picked[role] = sorted(pool, key=order)[:size]
+            picked[role] = sorted(pools[role], key=order)[:size]
             used.update((role, m) for m in picked[role])
         out += _both_orders(s, picked["judge"], sorted(picked["evaluee"]))
     return out

@@ -225,36 +225,32 @@ def baseline_part(table: VerdictTable, baseline: str, ranking: PeerRanking) -> B
     with its interval from the ranking's bootstrap rounds of question resamples, and as
     the fitted Elo predicts it (style held equal where the fit holds it), with the
     interval of the Elo's bootstrap draws."""
-    from eigenjury.stats.win_rate import baseline_win_rates, elo_win_rate
+    from eigenjury.stats.bootstrap import percentile_interval
+    from eigenjury.stats.elo import decisive_share
+    from eigenjury.stats.win_rate import baseline_win_rates
 
-    rounds, ci = ranking.bootstrap, ranking.ci
+    rounds = ranking.bootstrap
     seed = 0 if ranking.seed is None else ranking.seed
-    rates = baseline_win_rates(table, baseline, rounds=rounds, ci=ci, seed=seed)
+    rates = baseline_win_rates(table, baseline, rounds=rounds, ci=ranking.ci, seed=seed)
+    counted = np.stack([rates.low, rates.high], axis=1)
     index = {m: i for i, m in enumerate(ranking.models_)}
     b = index[baseline]
-    predicted = elo_win_rate(ranking.elo_, ranking.elo_[b])
-    tail = 100 * (1 - ci) / 2
-    if rounds:
-        draws = ranking.bootstrap_["elo"]
-        spread = elo_win_rate(draws, draws[:, [b]])
-        low, high = np.percentile(spread, [tail, 100 - tail], axis=0)
-    else:
-        low = high = np.full(len(index), np.nan)
-
-    def end(value: float) -> float | None:
-        return None if np.isnan(value) else round(float(value), 6)
-
+    predicted = decisive_share(ranking.elo_, ranking.elo_[b])
+    draws = ranking.bootstrap_["elo"] if rounds else None
+    fitted = None
+    if draws is not None:
+        fitted = np.stack(percentile_interval(decisive_share(draws, draws[:, [b]]), ranking.ci), 1)
     rows = [
         BaselineRow(
             model=model,
             win_rate=round(float(rates.rate[i]), 6),
-            win_rate_ci=[end(rates.low[i]), end(rates.high[i])],
+            win_rate_ci=_open_interval(counted, i, 6) or [None, None],
             verdicts=float(rates.verdicts[i]),
             wins=float(rates.wins[i]),
             ties=float(rates.ties[i]),
             losses=float(rates.losses[i]),
             elo_win_rate=round(float(predicted[index[model]]), 6),
-            elo_win_rate_ci=[end(low[index[model]]), end(high[index[model]])],
+            elo_win_rate_ci=_open_interval(fitted, index[model], 6) or [None, None],
         )
         for i, model in enumerate(rates.models)
     ]

@@ -224,8 +224,7 @@ class Outcomes:
         if responses is not None:
             table = dataclasses.replace(table, features=self._reply_features(rows, responses))
         if rows["strong"].any():
-            weight = np.where(rows["strong"], strong_weight * table.weight, table.weight)
-            table = dataclasses.replace(table, weight=weight)
+            table = table.with_strong(rows["strong"], strong_weight)
         return table, criterion
 
     def strengths(self) -> list[int] | None:

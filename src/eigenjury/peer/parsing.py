@@ -71,6 +71,15 @@ def parse_graded(text: str, *, ties: bool = True) -> tuple[int, bool] | None:
     return _GRADED[label] if label in allowed else None
 
 
+def parse_single(text: str, *, ties: bool = True, graded: bool = False) -> tuple[int, bool] | None:
+    """One verdict a comparison, on three labels or (`graded`) five: the verdict, and
+    whether it was strong; None where the reply cannot be read."""
+    if graded:
+        return parse_graded(text, ties=ties)
+    verdict = parse_verdict(text, ties=ties)
+    return None if verdict is None else (verdict, False)
+
+
 def _compact(label: str) -> str:
     """A graded label without spaces, in capitals ("a > b" -> "A>B")."""
     return re.sub(r"\s+", "", label).upper()

@@ -33,6 +33,7 @@ from eigenjury.peer.config import Member, RankConfig
 from eigenjury.peer.data import (
     Constitution,
     Question,
+    Scenario,
     load_constitution,
     load_questions,
     load_scenarios,
@@ -292,21 +293,20 @@ def prepare_config(
     base = path.parent
     questions = given = None
     try:
-        if config.given:
-            given = _given(config, base)
-            scenarios = _given_scenarios(config, base, given)
-            constitution = load_constitution(config.constitution_source, base)
-        elif config.objective is not None:
+        if config.objective is not None:  # (given answers cannot be asked: the config says)
             o = config.objective
             questions = load_questions(o.questions, base, limit=o.limit, seed=o.seed)
             constitution = CORRECTNESS
             scenarios = {q.id: question_text(q) for q in questions}
         else:
             constitution = load_constitution(config.constitution_source, base)
-            s = config.scenarios
-            scenarios = {
-                x.id: x.text for x in load_scenarios(s.source, base, limit=s.limit, seed=s.seed)
-            }
+            if config.given:
+                given = _given(config, base)
+                scenarios = _given_scenarios(config, base, given)
+            else:
+                s = config.scenarios
+                chosen = load_scenarios(s.source, base, limit=s.limit, seed=s.seed)
+                scenarios = {x.id: x.text for x in chosen}
     except InputError as exc:
         if exc.path is None:
             exc.path = str(path)
@@ -358,14 +358,8 @@ def _given_scenarios(config: RankConfig, base: Path, given: Given) -> dict[str, 
             "{source: FILE} in a config), or a question column",
             path=held[unknown].path,
         )
-    chosen = pick([_Asked(i, texts[i]) for i in held], s.limit, s.seed)
+    chosen = pick([Scenario(i, texts[i]) for i in held], s.limit, s.seed)
     return {q.id: q.text for q in chosen}
-
-
-@dataclass(frozen=True)
-class _Asked:
-    id: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -471,10 +465,12 @@ def _counted(got: Collected, per_criterion: bool, fitted: VerdictTable) -> Verdi
     one win here; the fit weighs it), and the losses of given answers by the answers
     rule, which the fit leaves out."""
     ruled = got.collector.ruled
-    if not ruled and got.outcomes.strengths() is None:
+    if ruled:
+        counted = Outcomes.of(ruled.get(i, o) for i, o in enumerate(got.outcomes))
+        return counted.table(per_criterion)[0]
+    if got.outcomes.strengths() is None:
         return fitted
-    counted = Outcomes.of(ruled.get(i, o) for i, o in enumerate(got.outcomes))
-    return counted.table(per_criterion)[0]
+    return got.outcomes.table(per_criterion)[0]
 
 
 async def run(

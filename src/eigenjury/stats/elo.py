@@ -117,3 +117,11 @@ def _tail(ci: float) -> float:
     if not 0.0 < ci < 1.0:
         raise ValueError(f"ci must lie in (0, 1), got {ci}")
     return round(50.0 * (1.0 - ci), 9)
+
+
+def decisive_share(elo: FloatArray, reference: FloatArray) -> FloatArray:
+    """The share of decisive verdicts against `reference` that Elo ratings predict
+    (Bradley-Terry's logistic curve on the difference, ELO_SCALE points a factor of 10;
+    under Davidson's ties too, P(win) / (P(win) + P(loss))): Arena-Hard's score against
+    a baseline from a fitted model."""
+    return np.asarray(1.0 / (1.0 + 10.0 ** ((reference - elo) / ELO_SCALE)), dtype=np.float64)

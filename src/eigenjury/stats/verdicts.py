@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cached_property
 from itertools import pairwise
@@ -241,6 +241,11 @@ class VerdictTable:
             self.features,
             self.probs,
         )
+
+    def with_strong(self, strong: NDArray[np.bool_], weight: float) -> VerdictTable:
+        """The rows where `strong` holds (graded verdicts said "much better": A>>B, B>>A)
+        counted as `weight` verdicts each, as that many copies of them would be."""
+        return replace(self, weight=np.where(strong, weight * self.weight, self.weight))
 
     def select(self, mask: NDArray[np.bool_]) -> VerdictTable:
         """Rows where `mask` holds; names and codes are kept as they are."""

@@ -22,6 +22,7 @@ from eigenjury.stats.verdicts import (
     DataError,
     FloatArray,
     VerdictTable,
+    certain,
     tally,
 )
 
@@ -40,8 +41,6 @@ class WinRates:
     wins: FloatArray
     ties: FloatArray
     losses: FloatArray
-    ci: float
-    rounds: int
 
     @property
     def verdicts(self) -> FloatArray:
@@ -63,11 +62,7 @@ def baseline_win_rates(
     if not len(rows):
         raise DataError(f"no verdict compares a model with the baseline '{baseline}'")
     other = np.where(table.first[rows] == b, table.second[rows], table.first[rows])
-    if table.probs is not None:
-        probs = table.probs[rows]
-    else:
-        probs = np.zeros((len(rows), 3))
-        probs[np.arange(len(rows)), table.verdict[rows]] = 1.0
+    probs = table.probs[rows] if table.probs is not None else certain(table.verdict[rows])
     weight = table.weight[rows]
     other_first = table.first[rows] != b
     won = np.where(other_first, probs[:, FIRST], probs[:, SECOND]) * weight
@@ -101,14 +96,4 @@ def baseline_win_rates(
         tally(column, won, n_models),
         tally(column, tied, n_models),
         tally(column, lost, n_models),
-        ci,
-        rounds,
     )
-
-
-def elo_win_rate(elo: FloatArray, baseline: FloatArray) -> FloatArray:
-    """The share of decisive verdicts against the baseline that Elo ratings predict
-    (Bradley-Terry's logistic curve on the difference, 400 points a factor of 10; under
-    Davidson's ties too, P(win) / (P(win) + P(loss))): Arena-Hard's score from a fitted
-    model, with style held equal where the fit holds it."""
-    return np.asarray(1.0 / (1.0 + 10.0 ** ((baseline - elo) / 400.0)), dtype=np.float64)
