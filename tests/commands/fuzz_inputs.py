@@ -841,11 +841,11 @@ def _task(**fields: Any) -> Callable[[dict[str, Any], list[dict[str, Any]]], Non
     def change(contract: dict[str, Any], submissions: list[dict[str, Any]]) -> None:
         task = contract["tasks"][0]
         for key, value in fields.items():
-            section = "execution" if key == "reference_file" else "evaluation"
-            if key == "task_id":
+            section = "execution" if key in ("reference_file", "prompt") else "evaluation"
+            if key in ("task_id", "tags"):
                 task[key] = value
                 for row in submissions:
-                    if row["task_id"] == "france":
+                    if key == "task_id" and row["task_id"] == "france":
                         row["task_id"] = value
             else:
                 task[section][key] = value
@@ -868,6 +868,22 @@ def _evil_submission(contract: dict[str, Any], submissions: list[dict[str, Any]]
     submissions[0]["submission"] = "a" * 40 + "!"
 
 
+def _healthbench_all_negative(contract: dict[str, Any], submissions: list[dict[str, Any]]) -> None:
+    evaluation = contract["tasks"][0]["evaluation"]
+    evaluation["scoring"] = "healthbench"
+    for criterion in evaluation["criteria"]:
+        criterion["weight"] = -abs(criterion["weight"]) or -1
+
+
+def _conversation_ending_assistant(
+    contract: dict[str, Any], submissions: list[dict[str, Any]]
+) -> None:
+    contract["tasks"][0]["execution"]["prompt"] = [
+        {"role": "user", "content": "Capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+    ]
+
+
 @dataclass(frozen=True)
 class ContractCase:
     """`change(contract, submissions)` in place; `expect` as for a Mutation."""
@@ -880,7 +896,18 @@ class ContractCase:
 CONTRACT_CASES: tuple[ContractCase, ...] = (
     ContractCase("no-tasks", _no_tasks, 2),
     ContractCase("no-criteria", _task(criteria=[]), 2),
-    ContractCase("negative-weight", _criterion(weight=-50), 2),
+    ContractCase("negative-weight", _criterion(weight=-50), None),
+    ContractCase("healthbench-no-positive-points", _healthbench_all_negative, 2),
+    ContractCase("healthbench", _task(scoring="healthbench"), None),
+    ContractCase("unknown-scoring", _task(scoring="vibes"), 2),
+    ContractCase("conversation", _task(prompt=[{"role": "user", "content": "Capital?"}]), None),
+    ContractCase("conversation-unknown-role", _task(prompt=[{"role": "bot", "content": "x"}]), 2),
+    ContractCase("conversation-ends-assistant", _conversation_ending_assistant, 2),
+    ContractCase("conversation-not-text", _task(prompt=[{"role": "user", "content": [1]}]), 2),
+    ContractCase("criterion-tags-not-text", _criterion(tags=["axis:accuracy", 7]), 2),
+    ContractCase("task-tags-not-text", _task(tags=[{"theme": "x"}]), 2),
+    ContractCase("markup-tags", _criterion(tags=[MARKUP]), None),
+    ContractCase("show-ideal-without-ideal", _task(show_ideal=True), 2),
     ContractCase("huge-weights", _criterion(weight=1e308), None),
     ContractCase("zero-weights", _criterion(weight=0), None),
     ContractCase("threshold-above-100", _task(pass_threshold=101), None),

@@ -81,6 +81,9 @@ def test_grade_submissions_writes_results_trace_and_report(
         "awarded": 50,
         "votes": {"C": 2, "I": 1, "unparsed": 0, "error": 0},
         "split": True,
+        "c_share": 0.6667,
+        "pass_probability": 0.7407,  # (2/3)^3 + 3 (2/3)^2 (1/3) = 20/27
+        "undecided": False,
     }
     assert tasks[("italy", "a")]["score"] == 0 and tasks[("france", "b")]["score"] == 0
     assert record["jury"]["jurors"] == [

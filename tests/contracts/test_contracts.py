@@ -394,7 +394,7 @@ def test_missing_bundle_files_and_bad_yaml(
     (folder / "tasks.json").write_text("{not json")
     code, out = _check(folder, capsys)
     assert code == 2 and "not valid JSON" in out and "line 1" in out
-    bad = _yaml(tmp_path, CONTRACT.replace("weight: 30", "weight: -30"))
+    bad = _yaml(tmp_path, CONTRACT.replace("weight: 30", "weight: 3e9"))
     code, out = _check(bad, capsys)
     assert code == 2 and "line 9" in out and "criteria.1.weight" in out
     code, out = _check(_yaml(tmp_path, CONTRACT.replace("grader: regex", "grader: vibes")), capsys)
@@ -707,7 +707,7 @@ def test_yaml_aliases_that_explode_or_loop_are_refused(
         "{id: value, weight: 60, grader: numeric,", "&num {id: value, weight: 60, grader: numeric,"
     ).replace("{id: shows-work, weight: 40,", "{<<: *num, id: shows-work, weight: 40,")
     assert _check(_yaml(tmp_path, shared), capsys)[0] == 0
-    code, out = _check(_yaml(tmp_path, CONTRACT.replace("weight: 30", "weight: -30")), capsys)
+    code, out = _check(_yaml(tmp_path, CONTRACT.replace("weight: 30", "weight: 3e9")), capsys)
     assert code == 2 and "line 9" in out
 
 

@@ -205,6 +205,14 @@ def declare_grade(commands: Any) -> None:
         default=1,
         help="escalate when this many flipped votes would change the outcome (default 1)",
     )
+    grade.add_argument(
+        "--undecided-margin",
+        type=bounded(float, 0.0, 0.5),
+        default=0.0,
+        metavar="SHARE",
+        help="mark a criterion undecided where its share of C votes lies within this of 1/2, and "
+        "a task where such criteria could change whether it passes (default 0: exact ties)",
+    )
     grade.add_argument("--out", type=Path, default=Path("eigenjury-grades"))
     grade.set_defaults(handler=grade_command)
 
@@ -234,6 +242,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         escalate_to=escalate_to,
         escalate_margin=args.escalate_margin,
         grader_timeout_s=args.grader_timeout,
+        undecided_margin=args.undecided_margin,
     )
     ran = run_engine(
         engine_settings(args),

@@ -4,9 +4,12 @@ Bundle (a folder):
 
     tasks.json    {"version": 2, "prompts": [{"task_id", "task_prompt", "reference_file",
                    "metadata", "environment"}]}  (also read: version 1, a plain list,
-                   "prompt" or "task" for "task_prompt")
-    answers.json  [{"task_id", "reference_file", "tools", "passThreshold",
-                    "criteria": [{"id", "name", "weight", "grader_type", "semanticPrompt"}]}]
+                   "prompt" or "task" for "task_prompt"; a prompt may be a list of
+                   {"role", "content"} turns)
+    answers.json  [{"task_id", "reference_file", "tools", "passThreshold", "scoring",
+                    "tags", "ideal", "show_ideal",
+                    "criteria": [{"id", "name", "weight", "grader_type", "semanticPrompt",
+                                  "tags"}]}]
     refs/         reference files named by "reference_file"
 
 `grader_type` ExactMatch means what it meant to the reference tool (case-insensitive
@@ -70,7 +73,17 @@ _TASK_KEYS = (
     "metadata",
     "environment",
 )
-_ANSWER_KEYS = ("task_id", "criteria", "passThreshold", "reference_file", "tools")
+_ANSWER_KEYS = (
+    "task_id",
+    "criteria",
+    "passThreshold",
+    "reference_file",
+    "tools",
+    "scoring",
+    "tags",
+    "ideal",
+    "show_ideal",
+)
 _CRITERION_KEYS = (
     "id",
     "name",
@@ -80,6 +93,7 @@ _CRITERION_KEYS = (
     "match",
     "tolerance",
     "relative_tolerance",
+    "tags",
 )
 BUNDLED_DIR = "contracts"
 
@@ -215,16 +229,24 @@ def write_bundle(source: ContractSource, folder: Path) -> None:
         if ex.environment:
             prompt["environment"] = ex.environment
         prompts.append({**prompt, **ex.extra})
-        answers.append(
-            {
-                "task_id": task.task_id,
-                "reference_file": ev.reference_file,
-                "tools": list(ev.tools),
-                "criteria": [_criterion_to_bundle(c) for c in ev.criteria],
-                "passThreshold": ev.pass_threshold,
-                **ev.extra,
-            }
-        )
+        if not isinstance(ex.prompt, str):
+            prompt["task_prompt"] = [m.model_dump() for m in ex.prompt]
+        answer: dict[str, Any] = {
+            "task_id": task.task_id,
+            "reference_file": ev.reference_file,
+            "tools": list(ev.tools),
+            "criteria": [_criterion_to_bundle(c) for c in ev.criteria],
+            "passThreshold": ev.pass_threshold,
+        }
+        if ev.scoring != "weighted":
+            answer["scoring"] = ev.scoring
+        if task.tags:
+            answer["tags"] = list(task.tags)
+        if ev.ideal:
+            answer["ideal"] = ev.ideal
+        if ev.show_ideal:
+            answer["show_ideal"] = True
+        answers.append({**answer, **ev.extra})
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "tasks.json", {"version": 2, "name": contract.name, "prompts": prompts})
     write_json(folder / "answers.json", answers)
@@ -255,6 +277,8 @@ def _criterion_to_bundle(c: Criterion) -> dict[str, Any]:
     if c.grader == "numeric":
         out["tolerance"] = c.tolerance
         out["relative_tolerance"] = c.relative_tolerance
+    if c.tags:
+        out["tags"] = list(c.tags)
     return {**out, **c.extra}
 
 
@@ -272,7 +296,7 @@ def _task_records(data: Any, path: Path) -> dict[str, dict[str, Any]]:
     for task_id, record in _by_task_id(data, "task", path):
         if task_id in out:
             raise InputError(f"task id '{task_id}' is used twice", path=path)
-        if not any(isinstance(record.get(k), str) and record[k].strip() for k in _PROMPT_KEYS):
+        if not any(_prompt(record.get(k)) for k in _PROMPT_KEYS):
             raise InputError(
                 f"task '{task_id}' has no prompt (task_prompt, prompt or task)", path=path
             )
@@ -299,7 +323,7 @@ def _task_from_bundle(record: dict[str, Any], answer: dict[str, Any], folder: Pa
     task_id = record["task_id"]
     answers_path = folder / "answers.json"
     where = f"task '{task_id}'"
-    prompt_key = next(k for k in _PROMPT_KEYS if isinstance(record.get(k), str) and record[k])
+    prompt_key = next(k for k in _PROMPT_KEYS if _prompt(record.get(k)))
     criteria_raw = answer.get("criteria")
     if not isinstance(criteria_raw, list) or not criteria_raw:
         raise InputError(f"{where} has no criteria", path=answers_path)
@@ -321,6 +345,7 @@ def _task_from_bundle(record: dict[str, Any], answer: dict[str, Any], folder: Pa
         folder / "tasks.json",
         where,
     )
+    settings = {k: answer[k] for k in ("scoring", "ideal", "show_ideal") if k in answer}
     evaluation = _build(
         lambda: Evaluation(
             criteria=criteria,
@@ -328,11 +353,21 @@ def _task_from_bundle(record: dict[str, Any], answer: dict[str, Any], folder: Pa
             reference_file=answer.get("reference_file") or "",
             tools=tuple(answer.get("tools") or ()),
             extra={k: v for k, v in answer.items() if k not in _ANSWER_KEYS},
+            **settings,
         ),
         answers_path,
         where,
     )
-    return Task(task_id=task_id, execution=execution, evaluation=evaluation)
+    return _build(
+        lambda: Task(
+            task_id=task_id,
+            execution=execution,
+            evaluation=evaluation,
+            tags=answer.get("tags") or (),
+        ),
+        answers_path,
+        where,
+    )
 
 
 def _criterion_from_bundle(raw: Any, index: int, where: str, path: Path) -> Criterion:
@@ -362,7 +397,7 @@ def _criterion_from_bundle(raw: Any, index: int, where: str, path: Path) -> Crit
     settings: dict[str, Any] = {}
     if grader == "exact_match":
         settings["match"] = raw.get("match", "contains")  # the reference tool's meaning
-    for key in ("tolerance", "relative_tolerance"):
+    for key in ("tolerance", "relative_tolerance", "tags"):
         if key in raw:
             settings[key] = raw[key]
     return _build(
@@ -429,6 +464,11 @@ def _is_number(value: Any) -> bool:
 
 def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
+
+
+def _prompt(value: Any) -> bool:
+    """A prompt given: text, or a list of turns (checked when the task is built)."""
+    return _text(value) or (isinstance(value, list) and bool(value))
 
 
 def _some(ids: dict[str, Any]) -> str:

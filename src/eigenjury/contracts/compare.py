@@ -17,7 +17,8 @@ import numpy as np
 
 from eigenjury.contracts.grading import CriterionResult, TaskResult, needs_escalation
 from eigenjury.contracts.jury import Jury
-from eigenjury.stats.agreement import ClusterBootstrap, Estimate
+from eigenjury.contracts.rules import task_score
+from eigenjury.stats.agreement import ClusterBootstrap, Estimate, cohen_kappa_rounds
 
 
 def _per_criterion(c: CriterionResult) -> tuple[float, float, float]:
@@ -28,25 +29,6 @@ def _per_criterion(c: CriterionResult) -> tuple[float, float, float]:
         sum(v.latency_s * v.share for v in c.votes),
         sum(v.output_tokens * v.share for v in c.votes),
     )
-
-
-def _chance_and_kappa(
-    boot: ClusterBootstrap, passed_a: np.ndarray, passed_b: np.ndarray, unit: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per bootstrap round: the agreement two pools that pass criteria at these rates
-    would reach by chance, p_a p_b + (1 - p_a)(1 - p_b), and Cohen's kappa, how far the
-    observed agreement goes beyond it (NaN where chance is 1: both pools gave every
-    criterion the same outcome, and agreement says nothing)."""
-    rate_a = boot.mean(passed_a.astype(float), unit)
-    rate_b = boot.mean(passed_b.astype(float), unit)
-    observed = boot.mean((passed_a == passed_b).astype(float), unit)
-    chance = rate_a * rate_b + (1.0 - rate_a) * (1.0 - rate_b)
-    room = 1.0 - chance
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kappa = np.where(
-            room > 1e-12, (observed - chance) / np.where(room > 1e-12, room, 1.0), np.nan
-        )
-    return chance, kappa
 
 
 def compare_pools(
@@ -61,12 +43,12 @@ def compare_pools(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The comparison record; results must grade the same submissions in the same order."""
-    unit, pa, pb, sa, sb, esc, weight, common = [], [], [], [], [], [], [], []
+    unit, pa, pb, sa, sb, esc, place, common = [], [], [], [], [], [], [], []
     cost_a, cost_b = [], []
     for u, (ra, rb) in enumerate(zip(results_a, results_b, strict=True)):
         if (ra.task_id, ra.candidate) != (rb.task_id, rb.candidate):
             raise ValueError("the two pools graded different submissions")
-        for ca, cb in zip(ra.criteria, rb.criteria, strict=True):
+        for k, (ca, cb) in enumerate(zip(ra.criteria, rb.criteria, strict=True)):
             if not ca.by_jury or not ca.votes:
                 continue
             unit.append(u)
@@ -75,7 +57,7 @@ def compare_pools(
             sa.append(ca.split)
             sb.append(cb.split)
             esc.append(needs_escalation(ca.votes, len(ca.votes), margin))
-            weight.append(ca.criterion.weight)
+            place.append(k)
             common.append(not any(v.grade is None for v in (*ca.votes, *cb.votes)))
             cost_a.append(_per_criterion(ca))
             cost_b.append(_per_criterion(cb))
@@ -113,7 +95,7 @@ def compare_pools(
 
     common_ = np.array(common)
     record["agreement"] = mean(pa_ == pb_)
-    chance, kappa = _chance_and_kappa(boot, pa_, pb_, u_)
+    chance, kappa = cohen_kappa_rounds(boot.item_weights(u_), pa_, pb_)
     record["chance_agreement"] = boot.estimate(chance).record()
     record["kappa"] = boot.estimate(kappa).record()
     record["agreement_common"] = (
@@ -133,9 +115,7 @@ def compare_pools(
         name: ratio(figures_a[:, k], figures_b[:, k]) for k, name in enumerate(names)
     }
     cascade_pass = np.where(esc_, pb_, pa_)
-    w = np.array(weight)
-    score_cascade = score_a.copy()
-    np.add.at(score_cascade, u_, w * (cascade_pass.astype(float) - pa_.astype(float)))
+    score_cascade = _cascade_scores(results_a, unit, place, cascade_pass)
     spent = figures_a + esc_[:, None] * figures_b
     record["cascade"] = {
         "first": "a",
@@ -152,3 +132,19 @@ def compare_pools(
         },
     }
     return record
+
+
+def _cascade_scores(
+    results_a: Sequence[TaskResult], unit: list[int], place: list[int], cascade_pass: np.ndarray
+) -> np.ndarray:
+    """Each submission's task score by its rule, with the cascade's outcome on each
+    jury-graded criterion (at `place` in submission `unit`) in place of A's."""
+    met = [[c.passed for c in r.criteria] for r in results_a]
+    for u, k, passed in zip(unit, place, cascade_pass, strict=True):
+        met[u][k] = bool(passed)
+    return np.array(
+        [
+            task_score([c.criterion.weight for c in r.criteria], flags, r.scoring)
+            for r, flags in zip(results_a, met, strict=True)
+        ]
+    )

@@ -1,5 +1,5 @@
 """Grading submissions against a contract: graders without a model first, then the jury,
-then the rules (strict majority per criterion, weighted score, threshold).
+then the rules (strict majority per criterion, the task's scoring rule, threshold).
 
 With a second, larger jury to escalate to (a cascade), the first jury votes on every
 criterion and the larger one only where the first jury's outcome is within
@@ -16,9 +16,15 @@ from eigenjury.contracts.bundle import ContractSource
 from eigenjury.contracts.graders import check_python_graders, grade_without_model
 from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, majority, vote
 from eigenjury.contracts.prompts import candidate_request
-from eigenjury.contracts.rules import flip_distance, is_split, task_passes, task_score
+from eigenjury.contracts.rules import (
+    clip_score,
+    flip_distance,
+    is_split,
+    task_passes,
+    unclipped_score,
+)
 from eigenjury.contracts.sandbox import PYTHON_GRADER_TIMEOUT_S, GraderSandbox
-from eigenjury.contracts.schema import Criterion, Task
+from eigenjury.contracts.schema import Criterion, Scoring, Task
 from eigenjury.engine import Call, Engine
 from eigenjury.errors import InputError
 from eigenjury.models.spec import ModelSpec
@@ -38,6 +44,9 @@ class Submission:
 
 @dataclass(frozen=True)
 class CriterionResult:
+    """A criterion's outcome; `passed` is whether it was met (for a negative criterion:
+    the reply did what it must not, and loses its points)."""
+
     criterion: Criterion
     passed: bool
     votes: tuple[Vote, ...] = ()  # the deciding jury's, in juror order; none without a jury
@@ -73,6 +82,12 @@ class CriterionResult:
     def split(self) -> bool:
         return self.by_jury and is_split(self.c_votes, len(self.votes))
 
+    @property
+    def c_share(self) -> float | None:
+        """The deciding jury's share of C votes (an unread or failed vote is not C);
+        None where no jury voted."""
+        return self.c_votes / len(self.votes) if self.by_jury and self.votes else None
+
     def all_votes(self) -> tuple[Vote, ...]:
         return self.escalated_from + self.votes
 
@@ -84,13 +99,17 @@ class TaskResult:
     threshold: float
     criteria: tuple[CriterionResult, ...]
     submission: Submission
+    scoring: Scoring = "weighted"
+    tags: tuple[str, ...] = ()  # the task's
+    unclipped: float = field(init=False)  # the score before the healthbench rule's clipping
     score: float = field(init=False)
     passed: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        score = task_score(
-            (c.criterion.weight for c in self.criteria), (c.passed for c in self.criteria)
-        )
+        weights = [c.criterion.weight for c in self.criteria]
+        unclipped = unclipped_score(weights, [c.passed for c in self.criteria], self.scoring)
+        score = clip_score(unclipped, self.scoring)
+        object.__setattr__(self, "unclipped", unclipped)
         object.__setattr__(self, "score", score)
         object.__setattr__(self, "passed", task_passes(score, self.threshold))
 
@@ -285,6 +304,8 @@ def assemble(
         task.evaluation.pass_threshold,
         tuple(criteria),
         submission,
+        task.evaluation.scoring,
+        task.tags,
     )
 
 

@@ -29,7 +29,15 @@ class JuryPart(Sparse):
     `verdict_format` only where it was forced (not "auto")."""
 
     OMITTED = frozenset(
-        {"specs", "temperature", "seed", "max_tokens", "batch_criteria", "verdict_format"}
+        {
+            "specs",
+            "temperature",
+            "seed",
+            "max_tokens",
+            "batch_criteria",
+            "verdict_format",
+            "undecided_margin",
+        }
     )
 
     jurors: list[str]
@@ -48,6 +56,9 @@ class JuryPart(Sparse):
     verdict_format: str | None = None
     """How served jurors were made to give verdicts, where forced: "structured", "logprobs" or
     "text" (left out for "auto")."""
+    undecided_margin: float | None = None
+    """A criterion is undecided where its share of C votes lies within this of 1/2 (0: exact ties;
+    left out without a jury, and by older records)."""
 
 
 class Escalation(JuryPart):
@@ -58,13 +69,33 @@ class Escalation(JuryPart):
     was not read."""
 
 
-class CandidateSummary(Part):
+class TagScore(Part):
+    """A candidate's score on one tag."""
+
+    tag: str
+    """The tag, as the contract writes it ("axis:accuracy", "theme:emergency_referrals")."""
+    level: str
+    """"criterion": the task's scoring rule restricted to the criteria carrying the tag, on the
+    tasks where those have positive points (100 x points met over their positive points); "task":
+    the mean score of the tasks carrying it."""
+    tasks: int
+    """The tasks it is computed over."""
+    score: EstimatePart
+    """The mean (0 to 100; under the healthbench rule the clipped mean of the unclipped values),
+    with a task-bootstrap interval."""
+
+
+class CandidateSummary(Sparse):
+    OMITTED = frozenset({"tags", "undecided_criteria"})
+
     candidate: str
     """The candidate: its model spec, or the name given with its submissions."""
     tasks: int
     """Its submissions graded."""
     mean_score: EstimatePart
-    """Mean task score (0 to 100), with a task-bootstrap interval."""
+    """Mean task score (0 to 100), with a task-bootstrap interval; where every task is scored by the
+    healthbench rule, the mean of the unclipped task scores, clipped to [0, 100], as HealthBench
+    reports it."""
     pass_rate: EstimatePart
     """Share of its tasks passed, with a task-bootstrap interval."""
     split_criteria: int
@@ -78,6 +109,12 @@ class CandidateSummary(Part):
     or a call failed."""
     jury_output_tokens: int
     """Jurors' output tokens on its submissions, calls apportioned over their criteria."""
+    undecided_criteria: int | None = None
+    """Jury-graded criteria whose share of C votes lay within the undecided margin of 1/2 (left out
+    without a jury, and by older records)."""
+    tags: list[TagScore] | None = None
+    """Its score per tag of the contract's criteria and tasks (left out where the contract has no
+    tags)."""
 
 
 class VoteCounts(Part):
@@ -95,18 +132,22 @@ class CriterionOutcome(Sparse):
     """A criterion's outcome; `votes` and `split` only where a jury grades it, `error`
     only where its grader (without a model) failed to decide."""
 
-    OMITTED = frozenset({"votes", "split", "escalated", "error"})
+    OMITTED = frozenset(
+        {"votes", "split", "escalated", "error", "c_share", "pass_probability", "undecided"}
+    )
 
     id: str = Field(min_length=1)
     """The criterion's id in the contract."""
     grader: str
     """Its grader: "llm_judge" (a jury), "exact_match", "regex", "numeric" or "python"."""
     weight: float
-    """Its weight: the points it adds to the task score when it passes."""
+    """Its weight: the points it adds to the task score when met; a negative weight describes what
+    the reply must not do, and is subtracted when met."""
     passed: bool
-    """Whether it passed (by a jury: more than half the votes C)."""
+    """Whether it was met (by a jury: more than half the votes C); for a negative criterion, that
+    the reply did what it must not."""
     awarded: float
-    """Points awarded: its weight if it passed, else 0."""
+    """Points awarded: its weight if it was met, else 0."""
     votes: VoteCounts | None = None
     """The deciding jury's votes (left out where no jury grades it)."""
     split: bool | None = None
@@ -116,6 +157,14 @@ class CriterionOutcome(Sparse):
     error: str | None = None
     """Why its grader without a model failed to decide: it raised, exited, timed out or returned no
     verdict (left out otherwise)."""
+    c_share: float | None = None
+    """The deciding jury's share of C votes, 0 to 1 (left out where no jury grades it)."""
+    pass_probability: float | None = None
+    """The chance a jury of the same size, each juror voting C with that share, would pass it: 0.68
+    for a 3-2 split (left out where no jury grades it)."""
+    undecided: bool | None = None
+    """Whether the share of C votes lies within the undecided margin of 1/2 (left out where no jury
+    grades it)."""
 
     @property
     def by_jury(self) -> bool:
@@ -125,15 +174,21 @@ class CriterionOutcome(Sparse):
 class TaskOutcome(Sparse):
     """One submission graded: score, criteria, and what grading (and making) it cost."""
 
-    OMITTED = frozenset({"error"})
+    OMITTED = frozenset({"error", "scoring", "unclipped_score", "pass_probability", "undecided"})
 
     task_id: str = Field(min_length=1)
     """The task's id in the contract."""
     candidate: str = Field(min_length=1)
     """Who submitted: the candidate's model spec, or the name given with the submission."""
-    score: float = Field(ge=0.0)
-    """Sum of the weights of the passed criteria: 0 to the task's total weight, which is
-    meant to be 100 (a contract whose weights sum to more is graded, with a warning)."""
+    score: float
+    """By the task's scoring rule: "weighted", the sum of the weights of the criteria met (negative
+    ones subtract; the positive weights are meant to sum to 100); "healthbench", 100 x the points
+    met over the positive points, clipped to [0, 100]."""
+    scoring: str | None = None
+    """The scoring rule, "healthbench" (left out for "weighted")."""
+    unclipped_score: float | None = None
+    """The healthbench score before clipping, below 0 where negative criteria outweigh the positive
+    ones met (left out for "weighted")."""
     passed: bool
     """Whether the score reaches the threshold."""
     reward: float
@@ -144,6 +199,12 @@ class TaskOutcome(Sparse):
     """Whether every call and grader it rests on succeeded (else a rerun may change it)."""
     criteria: list[CriterionOutcome]
     """Each criterion's outcome, in the contract's order."""
+    pass_probability: float | None = None
+    """The chance it passes with each criterion passing independently with its own pass probability
+    (graders without a model are certain); left out where no jury graded it."""
+    undecided: bool | None = None
+    """Whether some outcome of its undecided criteria would change whether it passes (left out where
+    no jury graded it)."""
     error: str | None = None
     """The candidate's failed call, as "kind: message" (left out when it succeeded)."""
     jury_cost_usd: float | None
@@ -255,6 +316,63 @@ class JurorDiversity(Part):
     vote shares give by chance (None where undefined: one grade throughout, or no criterion)."""
 
 
+class Disagreement(Part):
+    criterion_id: str
+    """The criterion's id (the same id in several tasks counts together)."""
+    against: int
+    """Votes the juror gave against the jury's outcome on it."""
+    of: int
+    """Its readable votes on it."""
+
+
+class JurorAgreement(Part):
+    """One juror of the first jury, over the criteria it voted on readably."""
+
+    juror: str
+    """The juror's name."""
+    votes: int
+    """Its readable votes."""
+    unread: int
+    """Criteria it gave no readable vote on (unparseable reply or failed call)."""
+    agreement_with_outcome: EstimatePart
+    """Share of its votes that equal the jury's outcome (its own vote among those deciding it),
+    with a task-bootstrap interval."""
+    most_disagreed: list[Disagreement]
+    """The criteria (by id, over tasks and candidates) it most often voted against the outcome on,
+    at most three."""
+
+
+class JurorPair(Part):
+    a: str
+    """One juror."""
+    b: str
+    """The other."""
+    criteria: int
+    """Criteria both voted on readably."""
+    agreement: EstimatePart
+    """Share of those where their votes were the same, with a task-bootstrap interval."""
+    cohen_kappa: EstimatePart
+    """Cohen's kappa of their votes: agreement beyond what each one's own C rate gives by chance
+    (value None where both voted one way throughout)."""
+
+
+class JuryAgreement(Part):
+    """How the first jury's jurors agreed (juries of two or more), with intervals that
+    resample tasks."""
+
+    criteria: int
+    """Jury-graded criteria (over tasks and candidates)."""
+    criteria_all_read: int
+    """Those every juror voted on readably, over which Fleiss' kappa is computed."""
+    fleiss_kappa: EstimatePart
+    """Fleiss' kappa of the jury: agreement beyond what the pooled C rate gives by chance, 1 for
+    full agreement, 0 for chance (value None where undefined)."""
+    jurors: list[JurorAgreement]
+    """Per juror, in the jury's order."""
+    pairs: list[JurorPair]
+    """Per pair of jurors."""
+
+
 class GradingRecord(Sparse, Record):
     """A grading run: results.json. Its trace (`judgements`, one per vote or grader
     decision) is written beside it as trace.jsonl, not into results.json. `verdicts`:
@@ -262,7 +380,9 @@ class GradingRecord(Sparse, Record):
 
     KIND: ClassVar[str] = "grading"
     FILE: ClassVar[str] = "results.json"
-    OMITTED = frozenset({"escalate_to", "accounting", "verdicts", "diversity", "candidates"})
+    OMITTED = frozenset(
+        {"escalate_to", "accounting", "verdicts", "diversity", "candidates", "agreement"}
+    )
 
     kind: str = KIND
     """Always "grading"."""
@@ -285,6 +405,9 @@ class GradingRecord(Sparse, Record):
     diversity: JurorDiversity | None = None
     """Whether the jurors were separate opinions (left out for juries of one, without a jury, and
     by records made before eigenjury 0.3.2)."""
+    agreement: JuryAgreement | None = None
+    """How the first jury's jurors agreed, with intervals (left out for juries of one, without
+    jury-graded criteria, and by older records)."""
     verdicts: dict[str, VerdictModes] | None = None
     """Per served juror (HTTP), how its first replies gave their verdicts, one per vote (left out
     without served jurors)."""

@@ -12,8 +12,16 @@
   is never a vote: the rule every reader shares (models.verdict_format.votes).
 - A criterion passes iff its C votes are more than half the jury: a tie fails, and an
   unparseable reply or a failed call is a vote that is not C.
-- The task score is the sum of the weights of passed criteria; the task passes iff the
-  score reaches the threshold; the reward is score / 100.
+- A criterion is met or not; a negative one (weight below 0) describes what the reply
+  must not do, and its points are subtracted when met.
+- The task score, by the task's rule: "weighted" (AsymmetryZero), the sum of the
+  weights of the criteria met; "healthbench", 100 x the points met over the sum of the
+  positive points, clipped to [0, 100]. The task passes iff the score reaches the
+  threshold; the reward is score / 100.
+- Over tasks, a mean score; under the healthbench rule the mean of the unclipped task
+  scores, clipped (as HealthBench reports it). A tag's score restricts the rule to the
+  criteria carrying the tag (100 x points met over positive points, on tasks where
+  those are above 0).
 """
 
 from __future__ import annotations
@@ -21,8 +29,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from eigenjury.models.verdict_format import last_vote, read_structured, votes
+
+if TYPE_CHECKING:
+    from eigenjury.contracts.schema import Evaluation, Scoring
 
 CORRECT, INCORRECT = "C", "I"
 GRADE_CHOICES = ("GRADE: C", "GRADE: I")  # the verdict lines a juror may give
@@ -70,8 +82,50 @@ def is_split(c_votes: int, jury_size: int) -> bool:
     return flip_distance(c_votes, jury_size) <= 1
 
 
-def task_score(weights: Iterable[float], passed: Iterable[bool]) -> float:
-    return math.fsum(w for w, ok in zip(weights, passed, strict=True) if ok)
+def points_met(weights: Iterable[float], met: Iterable[bool]) -> float:
+    """The weights of the criteria met, negative ones subtracting."""
+    return math.fsum(w for w, ok in zip(weights, met, strict=True) if ok)
+
+
+def positive_points(weights: Iterable[float]) -> float:
+    return math.fsum(w for w in weights if w > 0)
+
+
+def unclipped_score(weights: Sequence[float], met: Sequence[bool], scoring: Scoring) -> float:
+    """The task score before the healthbench rule's clipping (the weighted rule has none)."""
+    return score_of_points(points_met(weights, met), positive_points(weights), scoring)
+
+
+def score_of_points(points: float, positive: float, scoring: Scoring) -> float:
+    """The unclipped score of `points` met on a task whose positive points sum to `positive`."""
+    return points if scoring == "weighted" else 100.0 * points / positive
+
+
+def clip_score(score: float, scoring: Scoring) -> float:
+    return min(max(score, 0.0), 100.0) if scoring == "healthbench" else score
+
+
+def task_score(
+    weights: Sequence[float], met: Sequence[bool], scoring: Scoring = "weighted"
+) -> float:
+    weights, met = list(weights), list(met)
+    return clip_score(unclipped_score(weights, met, scoring), scoring)
+
+
+def tag_score(weights: Sequence[float], met: Sequence[bool]) -> float | None:
+    """100 x the points met over the positive points of some criteria (one tag's), or
+    None where none of them has positive points (the score is undefined there)."""
+    possible = positive_points(weights)
+    return None if possible <= 0 else 100.0 * points_met(weights, met) / possible
+
+
+def score_range(evaluation: Evaluation) -> tuple[float, float]:
+    """The lowest and highest task score a reply can get: every negative criterion met
+    and no positive one, or the reverse."""
+    weights = [c.weight for c in evaluation.criteria]
+    low = task_score(weights, [w < 0 for w in weights], evaluation.scoring)
+    high = task_score(weights, [w > 0 for w in weights], evaluation.scoring)
+    return low, high
 
 
 def task_passes(score: float, threshold: float) -> bool:

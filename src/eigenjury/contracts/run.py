@@ -58,6 +58,7 @@ class GradingInputs:
     escalate_to: Jury | None = None
     escalate_margin: int = 1
     grader_timeout_s: float = PYTHON_GRADER_TIMEOUT_S  # per call of a python grader
+    undecided_margin: float = 0.0  # a criterion's C share this close to 1/2 is undecided
 
     @property
     def specs(self) -> list[ModelSpec]:
@@ -85,6 +86,7 @@ async def run(engine: Engine, inputs: GradingInputs) -> GradingRecord:
         escalate_to=inputs.escalate_to,
         escalate_margin=inputs.escalate_margin,
         warnings=inputs.source.contract.warnings(),
+        undecided_margin=inputs.undecided_margin,
     )
 
 

@@ -13,6 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from eigenjury.contracts.certainty import (
+    criterion_pass_probability,
+    is_undecided,
+    jury_agreement,
+    mean_score,
+    tag_scores,
+    task_pass_probability,
+    task_undecided,
+)
 from eigenjury.contracts.grading import CriterionResult, TaskResult
 from eigenjury.contracts.jury import Jury, Vote
 from eigenjury.contracts.record import (
@@ -53,7 +62,8 @@ def result_cost(r: TaskResult) -> dict[str, Any]:
     }
 
 
-def criterion_outcome(c: CriterionResult) -> CriterionOutcome:
+def criterion_outcome(c: CriterionResult, margin: float = 0.0) -> CriterionOutcome:
+    share = c.c_share
     return CriterionOutcome(
         id=c.criterion.id,
         grader=c.criterion.grader,
@@ -64,19 +74,28 @@ def criterion_outcome(c: CriterionResult) -> CriterionOutcome:
         split=c.split if c.by_jury else None,
         escalated=True if c.escalated_from else None,
         error=c.grader_error,
+        c_share=None if share is None else round(share, 4),
+        pass_probability=None if share is None else round(criterion_pass_probability(c), 4),
+        undecided=None if share is None else is_undecided(share, margin),
     )
 
 
-def task_outcome(r: TaskResult) -> TaskOutcome:
+def task_outcome(r: TaskResult, margin: float = 0.0) -> TaskOutcome:
+    judged = any(c.c_share is not None for c in r.criteria)
+    healthbench = r.scoring == "healthbench"
     return TaskOutcome(
         task_id=r.task_id,
         candidate=r.candidate,
         score=r.score,
+        scoring=r.scoring if healthbench else None,
+        unclipped_score=r.unclipped if healthbench else None,
         passed=r.passed,
         reward=r.reward,
         threshold=r.threshold,
         complete=r.complete,
-        criteria=[criterion_outcome(c) for c in r.criteria],
+        criteria=[criterion_outcome(c, margin) for c in r.criteria],
+        pass_probability=round(task_pass_probability(r), 4) if judged else None,
+        undecided=task_undecided(r, margin) if judged else None,
         error=r.submission.error or None,
         submission=r.submission.text,
         **result_cost(r),
@@ -84,27 +103,41 @@ def task_outcome(r: TaskResult) -> TaskOutcome:
 
 
 def summary(
-    results: Sequence[TaskResult], *, rounds: int = 1000, ci: float = 0.95, seed: int = 0
+    results: Sequence[TaskResult],
+    *,
+    margin: float | None = None,
+    rounds: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
 ) -> list[CandidateSummary]:
-    """Per candidate: mean score and pass rate with task-bootstrap intervals, and cost."""
+    """Per candidate: mean score, pass rate and scores by tag with task-bootstrap
+    intervals, cost, and (with a jury, `margin` given) the undecided criteria."""
     out = []
     for candidate in dict.fromkeys(r.candidate for r in results):
         mine = [r for r in results if r.candidate == candidate]
         boot = ClusterBootstrap(len(mine), rounds, ci, seed)
         judged = [c for r in mine for c in r.criteria if c.by_jury and c.votes]
         costs = [result_cost(r) for r in mine]
+        by_tag = tag_scores(mine, boot)
+        undecided = (
+            None
+            if margin is None
+            else sum(is_undecided(c.c_share, margin) for c in judged if c.c_share is not None)
+        )
         out.append(
             CandidateSummary.model_validate(
                 {
                     "candidate": candidate,
                     "tasks": len(mine),
-                    "mean_score": boot.estimate(boot.mean([r.score for r in mine])).record(2),
+                    "mean_score": boot.estimate(mean_score(boot, mine)).record(2),
                     "pass_rate": boot.estimate(boot.mean([r.passed for r in mine])).record(),
                     "split_criteria": sum(c.split for c in judged),
                     "judged_criteria": len(judged),
                     "incomplete": sum(not r.complete for r in mine),
                     "jury_cost_usd": _cost([c["jury_cost_usd"] for c in costs]),
                     "jury_output_tokens": sum(c["jury_output_tokens"] for c in costs),
+                    "undecided_criteria": undecided,
+                    "tags": by_tag or None,
                 }
             )
         )
@@ -120,23 +153,26 @@ def grading_record(
     escalate_margin: int = 1,
     warnings: Sequence[str] = (),
     candidates: dict[str, str] | None = None,
+    undecided_margin: float = 0.0,
 ) -> GradingRecord:
     """The record of graded `results`, with their judgements (no accounting: the
     command adds what the run's calls cost once the engine has closed)."""
+    margin = None if jury is None else undecided_margin
     return GradingRecord(
         created=now(),
         contract=contract,
-        jury=_jury_part(jury),
+        jury=_jury_part(jury, margin),
         candidates=candidates,
         escalate_to=(
             None
             if escalate_to is None
             else Escalation(**_jury_part(escalate_to).model_dump(), margin=escalate_margin)
         ),
-        summary=summary(results),
-        tasks=[task_outcome(r) for r in results],
+        summary=summary(results, margin=margin),
+        tasks=[task_outcome(r, undecided_margin) for r in results],
         warnings=[*warnings, *(jury.warnings() if jury is not None else [])],
         diversity=juror_diversity(results, jury),
+        agreement=jury_agreement(results, jury),
         verdicts=verdict_modes(results, (jury, escalate_to)),
         judgements=list(judgements(results)),
     )
@@ -179,7 +215,7 @@ def verdict_modes(
     return {name: VerdictModes.tally(found) for name, found in replies.items()} or None
 
 
-def _jury_part(jury: Jury | None) -> JuryPart:
+def _jury_part(jury: Jury | None, undecided_margin: float | None = None) -> JuryPart:
     """The jury's names and settings (no jurors: every criterion has a grader without a model)."""
     if jury is None:
         return JuryPart(jurors=[])
@@ -192,6 +228,7 @@ def _jury_part(jury: Jury | None) -> JuryPart:
         max_tokens=jury.max_tokens,
         batch_criteria=jury.batch_criteria,
         verdict_format=None if jury.verdict_format == "auto" else jury.verdict_format,
+        undecided_margin=undecided_margin,
     )
 
 

@@ -114,3 +114,33 @@ def fleiss_kappa(counts: ArrayLike) -> float:
     if chance >= 1.0 - 1e-12:
         return float("nan")
     return (observed - chance) / (1.0 - chance)
+
+
+def fleiss_kappa_rounds(w: FloatArray, counts: ArrayLike) -> FloatArray:
+    """Fleiss' kappa under each row of item weights `w` (rounds x items) for items x
+    categories `counts` (every item rated by the same number of raters, at least 2):
+    `fleiss_kappa` for every bootstrap round at once. NaN where chance agreement is 1."""
+    table = np.asarray(counts, dtype=np.float64)
+    n = table[0].sum()
+    observed_per_item = ((table**2).sum(axis=1) - n) / (n * (n - 1))
+    total = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (w @ observed_per_item) / total
+        shares = (w @ table) / (total * n)[:, None]
+        chance = (shares**2).sum(axis=1)
+        return np.asarray(np.where(chance < 1 - 1e-12, (observed - chance) / (1 - chance), np.nan))
+
+
+def cohen_kappa_rounds(w: FloatArray, a: ArrayLike, b: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Under each row of item weights `w` (rounds x items), for two raters' binary labels
+    `a` and `b` (one per item): the agreement their own rates give by chance,
+    p_a p_b + (1 - p_a)(1 - p_b), and Cohen's kappa, how far the observed agreement goes
+    beyond it (NaN where chance is 1: both gave one label throughout)."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    total = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (w @ (x == y).astype(np.float64)) / total
+        pa, pb = (w @ x) / total, (w @ y) / total
+        chance = pa * pb + (1 - pa) * (1 - pb)
+        kappa = np.where(chance < 1 - 1e-12, (observed - chance) / (1 - chance), np.nan)
+    return np.asarray(chance), np.asarray(kappa)

@@ -1,0 +1,292 @@
+"""How sure the jury is, and what a grade is worth: per criterion and task, per juror,
+and scores broken down by tag, each with a task-cluster bootstrap interval.
+
+- A criterion's `c_share` is the share of the deciding jury's votes that are C (an
+  unread or failed vote is not C, as in the majority). Its `pass_probability` is the
+  chance that a jury of the same size, each juror voting C with that share, would pass
+  it: a 3-2 split gives 0.68, 5-0 gives 1. It is `undecided` where `c_share` lies within
+  the margin of 1/2 (margin 0: exact ties).
+- A task's `pass_probability` treats its criteria as independent, each passing with its
+  own probability (a grader without a model is certain); the task is `undecided` where
+  some outcome of its undecided criteria would change whether it passes.
+- Per juror, over the first jury's criteria it voted on readably: agreement with the
+  jury's outcome, Cohen's kappa with each other juror, Fleiss' kappa of the jury, and
+  the criteria (by id) it most often votes against the outcome on. Intervals resample
+  tasks (by task id, over candidates): a task's criteria share a prompt and a reply.
+- Tag scores (contracts.rules): a criterion tag restricts the task's rule to the
+  criteria carrying it; a task tag averages the score of the tasks carrying it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from eigenjury.contracts.grading import CriterionResult, TaskResult
+from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.rules import (
+    clip_score,
+    passes,
+    positive_points,
+    score_of_points,
+    tag_score,
+    task_passes,
+)
+from eigenjury.stats.agreement import (
+    ClusterBootstrap,
+    cohen_kappa_rounds,
+    fleiss_kappa_rounds,
+)
+
+_TIE = 1e-12
+_MAX_STATES = 4096  # distinct point sums tracked exactly; beyond, a seeded simulation
+_DRAWS = 20_000
+MOST_DISAGREED = 3  # criteria named per juror
+
+
+def jury_pass_probability(c_votes: int, size: int) -> float:
+    """The chance a jury of `size`, each juror voting C with probability c_votes / size,
+    gives a strict majority of C."""
+    if size == 0:
+        return 0.0
+    p = c_votes / size
+    return math.fsum(
+        math.comb(size, k) * p**k * (1 - p) ** (size - k)
+        for k in range(size // 2 + 1, size + 1)
+        if passes(k, size)
+    )
+
+
+def is_undecided(c_share: float, margin: float) -> bool:
+    return abs(c_share - 0.5) <= margin + _TIE
+
+
+def criterion_pass_probability(c: CriterionResult) -> float:
+    """Where a jury decided: `jury_pass_probability`; otherwise certain (0 or 1)."""
+    if c.by_jury and c.votes:
+        return jury_pass_probability(c.c_votes, len(c.votes))
+    return 1.0 if c.passed else 0.0
+
+
+def task_pass_probability(r: TaskResult, *, seed: int = 0) -> float:
+    """The chance the task passes with each criterion passing independently with its
+    own probability: exact over the distinct point sums, or a seeded simulation of
+    20,000 draws where those are too many."""
+    if r.submission.text is None:
+        return 0.0
+    weights = [c.criterion.weight for c in r.criteria]
+    positive = positive_points(weights)
+    chances = [criterion_pass_probability(c) for c in r.criteria]
+
+    def passing(points: float) -> bool:
+        score = clip_score(score_of_points(points, positive, r.scoring), r.scoring)
+        return task_passes(score, r.threshold)
+
+    sums: dict[float, float] = {0.0: 1.0}
+    for w, q in zip(weights, chances, strict=True):
+        if q in (0.0, 1.0):
+            sums = {round(s + w * q, 9): pr for s, pr in sums.items()}
+            continue
+        grown: dict[float, float] = defaultdict(float)
+        for s, pr in sums.items():
+            grown[round(s + w, 9)] += pr * q
+            grown[s] += pr * (1 - q)
+        sums = grown
+        if len(sums) > _MAX_STATES:
+            rng = np.random.default_rng(seed)
+            met = rng.random((_DRAWS, len(weights))) < np.asarray(chances)
+            points = met.astype(np.float64) @ np.asarray(weights)
+            return float(np.mean([passing(float(p)) for p in points]))
+    return math.fsum(pr for s, pr in sums.items() if passing(s))
+
+
+def task_undecided(r: TaskResult, margin: float) -> bool:
+    """Whether some outcome of the task's undecided criteria changes whether it passes."""
+    open_ = [c for c in r.criteria if c.c_share is not None and is_undecided(c.c_share, margin)]
+    if not open_ or r.submission.text is None:
+        return False
+    weights = [c.criterion.weight for c in r.criteria]
+    undecided = {c.criterion.id for c in open_}
+    fixed = math.fsum(
+        c.criterion.weight for c in r.criteria if c.passed and c.criterion.id not in undecided
+    )
+    low = fixed + math.fsum(min(c.criterion.weight, 0.0) for c in open_)
+    high = fixed + math.fsum(max(c.criterion.weight, 0.0) for c in open_)
+    positive = positive_points(weights)
+    return (
+        len(
+            {
+                task_passes(
+                    clip_score(score_of_points(p, positive, r.scoring), r.scoring), r.threshold
+                )
+                for p in (low, high)
+            }
+        )
+        == 2
+    )
+
+
+# --- the jurors ------------------------------------------------------------------------
+
+
+def _first_votes(c: CriterionResult) -> Sequence[Any]:
+    return c.escalated_from or c.votes
+
+
+def jury_agreement(
+    results: Sequence[TaskResult],
+    jury: Jury | None,
+    *,
+    rounds: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any] | None:
+    """The record of how the first jury's jurors agree (contracts.record.JuryAgreement);
+    None for a jury of one or without jury-graded criteria."""
+    if jury is None or jury.size < 2:
+        return None
+    names = list(jury.names)
+    column = {name: k for k, name in enumerate(names)}
+    tasks = {task_id: k for k, task_id in enumerate(dict.fromkeys(r.task_id for r in results))}
+    grid, unit, outcome, ids = [], [], [], []
+    for r in results:
+        for c in r.criteria:
+            votes = _first_votes(c)
+            if not c.by_jury or not votes:
+                continue
+            row = np.full(len(names), -1, dtype=np.int8)  # -1: no readable vote
+            for v in votes:
+                if v.juror in column and v.grade is not None:
+                    row[column[v.juror]] = v.grade == "C"
+            first_passed = passes(sum(v.grade == "C" for v in votes), len(votes))
+            grid.append(row)
+            unit.append(tasks[r.task_id])
+            outcome.append(first_passed)
+            ids.append(c.criterion.id)
+    if not grid:
+        return None
+    votes_ = np.vstack(grid)
+    units, passed = np.asarray(unit), np.asarray(outcome)
+    boot = ClusterBootstrap(len(tasks), rounds, ci, seed)
+    full = (votes_ >= 0).all(axis=1)
+    fleiss = np.full(rounds + 1, np.nan)
+    if full.any():
+        c_count = votes_[full].sum(axis=1)
+        counts = np.column_stack([c_count, len(names) - c_count])
+        fleiss = fleiss_kappa_rounds(boot.item_weights(units[full]), counts)
+    jurors = []
+    for name, k in column.items():
+        read = votes_[:, k] >= 0
+        agree = votes_[read, k] == passed[read]
+        against = Counter(np.asarray(ids)[read][~agree].tolist())
+        asked = Counter(np.asarray(ids)[read].tolist())
+        jurors.append(
+            {
+                "juror": name,
+                "votes": int(read.sum()),
+                "unread": int((~read).sum()),
+                "agreement_with_outcome": _estimate(boot, agree, units[read]),
+                "most_disagreed": [
+                    {"criterion_id": cid, "against": n, "of": asked[cid]}
+                    for cid, n in sorted(against.items(), key=lambda kv: (-kv[1], kv[0]))[
+                        :MOST_DISAGREED
+                    ]
+                ],
+            }
+        )
+    pairs = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            both = (votes_[:, column[a]] >= 0) & (votes_[:, column[b]] >= 0)
+            x, y = votes_[both, column[a]], votes_[both, column[b]]
+            w = boot.item_weights(units[both])
+            pairs.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "criteria": int(both.sum()),
+                    "agreement": _estimate(boot, x == y, units[both]),
+                    "cohen_kappa": boot.estimate(
+                        cohen_kappa_rounds(w, x, y)[1]
+                        if both.any()
+                        else np.full(rounds + 1, np.nan)
+                    ).record(),
+                }
+            )
+    return {
+        "criteria": len(grid),
+        "criteria_all_read": int(full.sum()),
+        "fleiss_kappa": boot.estimate(fleiss).record(),
+        "jurors": jurors,
+        "pairs": pairs,
+    }
+
+
+def _estimate(boot: ClusterBootstrap, x: Any, units: Any) -> dict[str, Any]:
+    if len(x) == 0:
+        return boot.estimate(np.full(boot.weights.shape[0], np.nan)).record()
+    return boot.estimate(boot.mean(np.asarray(x, dtype=np.float64), units)).record()
+
+
+# --- scores by tag ---------------------------------------------------------------------
+
+
+def mean_score(boot: ClusterBootstrap, mine: Sequence[TaskResult], rows: Any = None) -> Any:
+    """The mean task score under each bootstrap round: the healthbench rule's mean of the
+    unclipped scores, clipped, where every task is scored by it; else the plain mean."""
+    if mine and all(r.scoring == "healthbench" for r in mine):
+        return np.clip(boot.mean([r.unclipped for r in mine], rows), 0.0, 100.0)
+    return boot.mean([r.score for r in mine], rows)
+
+
+def tag_scores(
+    mine: Sequence[TaskResult], boot: ClusterBootstrap, digits: int = 2
+) -> list[dict[str, Any]]:
+    """One candidate's scores by tag (its tasks resampled by `boot`): per criterion tag,
+    the rule restricted to the tagged criteria on the tasks where they have positive
+    points; per task tag, the mean score of the tasks carrying it."""
+    by_criterion_tag: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+    for k, r in enumerate(mine):
+        tagged: dict[str, list[CriterionResult]] = defaultdict(list)
+        for c in r.criteria:
+            for tag in c.criterion.tags:
+                tagged[tag].append(c)
+        for tag, found in tagged.items():
+            score = tag_score([c.criterion.weight for c in found], [c.passed for c in found])
+            if score is not None:
+                rows, values = by_criterion_tag[tag]
+                rows.append(k)
+                values.append(score)
+    out = []
+    for tag in sorted(by_criterion_tag):
+        rows, values = by_criterion_tag[tag]
+        hb = all(mine[k].scoring == "healthbench" for k in rows)
+        means = boot.mean(values, rows)
+        out.append(
+            {
+                "tag": tag,
+                "level": "criterion",
+                "tasks": len(rows),
+                "score": boot.estimate(np.clip(means, 0, 100) if hb else means).record(digits),
+            }
+        )
+    task_tags: dict[str, list[int]] = defaultdict(list)
+    for k, r in enumerate(mine):
+        for tag in r.tags:
+            task_tags[tag].append(k)
+    for tag in sorted(task_tags):
+        rows = task_tags[tag]
+        chosen = [mine[k] for k in rows]
+        out.append(
+            {
+                "tag": tag,
+                "level": "task",
+                "tasks": len(rows),
+                "score": boot.estimate(mean_score(boot, chosen, rows)).record(digits),
+            }
+        )
+    return out
