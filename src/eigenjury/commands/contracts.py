@@ -405,26 +405,65 @@ def check_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def declare_convert(contract_commands: Any) -> None:
-    """`contracts convert`: a contract rewritten as a bundle or a YAML file."""
+    """`contracts convert`: a contract rewritten as a bundle, a YAML file or HealthBench
+    JSONL, or a HealthBench rubric set read into one."""
     convert = contract_commands.add_parser(
-        "convert", help="rewrite a contract as a bundle folder or a single YAML file"
+        "convert",
+        help="rewrite a contract as a bundle folder, a YAML file or HealthBench JSONL",
+        description="Rewrite a contract (bundle folder, YAML file, or a HealthBench-format "
+        "JSONL file of examples: prompt, rubrics, example_tags, ideal_completions_data, "
+        "prompt_id) as a bundle folder, a .yaml file, or HealthBench JSONL (.jsonl). Nothing "
+        "is dropped: fields eigenjury does not interpret are kept and written back.",
     )
     convert.add_argument("contract")
-    convert.add_argument("out", type=Path, help="a folder (bundle) or a .yaml file")
+    convert.add_argument("out", type=Path, help="a folder (bundle), a .yaml or a .jsonl file")
+    convert.add_argument(
+        "--from",
+        dest="source_format",
+        choices=("contract", "healthbench"),
+        help="what CONTRACT is (default: HealthBench for a .jsonl file, else a contract)",
+    )
+    convert.add_argument(
+        "--pass-threshold",
+        type=bounded(float, -1e6, 1e6),
+        help="HealthBench: the score (0 to 100) a reply must reach to pass (default 100)",
+    )
+    convert.add_argument(
+        "--show-ideal",
+        action="store_true",
+        help="HealthBench: show jurors each example's ideal completion, where it has one",
+    )
     convert.set_defaults(handler=convert_command)
 
 
 def convert_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.bundle import load_contract, write_bundle, write_yaml
+    from eigenjury.contracts.healthbench import read_healthbench, write_healthbench
+    from eigenjury.contracts.schema import DEFAULT_PASS_THRESHOLD
 
-    source = load_contract(args.contract)
+    where = Path(args.contract)
+    healthbench = args.source_format == "healthbench" or (
+        args.source_format is None and where.suffix.lower() == ".jsonl"
+    )
+    if not healthbench and (args.pass_threshold is not None or args.show_ideal):
+        raise InputError("--pass-threshold and --show-ideal apply to a HealthBench file")
+    if healthbench:
+        threshold = DEFAULT_PASS_THRESHOLD if args.pass_threshold is None else args.pass_threshold
+        source = read_healthbench(where, pass_threshold=threshold, show_ideal=args.show_ideal)
+    else:
+        source = load_contract(args.contract)
     out: Path = args.out
     if out.resolve() == source.path.resolve():
         raise InputError("this is the contract being converted; write it somewhere else", path=out)
     if out.suffix.lower() in (".yaml", ".yml"):
         write_yaml(source, out)
+    elif out.suffix.lower() == ".jsonl":
+        write_healthbench(source, out)
     elif out.suffix:
-        raise InputError("write a contract to a folder (bundle) or a .yaml file", path=out)
+        raise InputError(
+            "write a contract to a folder (bundle), a .yaml file or a .jsonl file (HealthBench)",
+            path=out,
+        )
     else:
         write_bundle(source, out)
     console.print(f"wrote {escape(str(out))}")

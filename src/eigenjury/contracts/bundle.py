@@ -141,7 +141,8 @@ class ContractSource:
 
 
 def load_contract(where: str | Path) -> ContractSource:
-    """A bundle folder, a YAML file, or the name of a bundled example contract."""
+    """A bundle folder, a YAML file, a HealthBench JSONL file, or the name of a bundled
+    example contract."""
     path = Path(where)
     if not path.exists() and not path.suffix and os.sep not in str(where):
         bundled = resources.files("eigenjury") / "data" / BUNDLED_DIR / str(where)
@@ -159,8 +160,14 @@ def load_contract(where: str | Path) -> ContractSource:
         source = read_yaml(path)
     elif not path.exists():
         raise InputError("no such contract file or folder", path=path)
+    elif path.suffix.lower() == ".jsonl":
+        from eigenjury.contracts.healthbench import read_healthbench
+
+        source = read_healthbench(path)
     else:
-        raise InputError("a contract is a bundle folder or a .yaml file", path=path)
+        raise InputError(
+            "a contract is a bundle folder, a .yaml file or a HealthBench .jsonl file", path=path
+        )
     _check_references(source)
     return source
 

@@ -35,6 +35,7 @@ from eigenjury.contracts.bundle import ContractSource, copy_references, load_con
 from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, grade, require_jury
 from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.prompts import task_text
 from eigenjury.contracts.sandbox import GraderSandbox
 from eigenjury.contracts.schema import Contract, Task
 from eigenjury.contracts.trace import judgements, task_outcome
@@ -93,7 +94,7 @@ def export_harbor(
         where = f" (the reference file is /app/refs/{refs})" if refs else ""
         write_text(
             folder / "instruction.md",
-            _INSTRUCTION.format(prompt=task.execution.prompt, answer=ANSWER_PATH, refs=where),
+            _INSTRUCTION.format(prompt=task_text(task, None), answer=ANSWER_PATH, refs=where),
         )
         if refs:
             task_only = Contract(

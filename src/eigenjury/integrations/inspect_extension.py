@@ -29,7 +29,15 @@ from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageAssistant, Model, ModelOutput, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    Model,
+    ModelOutput,
+    get_model,
+)
 from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
@@ -37,9 +45,10 @@ from eigenjury.contracts.bundle import ContractSource, load_contract
 from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, assemble
 from eigenjury.contracts.jury import Vote, votes_from_replies
-from eigenjury.contracts.prompts import juror_request, repair_request, task_text
+from eigenjury.contracts.prompts import juror_request, repair_request, task_messages
 from eigenjury.contracts.sandbox import GraderSandbox
 from eigenjury.contracts.schema import Criterion
+from eigenjury.contracts.schema import Task as ContractTask
 from eigenjury.contracts.submissions import read_submissions
 from eigenjury.contracts.trace import judgements, task_outcome
 from eigenjury.errors import InputError
@@ -190,7 +199,7 @@ def contract(
     source = load_contract(bundle)
     samples = [
         Sample(
-            input=task_text(t, source.task_reference(t)),
+            input=_sample_input(t, source.task_reference(t)),
             id=t.task_id,
             metadata={"criteria": [c.id for c in t.evaluation.criteria]},
         )
@@ -213,6 +222,20 @@ def contract(
             batch_criteria=batch_criteria,
         ),
     )
+
+
+def _sample_input(task: ContractTask, reference: str | None) -> str | list[ChatMessage]:
+    """The prompt, or a conversation as Inspect's chat messages (turns as the candidate
+    is sent them)."""
+    turns = task_messages(task, reference)
+    if isinstance(task.execution.prompt, str):
+        return turns[0].content
+    kinds: dict[str, type[ChatMessage]] = {
+        "system": ChatMessageSystem,
+        "user": ChatMessageUser,
+        "assistant": ChatMessageAssistant,
+    }
+    return [kinds[m.role](content=m.content) for m in turns]
 
 
 def _pick_submissions(path: Path, source: ContractSource, candidate: str | None) -> dict[str, str]:

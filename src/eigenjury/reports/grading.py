@@ -100,7 +100,11 @@ def _criterion_rows(record: GradingRecord, contract: Contract) -> Iterator[dict[
                 "awarded": c.awarded,
                 **{f"votes_{k}": n for k, n in votes.items()},
                 "split": bool(c.split),
+                "c_share": "" if c.c_share is None else c.c_share,
+                "pass_probability": "" if c.pass_probability is None else c.pass_probability,
+                "undecided": bool(c.undecided),
                 "escalated": bool(c.escalated),
+                "tags": " ".join(named[c.id].tags),
                 "explanation": _explanation(found[t.task_id, t.candidate, c.id]),
                 "error": c.error or "",
             }
@@ -133,7 +137,7 @@ def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judge
         rows = [_matrix_row(c, deciding[c.id], names) for c in judged]
         out.append(
             f'<table class="votes"><tr><th class="l">criterion</th><th>weight</th>{head}'
-            f"<th>outcome</th></tr>{''.join(rows)}</table>"
+            f"<th>C share · pass chance</th><th>outcome</th></tr>{''.join(rows)}</table>"
         )
     if others:
         out.append(
@@ -144,7 +148,7 @@ def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judge
                         c.id,
                         c.grader,
                         f"{c.weight:g}",
-                        "grader error" if c.error else "pass" if c.passed else "fail",
+                        "grader error" if c.error else outcome_word(c),
                         _explanation(found[t.task_id, t.candidate, c.id]),
                     ]
                     for c in others
@@ -166,13 +170,30 @@ def _matrix_row(c: CriterionOutcome, votes: list[Judgement], names: list[str]) -
         cells.append(f'<td class="{css}" title="{e(v.error or "")}">{label}</td>')
     split = ' class="split"' if c.split else ""
     mark = " (split)" if c.split else ""
+    mark += " (undecided)" if c.undecided else ""
     via = " · escalated" if c.escalated else ""
     return (
         f'<tr{split}><td class="l">{e(c.id)}{mark}{via}</td>'
         f"<td>{c.weight:g}</td>{''.join(cells)}"
+        f"<td>{_share(c)}</td>"
         f'<td class="{"pass" if c.passed else "fail"}">'
-        f"{'pass' if c.passed else 'fail'}</td></tr>"
+        f"{outcome_word(c)}</td></tr>"
     )
+
+
+def _share(c: CriterionOutcome) -> str:
+    """The C share and the pass probability of a jury-graded criterion."""
+    if c.c_share is None:
+        return "-"
+    chance = "" if c.pass_probability is None else f" · p {c.pass_probability:.2f}"
+    return f"{c.c_share:.0%} C{chance}"
+
+
+def outcome_word(c: CriterionOutcome) -> str:
+    """ "met" or "not met" for a negative criterion (met costs points), else pass or fail."""
+    if c.weight < 0:
+        return "met" if c.passed else "not met"
+    return "pass" if c.passed else "fail"
 
 
 def _replies(criterion: Criterion, votes: list[Judgement]) -> str:
@@ -211,22 +232,21 @@ def render(record: GradingRecord, contract: Contract) -> str:
         )
     out.extend(f'<p class="warn">{e(w)}</p>' for w in record.warnings)
     out.append("<h2>Summary</h2><p class=muted>Intervals: 95% bootstrap over tasks.</p>")
-    out.append(
-        table(
-            ["candidate", "tasks", "mean score", "pass rate", "split criteria", "jury cost"],
-            [
-                [
-                    s.candidate,
-                    s.tasks,
-                    _estimate(s.mean_score, ".1f"),
-                    _estimate(s.pass_rate, ".2f"),
-                    f"{s.split_criteria} of {s.judged_criteria}",
-                    money(s.jury_cost_usd),
-                ]
-                for s in record.summary
-            ],
+    out.append(table(SUMMARY_COLUMNS, summary_rows(record)))
+    tags = tag_table(record)
+    if tags is not None:
+        out.append(
+            "<h2>Scores by tag</h2><p class=muted>A criterion tag: the scoring rule on the "
+            "criteria carrying it; a task tag: the mean score of the tasks carrying it. 95% "
+            "intervals over tasks; tasks in brackets.</p>"
         )
-    )
+        out.append(table(*tags))
+    agreement = agreement_lines(record)
+    if agreement is not None:
+        head, juror_rows, pairs = agreement
+        out.append(f"<h2>Jurors</h2><p class=muted id=agreement>{e(head)}</p>")
+        out.append(table(JUROR_COLUMNS, juror_rows))
+        out.append(table(PAIR_COLUMNS, pairs))
     diversity = jury_diversity(record)
     if diversity:
         out.append(f"<p class=muted id=diversity>{e(diversity)}</p>")
@@ -246,9 +266,11 @@ def render(record: GradingRecord, contract: Contract) -> str:
             for c in t.criteria
             if c.by_jury and (votes := [j for j in found[t.task_id, t.candidate, c.id] if j.juror])
         )
+        chance = "" if t.pass_probability is None else f" · pass chance {t.pass_probability:.2f}"
+        chance += " · undecided" if t.undecided else ""
         out.append(
             f"<details><summary>{e(t.task_id)} · {e(t.candidate)} · score {t.score:g} of "
-            f"threshold {t.threshold:g} · <span class={verdict}>{verdict}</span>"
+            f"threshold {t.threshold:g} · <span class={verdict}>{verdict}</span>{chance}"
             f"{'' if t.complete else ' · incomplete'}</summary>"
             f"<p><b>Submission</b></p><pre>{e(t.submission or t.error)}</pre>"
             f"{_vote_matrix(t, jurors, found)}" + "".join(replies) + "</details>"
@@ -285,20 +307,116 @@ def print_verdicts(console: Console, record: GradingRecord, title: str = "Verdic
     console.print(grid)
 
 
-def print_summary(console: Console, record: GradingRecord) -> None:
-    grid = Table(title="Grades (95% intervals over tasks)")
-    for name in ("candidate", "tasks", "mean score", "pass rate", "split", "jury cost"):
-        grid.add_column(name, justify="left" if name == "candidate" else "right")
-    for s in record.summary:
-        grid.add_row(
-            escape(s.candidate),
+SUMMARY_COLUMNS = [
+    "candidate",
+    "tasks",
+    "mean score",
+    "pass rate",
+    "split",
+    "undecided",
+    "jury cost",
+]
+
+
+def summary_rows(record: GradingRecord) -> list[list[str]]:
+    """Per candidate, as the terminal, report.html and the viewer show it."""
+    return [
+        [
+            s.candidate,
             str(s.tasks),
             _estimate(s.mean_score, ".1f"),
             _estimate(s.pass_rate, ".2f"),
-            f"{s.split_criteria}/{s.judged_criteria}",
+            f"{s.split_criteria} of {s.judged_criteria}",
+            "-" if s.undecided_criteria is None else f"{s.undecided_criteria}",
             money(s.jury_cost_usd),
-        )
+        ]
+        for s in record.summary
+    ]
+
+
+def tag_table(record: GradingRecord) -> tuple[list[str], list[list[str]]] | None:
+    """Scores by tag: a row per tag (criterion tags first), a column per candidate,
+    "score [interval] (tasks)"; None where the contract has no tags."""
+    found: dict[tuple[str, str], dict[str, str]] = {}
+    for s in record.summary:
+        for t in s.tags or []:
+            cell = f"{_estimate(t.score, '.1f')} ({t.tasks})"
+            found.setdefault((t.level, t.tag), {})[s.candidate] = cell
+    if not found:
+        return None
+    candidates = [s.candidate for s in record.summary]
+    rows = [
+        [tag, level, *(cells.get(c, "-") for c in candidates)]
+        for (level, tag), cells in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1]))
+    ]
+    return ["tag", "of", *candidates], rows
+
+
+def agreement_lines(record: GradingRecord) -> tuple[str, list[list[str]], list[list[str]]] | None:
+    """How the jurors agreed: a headline, a row per juror and a row per pair."""
+    a = record.agreement
+    if a is None:
+        return None
+    head = (
+        f"Jurors' agreement over {a.criteria} jury-graded criteria (95% intervals over tasks): "
+        f"Fleiss' kappa {_estimate(a.fleiss_kappa, '.2f')} over the {a.criteria_all_read} "
+        "every juror voted on readably (1 full agreement, 0 chance)"
+    )
+    jurors = [
+        [
+            j.juror,
+            str(j.votes),
+            str(j.unread),
+            _estimate(j.agreement_with_outcome, ".2f"),
+            ", ".join(f"{d.criterion_id} ({d.against}/{d.of})" for d in j.most_disagreed) or "-",
+        ]
+        for j in a.jurors
+    ]
+    pairs = [
+        [
+            f"{p.a} · {p.b}",
+            str(p.criteria),
+            _estimate(p.agreement, ".2f"),
+            _estimate(p.cohen_kappa, ".2f"),
+        ]
+        for p in a.pairs
+    ]
+    return head, jurors, pairs
+
+
+JUROR_COLUMNS = ["juror", "votes", "unread", "agreement with outcome", "most against (of)"]
+PAIR_COLUMNS = ["jurors", "criteria", "agreement", "Cohen's kappa"]
+
+
+def print_summary(console: Console, record: GradingRecord) -> None:
+    grid = Table(title="Grades (95% intervals over tasks)")
+    for name in SUMMARY_COLUMNS:
+        grid.add_column(name, justify="left" if name == "candidate" else "right")
+    for row in summary_rows(record):
+        grid.add_row(escape(row[0]), *row[1:])
     console.print(grid)
+    tags = tag_table(record)
+    if tags is not None:
+        by_tag = Table(title="Scores by tag (95% intervals over tasks; tasks in brackets)")
+        for k, name in enumerate(tags[0]):
+            by_tag.add_column(escape(name), justify="left" if k < 2 else "right")
+        for row in tags[1]:
+            by_tag.add_row(*(escape(x) for x in row))
+        console.print(by_tag)
+    agreement = agreement_lines(record)
+    if agreement is not None:
+        head, jurors, pairs = agreement
+        console.print(escape(head), highlight=False)
+        for title, columns, rows in (
+            ("Jurors", JUROR_COLUMNS, jurors),
+            ("Pairs", PAIR_COLUMNS, pairs),
+        ):
+            grid = Table(title=title)
+            for k, name in enumerate(columns):
+                grid.add_column(name, justify="left" if k == 0 or k == 4 else "right")
+            for row in rows:
+                grid.add_row(*(escape(x) for x in row))
+            console.print(grid)
     diversity = jury_diversity(record)
     if diversity:
         console.print(escape(diversity), highlight=False)

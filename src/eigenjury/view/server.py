@@ -29,6 +29,14 @@ from eigenjury.files import within
 from eigenjury.names import short_labels
 from eigenjury.peer.record import RankingRecord, StyleCheckRecord
 from eigenjury.records import Found, Record, find_records
+from eigenjury.reports.grading import (
+    JUROR_COLUMNS,
+    PAIR_COLUMNS,
+    SUMMARY_COLUMNS,
+    agreement_lines,
+    summary_rows,
+    tag_table,
+)
 from eigenjury.reports.kit import CSS
 from eigenjury.reports.ranking import meaning
 from eigenjury.reports.ranking.words import BASELINE_COLUMNS, baseline_cells, baseline_title
@@ -263,7 +271,20 @@ async def run_page(request: web.Request) -> web.Response:
     elif isinstance(run.record, GradingRecord):  # short juror labels for the vote grid
         jurors = [*run.record.jury.jurors, *(run.record.escalate_to or run.record.jury).jurors]
         names = list(dict.fromkeys(jurors))
-        said = {"labels": dict(zip(names, short_labels(names), strict=True))}
+        said = {
+            "labels": dict(zip(names, short_labels(names), strict=True)),
+            "summary": {"columns": SUMMARY_COLUMNS, "rows": summary_rows(run.record)},
+        }
+        tags = tag_table(run.record)  # in the words and cells the terminal and report show
+        if tags is not None:
+            said["tags"] = {"columns": tags[0], "rows": tags[1]}
+        agreement = agreement_lines(run.record)
+        if agreement is not None:
+            said["agreement"] = {
+                "title": agreement[0],
+                "jurors": {"columns": JUROR_COLUMNS, "rows": agreement[1]},
+                "pairs": {"columns": PAIR_COLUMNS, "rows": agreement[2]},
+            }
     return web.json_response({**summary, "record": run.data, **said})
 
 

@@ -634,15 +634,18 @@ function comparisonCard(item) {
 // --- a grading run ----------------------------------------------------------------------
 
 function gradingRun(record) {
-  const summary = table(
-    ["candidate", "tasks", "mean score", "pass rate", "split criteria", "jury cost"],
-    record.summary.map((s) => [s.candidate, String(s.tasks), estimate(s.mean_score, 1), estimate(s.pass_rate, 3),
-      `${s.split_criteria} of ${s.judged_criteria}`, money(s.jury_cost_usd)]),
-    { id: "summary" },
-  );
+  const said = current.data; // rows worded as the terminal and report.html word them
+  const summary = table(said.summary.columns, said.summary.rows, { id: "summary" });
+  const byTag = said.tags ? section("Scores by tag",
+    el("p", { class: "muted" }, "A criterion tag: the scoring rule on the criteria carrying it; a task tag: the mean score of the tasks carrying it. 95% intervals over tasks; tasks in brackets."),
+    table(said.tags.columns, said.tags.rows, { id: "tags" }, 2)) : null;
+  const agreement = said.agreement ? section("Jurors",
+    el("p", { class: "muted", id: "agreement" }, said.agreement.title),
+    table(said.agreement.jurors.columns, said.agreement.jurors.rows, { id: "jurors" }, [0, 4]),
+    table(said.agreement.pairs.columns, said.agreement.pairs.rows, { id: "pairs" })) : null;
   const detail = el("div", { id: "task" });
   const tasks = table(
-    ["task", "candidate", "score", "passed", "threshold", "split", "jury cost", ""],
+    ["task", "candidate", "score", "passed", "threshold", "split", "undecided", "pass chance", "jury cost", ""],
     record.tasks.map((t) => [
       t.task_id,
       t.candidate === null ? "-" : t.candidate,
@@ -650,6 +653,8 @@ function gradingRun(record) {
       tag(t.passed ? "pass" : "fail"),
       num(t.threshold, 0),
       String(t.criteria.filter((c) => c.split).length),
+      t.undecided ? tag("undecided") : String(t.criteria.filter((c) => c.undecided).length),
+      t.pass_probability === undefined ? "-" : num(t.pass_probability, 2),
       money(t.jury_cost_usd),
       el("button", { class: "open-task", onclick: () => openTask(record, t, detail) }, "votes"),
     ]),
@@ -661,6 +666,8 @@ function gradingRun(record) {
     ...warnings(record),
     el("p", {}, `contract ${record.contract} · jurors ${record.jury.jurors.join(", ") || "none"} · cost ${money(total.cost_usd)}`),
     section("Candidates", summary),
+    byTag,
+    agreement,
     section("Tasks", tasks, detail),
   ];
 }
@@ -682,12 +689,18 @@ async function openTask(record, task, box) {
     return el("td", { class: "vote" }, vote ? tag(vote.error ? "error" : vote.grade || "unparsed") : "");
   };
   const labels = current.data.labels || {}; // short labels of specs (names.short_labels)
+  // a negative criterion is met (points lost) or not, as report.html words it
+  const outcome = (c) => (c.weight < 0 ? (c.passed ? "met" : "not met") : c.passed ? "pass" : "fail");
+  const share = (c) => (c.c_share === undefined ? "-"
+    : `${Math.round(100 * c.c_share)}% C · p ${num(c.pass_probability, 2)}`);
   const grid = table(
-    ["criterion", "grader", "weight", "passed", "rule",
+    ["criterion", "grader", "weight", "passed", "C share · pass chance", "rule",
       ...jurors.map((j) => el("span", { title: j, class: "juror" }, labels[j] || j))],
     task.criteria.map((c) =>
-      el("tr", { class: c.split ? "split" : null }, el("td", { class: "l" }, c.id), el("td", { class: "l" }, c.grader),
-        el("td", {}, num(c.weight, 0)), el("td", {}, tag(c.passed ? "pass" : "fail")), cell(c.id, null),
+      el("tr", { class: [c.split ? "split" : null, c.undecided ? "undecided" : null].filter(Boolean).join(" ") || null },
+        el("td", { class: "l" }, c.id, c.undecided ? [" ", tag("undecided")] : null), el("td", { class: "l" }, c.grader),
+        el("td", {}, num(c.weight, 0)), el("td", {}, tag(outcome(c), c.passed === (c.weight >= 0) ? "pass" : "fail")),
+        el("td", {}, share(c)), cell(c.id, null),
         jurors.map((j) => cell(c.id, j))),
     ),
     { id: "votes" },
@@ -704,7 +717,7 @@ async function openTask(record, task, box) {
     el("h3", {}, `${task.task_id} · ${task.candidate === null ? "" : task.candidate}`),
     ...unreadable(answer, "trace.jsonl", "votes-unreadable"),
     el("h4", {}, "Submission"), pre(task.submission),
-    el("h4", {}, "Criterion × juror (split criteria highlighted)"), grid,
+    el("h4", {}, "Criterion × juror (split criteria highlighted, undecided ones marked)"), grid,
     el("div", { class: "votes" }, el("h4", {}, "Each vote in full"), replies),
   );
 }
