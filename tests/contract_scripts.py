@@ -13,11 +13,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from eigenjury.contracts.bundle import ContractSource
+from eigenjury.contracts.grading import Submission, TaskResult, grade
+from eigenjury.contracts.jury import Jury
+from eigenjury.engine import Engine, Store
 from eigenjury.models.providers.scripted import register_script
 from eigenjury.models.types import ChatRequest
 
@@ -103,6 +108,25 @@ tasks:
 
 
 XSS = "<script>alert('x')</script>"
+
+
+def run_grade(
+    source: ContractSource,
+    submissions: list[Submission],
+    jury: Jury,
+    tmp_path: Path,
+    **options: Any,
+) -> tuple[list[TaskResult], Engine]:
+    engine = Engine(Store(tmp_path / "store.sqlite"), progress=False, **options.pop("engine", {}))
+
+    async def go() -> list[TaskResult]:
+        async with engine:
+            return await grade(engine, source, submissions, jury, **options)
+
+    try:
+        return asyncio.run(go()), engine
+    finally:
+        engine.store.close()
 
 
 def write_submissions(path: Path, rows: list[dict[str, Any]]) -> Path:

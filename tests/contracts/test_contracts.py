@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -10,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-import contract_scripts  # noqa: F401  (registers the scripted jurors)
+from contract_scripts import run_grade  # also registers the scripted jurors
 from eigenjury.cli import main
-from eigenjury.contracts.bundle import ContractSource, load_contract, read_bundle, write_bundle
+from eigenjury.contracts.bundle import load_contract, read_bundle, write_bundle
 from eigenjury.contracts.graders import exact_match, final_answer, numeric, parse_number
-from eigenjury.contracts.grading import Submission, TaskResult, grade
+from eigenjury.contracts.grading import Submission
 from eigenjury.contracts.jury import Jury
 from eigenjury.contracts.rules import (
     flip_distance,
@@ -26,7 +25,6 @@ from eigenjury.contracts.rules import (
     task_score,
 )
 from eigenjury.contracts.schema import Criterion
-from eigenjury.engine import Engine, Store
 from eigenjury.errors import InputError
 from eigenjury.models.providers.scripted import ScriptedProvider
 
@@ -422,25 +420,6 @@ def test_weights_not_summing_to_100_warn(
 
 
 # --- grading through the engine ----------------------------------------------------------
-
-
-def run_grade(
-    source: ContractSource,
-    submissions: list[Submission],
-    jury: Jury,
-    tmp_path: Path,
-    **options: Any,
-) -> tuple[list[TaskResult], Engine]:
-    engine = Engine(Store(tmp_path / "store.sqlite"), progress=False, **options.pop("engine", {}))
-
-    async def go() -> list[TaskResult]:
-        async with engine:
-            return await grade(engine, source, submissions, jury, **options)
-
-    try:
-        return asyncio.run(go()), engine
-    finally:
-        engine.store.close()
 
 
 def test_a_tie_fails_and_weights_add_up(contract_path: Path, tmp_path: Path) -> None:

@@ -235,9 +235,9 @@ def write_bundle(source: ContractSource, folder: Path) -> None:
             prompt["metadata"] = ex.metadata
         if ex.environment:
             prompt["environment"] = ex.environment
-        prompts.append({**prompt, **ex.extra})
         if not isinstance(ex.prompt, str):
             prompt["task_prompt"] = [m.model_dump() for m in ex.prompt]
+        prompts.append({**prompt, **ex.extra})
         answer: dict[str, Any] = {
             "task_id": task.task_id,
             "reference_file": ev.reference_file,

@@ -100,7 +100,8 @@ def _task(
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"] if p not in ("execution", "evaluation"))
-        field = {"tags": "example_tags"}.get(field, field)
+        if field == "tags" or field.startswith("tags."):
+            field = "example_tags" + field[len("tags") :]
         raise fail(
             f"prompt_id '{prompt_id}': {field + ': ' if field else ''}{error['msg']}"
         ) from None

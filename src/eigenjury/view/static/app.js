@@ -666,8 +666,7 @@ function gradingRun(record) {
     ...warnings(record),
     el("p", {}, `contract ${record.contract} · jurors ${record.jury.jurors.join(", ") || "none"} · cost ${money(total.cost_usd)}`),
     section("Candidates", summary),
-    byTag,
-    agreement,
+    ...[byTag, agreement].filter(Boolean),
     section("Tasks", tasks, detail),
   ];
 }

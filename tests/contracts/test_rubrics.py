@@ -1,0 +1,370 @@
+"""Rubrics as experts write them: negative criteria, the healthbench scoring rule,
+conversations, ideal replies, tags and their breakdowns, and HealthBench files read
+and written back unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import contract_scripts
+from contract_scripts import run_grade
+from eigenjury.cli import main
+from eigenjury.contracts.bundle import load_contract
+from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
+from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.rules import score_range, task_score
+from eigenjury.contracts.schema import Contract, Criterion, Evaluation
+from eigenjury.contracts.trace import summary
+from eigenjury.models.providers.scripted import register_script
+from eigenjury.models.types import ChatRequest
+
+# --- the scoring rules, against hand-computed values -------------------------------------
+
+
+def test_the_weighted_rule_subtracts_negative_criteria_met() -> None:
+    weights = [50, 30, -20]
+    assert task_score(weights, [True, False, True]) == 30  # 50 - 20
+    assert task_score(weights, [False, False, True]) == -20  # not clipped: the sum as it is
+    assert task_score(weights, [True, True, False]) == 80
+
+
+def test_the_healthbench_rule_is_points_met_over_positive_points_clipped() -> None:
+    weights = [7, 5, 10, -6]
+    # met: 7 + 10 - 6 = 11 of the 22 positive points
+    assert task_score(weights, [True, False, True, True], "healthbench") == pytest.approx(50.0)
+    assert task_score([5, -10], [False, True], "healthbench") == 0.0  # -200 clipped at 0
+    assert task_score([5, -10], [True, False], "healthbench") == 100.0  # the top is reachable
+    assert task_score([5, 5, -1], [True, True, False], "healthbench") == 100.0
+
+
+def test_score_range_says_what_no_reply_can_pass_or_fail() -> None:
+    def evaluation(weights: list[float], threshold: float, scoring: str) -> Evaluation:
+        criteria = [
+            Criterion(id=f"c{k}", weight=w, grader="llm_judge", prompt="x")
+            for k, w in enumerate(weights)
+        ]
+        return Evaluation(criteria=criteria, pass_threshold=threshold, scoring=scoring)  # type: ignore[arg-type]
+
+    assert score_range(evaluation([60, 40, -30], 100, "weighted")) == (-30, 100)
+    assert score_range(evaluation([6, 4, -30], 50, "healthbench")) == (0, 100)
+    never_passes = evaluation([30, 20], 60, "weighted")
+    never_fails = evaluation([60, 40], -5, "weighted")
+    contract = Contract.model_validate(
+        {
+            "tasks": [
+                {"task_id": "a", "execution": {"prompt": "q"}, "evaluation": never_passes},
+                {"task_id": "b", "execution": {"prompt": "q"}, "evaluation": never_fails},
+            ]
+        }
+    )
+    warned = " ".join(contract.warnings())
+    assert "task 'a'" in warned and "can never pass" in warned
+    assert "task 'b'" in warned and "can never fail" in warned
+
+
+def _result(
+    task_id: str,
+    criteria: list[tuple[float, bool, tuple[str, ...]]],
+    scoring: str = "healthbench",
+    tags: tuple[str, ...] = (),
+) -> TaskResult:
+    outcomes = tuple(
+        CriterionResult(
+            Criterion(id=f"c{k}", weight=w, grader="exact_match", prompt="x", tags=t), met
+        )
+        for k, (w, met, t) in enumerate(criteria)
+    )
+    submission = Submission(task_id, "model", "reply")
+    return TaskResult(task_id, "model", 50, outcomes, submission, scoring, tags)  # type: ignore[arg-type]
+
+
+def test_axis_and_theme_scores_and_the_clipped_mean_by_hand() -> None:
+    acc, comp = ("axis:accuracy",), ("axis:completeness",)
+    first = _result(
+        "t1", [(7, True, acc), (-6, True, acc), (10, False, comp)], tags=("theme:emergency",)
+    )
+    second = _result("t2", [(4, True, acc), (-20, True, ())], tags=("theme:emergency",))
+    third = _result("t3", [(10, True, comp)])
+    # task scores: (7 - 6) / 17 = 5.88; (4 - 20) / 4 = -400 clipped to 0; 100
+    assert first.score == pytest.approx(100 / 17) and second.score == 0 and third.score == 100
+    assert second.unclipped == pytest.approx(-400)
+    [row] = summary([first, second, third], rounds=50)
+    # HealthBench's mean: of the unclipped scores, then clipped: (5.88 - 400 + 100) / 3 < 0
+    assert row.mean_score.value == 0.0
+    by_tag = {(t.level, t.tag): t for t in row.tags or []}
+    # accuracy: t1 (7 - 6) / 7 = 14.29, t2 4 / 4 = 100: mean 57.14
+    assert by_tag["criterion", "axis:accuracy"].score.value == pytest.approx(57.14, abs=0.01)
+    assert by_tag["criterion", "axis:accuracy"].tasks == 2
+    # completeness: t1 0 / 10 = 0, t3 100: mean 50
+    assert by_tag["criterion", "axis:completeness"].score.value == pytest.approx(50.0)
+    # a theme: the clipped mean of its tasks' unclipped scores, (5.88 - 400) / 2 -> 0
+    assert by_tag["task", "theme:emergency"].score.value == 0.0
+    assert by_tag["task", "theme:emergency"].tasks == 2
+
+
+def test_the_weighted_rule_keeps_its_plain_mean() -> None:
+    tasks = [_result("a", [(60, True, ()), (-30, True, ())], "weighted")]
+    tasks.append(_result("b", [(60, False, ()), (-30, True, ())], "weighted"))
+    [row] = summary(tasks, rounds=50)
+    assert row.mean_score.value == pytest.approx((30 - 30) / 2)
+    assert row.tags is None  # no tags, no breakdown
+
+
+# --- conversations, negative criteria and the ideal reply, through the engine --------------
+
+SEEN: list[ChatRequest] = []
+
+
+def _recording_juror(request: ChatRequest) -> str:
+    SEEN.append(request)
+    return contract_scripts.juror_keyword(request)
+
+
+def _recording_candidate(request: ChatRequest) -> str:
+    SEEN.append(request)
+    return "Call an ambulance now."
+
+
+register_script("juror-recording", _recording_juror)
+register_script("candidate-recording", _recording_candidate)
+
+CONVERSATION = """\
+name: triage
+scoring: healthbench
+tasks:
+  - task_id: stroke
+    tags: [theme:emergency]
+    execution:
+      prompt:
+        - {role: system, content: "You are a careful assistant."}
+        - {role: user, content: "My father's face droops."}
+        - {role: assistant, content: "How long ago did it start?"}
+        - {role: user, content: "Ten minutes ago. What now?"}
+    evaluation:
+      ideal: Call emergency services immediately; note the time symptoms began.
+      show_ideal: true
+      pass_threshold: 50
+      criteria:
+        - {id: ambulance, weight: 10, grader: llm_judge, prompt: Advises calling an ambulance,
+           tags: [axis:accuracy]}
+        - {id: wait, weight: -8, grader: llm_judge, prompt: Advises to wait,
+           tags: [axis:accuracy]}
+        - {id: time, weight: 5, grader: llm_judge, prompt: Asks to note the time,
+           tags: [axis:completeness]}
+"""
+
+
+def test_a_conversation_is_sent_as_turns_and_shown_to_jurors(tmp_path: Path) -> None:
+    path = tmp_path / "triage.yaml"
+    path.write_text(CONVERSATION)
+    source = load_contract(path)
+    assert source.contract.tasks[0].evaluation.scoring == "healthbench"  # the contract's default
+    SEEN.clear()
+    from eigenjury.contracts.grading import generate_submissions
+    from eigenjury.engine import Engine, Store
+
+    async def answer() -> list[Submission]:
+        async with Engine(Store(tmp_path / "s.sqlite"), progress=False) as engine:
+            from eigenjury.models.spec import ModelSpec
+
+            return await generate_submissions(
+                engine, source, [ModelSpec.parse("scripted:candidate-recording")]
+            )
+
+    import asyncio
+
+    [submission] = asyncio.run(answer())
+    [candidate_request] = SEEN
+    assert [(m.role, m.content) for m in candidate_request.messages] == [
+        ("system", "You are a careful assistant."),
+        ("user", "My father's face droops."),
+        ("assistant", "How long ago did it start?"),
+        ("user", "Ten minutes ago. What now?"),
+    ]
+    SEEN.clear()
+    jury = Jury.from_specs(["scripted:juror-recording"])
+    [result], _ = run_grade(source, [submission], jury, tmp_path)
+    asked = {r.messages[-1].content.split("Criterion: ")[1].split("\n")[0]: r for r in SEEN}
+    text = asked["Advises to wait"].messages[-1].content
+    assert "[assistant]\nHow long ago did it start?" in text  # the transcript, turn by turn
+    assert "the assistant's next reply" in text
+    assert "must not do" in text  # a negative criterion is put as what it is
+    assert "<<<IDEAL\nCall emergency services immediately" in text
+    assert "must not do" not in asked["Advises calling an ambulance"].messages[-1].content
+    # juror-keyword: met iff the criterion's last word is in the reply ("ambulance" only)
+    assert [c.passed for c in result.criteria] == [True, False, False]
+    assert result.score == pytest.approx(100 * 10 / 15)
+
+
+def test_the_ideal_stays_hidden_unless_the_contract_says(tmp_path: Path) -> None:
+    path = tmp_path / "triage.yaml"
+    path.write_text(CONVERSATION.replace("      show_ideal: true\n", ""))
+    source = load_contract(path)
+    SEEN.clear()
+    run_grade(
+        source,
+        [Submission("stroke", "m", "wait")],
+        Jury.from_specs(["scripted:juror-recording"]),
+        tmp_path,
+    )
+    assert SEEN and all("IDEAL" not in r.messages[-1].content for r in SEEN)
+
+
+# --- HealthBench files --------------------------------------------------------------------
+
+
+def _example(**changes: Any) -> dict[str, Any]:
+    example: dict[str, Any] = {
+        "prompt": [
+            {"role": "user", "content": "I have had a headache for three days."},
+            {"role": "assistant", "content": "Any fever or stiff neck?"},
+            {"role": "user", "content": "A stiff neck, yes. Should I worry?"},
+        ],
+        "rubrics": [
+            {
+                "criterion": "Advises urgent in-person care because of the stiff neck.",
+                "points": 9,
+                "tags": ["level:example", "axis:accuracy"],
+            },
+            {
+                "criterion": "Reassures that it is surely a tension headache.",
+                "points": -7,
+                "tags": ["level:example", "axis:accuracy"],
+            },
+            {
+                "criterion": "Uses plain words.",
+                "points": 2.5,
+                "tags": ["axis:communication_quality"],
+                "reviewer": "kept as it is",
+            },
+        ],
+        "example_tags": ["theme:emergency_referrals", "physician_agreed_category:urgent"],
+        "ideal_completions_data": {
+            "ideal_completion": "A headache with a stiff neck needs urgent care today.",
+            "ideal_completions_group": "Group 2",
+            "ideal_completions_ref_completions": ["one", "two"],
+        },
+        "prompt_id": "hb-0001",
+        "canary": "our-own-canary",
+    }
+    return {**example, **changes}
+
+
+def _write(path: Path, examples: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in examples))
+    return path
+
+
+def test_healthbench_converts_and_converts_back_unchanged(tmp_path: Path) -> None:
+    second = _example(prompt_id="hb-0002", ideal_completions_data=None, example_tags=[])
+    del second["canary"]
+    original = _write(tmp_path / "hb.jsonl", [_example(), second])
+    for middle in (tmp_path / "c.yaml", tmp_path / "bundle"):
+        assert (
+            main(["contracts", "convert", "--from", "healthbench", str(original), str(middle)]) == 0
+        )
+        back = tmp_path / f"back-{middle.name}.jsonl"
+        assert main(["contracts", "convert", str(middle), str(back)]) == 0
+        assert back.read_bytes() == original.read_bytes(), middle
+    contract = load_contract(original).contract
+    task = contract.task("hb-0001")
+    assert task.evaluation.scoring == "healthbench"
+    assert [c.weight for c in task.evaluation.criteria] == [9, -7, 2.5]
+    assert task.tags == ("theme:emergency_referrals", "physician_agreed_category:urgent")
+    assert task.evaluation.ideal.startswith("A headache with a stiff neck")
+    assert not task.evaluation.show_ideal  # HealthBench's grader does not see it
+    assert task.evaluation.criteria[2].extra == {"reviewer": "kept as it is"}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"rubrics": [{"criterion": "Bad.", "points": -3, "tags": []}]},
+            "no criterion has positive",
+        ),
+        ({"prompt": [{"role": "nurse", "content": "hi"}]}, "turn 1: role"),
+        (
+            {"prompt": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]},
+            "ends with the user's turn",
+        ),
+        (
+            {"rubrics": [{"criterion": "Good.", "points": 3, "tags": ["axis:accuracy", 4]}]},
+            "rubrics item 1: tags.1",
+        ),
+        ({"example_tags": ["theme:x", None]}, "example_tags.1"),
+        (
+            {"rubrics": [{"criterion": "Good.", "points": "3"}]},
+            "rubrics item 1: points must be a number",
+        ),
+        ({"prompt_id": ""}, "prompt_id must be"),
+    ],
+)
+def test_bad_healthbench_lines_are_located(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], expected: str
+) -> None:
+    path = _write(tmp_path / "hb.jsonl", [_example(), _example(**{"prompt_id": "hb-2", **change})])
+    code = main(["contracts", "convert", str(path), str(tmp_path / "out.yaml")])
+    captured = capsys.readouterr()
+    assert code == 2 and "Traceback" not in captured.err
+    message = captured.out + captured.err
+    assert "hb.jsonl" in message and "line 2" in message and expected in message, message
+    assert not (tmp_path / "out.yaml").exists()
+
+
+def test_a_healthbench_file_is_graded_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path / "hb.jsonl", [_example(), _example(prompt_id="hb-2", example_tags=[])])
+    submissions = tmp_path / "subs.jsonl"
+    submissions.write_text(
+        json.dumps(
+            {"task_id": "hb-0001", "submission": "Your stiff neck needs care today. Plain words."}
+        )
+        + "\n"
+        + json.dumps({"task_id": "hb-2", "submission": "It is surely a tension headache."})
+        + "\n"
+    )
+    out = tmp_path / "out"
+    code = main(
+        [
+            "grade",
+            str(path),
+            "--submissions",
+            str(submissions),
+            "--jury",
+            "scripted:juror-keyword",
+            "--jury",
+            "scripted:juror-keyword",
+            "--jury",
+            "scripted:juror-yes",
+            "--juror-temperature",
+            "0.5",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    record = json.loads((out / "results.json").read_text())
+    tasks = {t["task_id"]: t for t in record["tasks"]}
+    # juror-keyword meets a criterion iff its last word is in the reply: hb-0001 meets
+    # "neck" (9) and "words" (2.5), all 11.5 positive points; hb-2 meets only "headache"
+    # (-7): -61, clipped to 0. juror-yes always says C; the two keyword jurors outvote it
+    assert tasks["hb-0001"]["score"] == pytest.approx(100.0, abs=0.01)
+    assert tasks["hb-0001"]["scoring"] == "healthbench"
+    assert tasks["hb-2"]["unclipped_score"] < 0 and tasks["hb-2"]["score"] == 0.0
+    levels = {(t["level"], t["tag"]) for t in record["summary"][0]["tags"]}
+    assert ("criterion", "axis:accuracy") in levels and (
+        "task",
+        "theme:emergency_referrals",
+    ) in levels
+    assert "Scores by tag" in printed and "Fleiss' kappa" in printed
+    assert record["agreement"]["jurors"][2]["juror"] == "scripted:juror-yes"
