@@ -108,6 +108,22 @@ def submissions_data() -> list[dict[str, Any]]:
     ]
 
 
+def healthbench_data() -> list[dict[str, Any]]:
+    """The contract's two tasks as HealthBench examples (ids the submissions name)."""
+    return [
+        {
+            "prompt": [{"role": "user", "content": f"What is the capital of {country}?"}],
+            "rubrics": [
+                {"criterion": f"Names {city}.", "points": 5, "tags": ["axis:accuracy"]},
+                {"criterion": "Names Lyon.", "points": -5, "tags": ["axis:accuracy"]},
+            ],
+            "example_tags": ["theme:capitals"],
+            "prompt_id": country.lower(),
+        }
+        for country, city in (("France", "Paris"), ("Italy", "Rome"))
+    ]
+
+
 def bundle_tasks_data() -> dict[str, Any]:
     return {
         "version": 2,
@@ -608,6 +624,10 @@ FILE_INPUTS: tuple[FileInput, ...] = (
     FileInput("grade.submissions", "grade", "submissions.jsonl", "jsonl", submissions_data,
               text=(1, "submission"), required=(1, "task_id"),
               ids=((1, "task_id"), (1, "candidate"))),
+    FileInput("grade.healthbench", "grade", "hb.jsonl", "jsonl", healthbench_data,
+              replaces=("contract.yaml", "hb.jsonl"), text=(1, "rubrics", 0, "criterion"),
+              number=(1, "rubrics", 0, "points"), required=(1, "rubrics"),
+              ids=((1, "prompt_id"),)),
     FileInput("grade.prices", "grade", "prices.toml", "toml", prices_data,
               adds=("--prices", "prices.toml"), number=("scripted:echo", "input"),
               required=("scripted:echo", "output"), expect={"empty": 0}),
@@ -627,6 +647,10 @@ FILE_INPUTS: tuple[FileInput, ...] = (
               bundle_answers_data, replaces=("contract.yaml", "bundle"),
               text=(0, "criteria", 1, "semanticPrompt"), number=(0, "criteria", 0, "weight"),
               required=(0, "criteria"), ids=((1, "task_id"),)),
+    FileInput("convert.healthbench", "contracts convert", "hb.jsonl", "jsonl", healthbench_data,
+              replaces=("contract.yaml", "hb.jsonl"), text=(1, "rubrics", 0, "criterion"),
+              number=(1, "rubrics", 0, "points"), required=(1, "rubrics"),
+              ids=((1, "prompt_id"),)),
     FileInput("harbor.contract", "contracts export-harbor", "contract.yaml", "yaml",
               contract_data, text=("name",),
               number=("tasks", 0, "evaluation", "criteria", 0, "weight"),

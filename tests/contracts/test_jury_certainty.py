@@ -9,7 +9,6 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import pytest
@@ -76,7 +75,11 @@ def majority_chance(c_votes: int, size: int) -> Fraction:
     """P(Binomial(size, c_votes / size) > size / 2), exactly."""
     p = Fraction(c_votes, size)
     return sum(
-        (math.comb(size, k) * p**k * (1 - p) ** (size - k) for k in range(size + 1) if 2 * k > size),
+        (
+            math.comb(size, k) * p**k * (1 - p) ** (size - k)
+            for k in range(size + 1)
+            if 2 * k > size
+        ),
         Fraction(0),
     )
 
@@ -153,7 +156,9 @@ def simulate_study(rng: np.random.Generator, tasks: int) -> list[TaskResult]:
         criteria = []
         for k, criterion in enumerate(_CRITERIA):
             row = is_c[t, k].tolist()
-            votes = tuple(_VOTES[name, "C" if c else "I"] for name, c in zip(names, row))
+            votes = tuple(
+                _VOTES[name, "C" if c else "I"] for name, c in zip(names, row, strict=True)
+            )
             criteria.append(CriterionResult(criterion, 2 * sum(row) > len(row), votes))
         out.append(task(criteria, task_id=f"task{t}"))
     return out
@@ -170,8 +175,9 @@ def test_jury_agreement_intervals_cover_the_planted_population_values() -> None:
     # the oracle on a case worked by hand: two jurors erring 10%, prevalence 1/2; a
     # juror agrees with the outcome (C iff both say C) unless it says C and the other I
     # (.5 x .9 x .1 + .5 x .1 x .9 = .09); they agree .9^2 + .1^2 = .82 against .5 by chance
-    hand = population_values((0.1, 0.1), (1.0,), (0.5,))
-    assert hand == (pytest.approx([0.91, 0.91]), {(0, 1): pytest.approx(0.64)}, pytest.approx(0.64))
+    hand_agree, hand_cohen, hand_fleiss = population_values((0.1, 0.1), (1.0,), (0.5,))
+    assert hand_agree == pytest.approx([0.91, 0.91])
+    assert hand_cohen == {(0, 1): pytest.approx(0.64)} and hand_fleiss == pytest.approx(0.64)
     # a tie failing matters: were ties to pass, jurors 0 and 3 would agree ~0.015 more
     # and less, beyond the tolerance below
     studies, tasks = 200, 100
@@ -182,7 +188,10 @@ def test_jury_agreement_intervals_cover_the_planted_population_values() -> None:
         record = jury_agreement(results, CALIBRATION_JURY, rounds=300, seed=study)
         assert record is not None
         assert record["criteria"] == record["criteria_all_read"] == tasks * len(_CRITERIA)
-        got = {f"agreement {j}": juror["agreement_with_outcome"] for j, juror in enumerate(record["jurors"])}
+        got = {
+            f"agreement {j}": juror["agreement_with_outcome"]
+            for j, juror in enumerate(record["jurors"])
+        }
         names = CALIBRATION_JURY.names
         for pair, (a, b) in zip(record["pairs"], PAIRS, strict=True):
             assert (pair["a"], pair["b"]) == (names[a], names[b])
@@ -271,7 +280,9 @@ def test_agreement_is_the_first_jurys_over_its_readable_votes() -> None:
     )
     results = [
         task([judged("k1", 10, "CCI"), escalated], task_id="t1"),
-        task([judged("k1", 10, "III"), judged("k2", 10, "CCC"), matched("m", 5, True)], task_id="t2"),
+        task(
+            [judged("k1", 10, "III"), judged("k2", 10, "CCC"), matched("m", 5, True)], task_id="t2"
+        ),
     ]
     record = jury_agreement(results, jury, rounds=50)
     assert record is not None
@@ -288,7 +299,10 @@ def test_agreement_is_the_first_jurys_over_its_readable_votes() -> None:
     assert b["most_disagreed"] == []
     assert c["most_disagreed"] == [{"criterion_id": "k1", "against": 1, "of": 2}]
     # a-b on 3 criteria agree throughout; a-c: .5 observed, .375 by chance; b-c: 2/3, 4/9
-    kappas = {(p["a"][-2:], p["b"][-2:]): (p["criteria"], p["cohen_kappa"]["value"]) for p in record["pairs"]}
+    kappas = {
+        (p["a"][-2:], p["b"][-2:]): (p["criteria"], p["cohen_kappa"]["value"])
+        for p in record["pairs"]
+    }
     assert kappas == {
         ("j0", "j1"): (3, pytest.approx(1.0)),
         ("j0", "j2"): (4, pytest.approx(0.2, abs=1e-4)),
@@ -430,7 +444,8 @@ def brute_pass_probability(r: TaskResult) -> float:
     for met, outcome in outcomes(r, list(chances)):
         if outcome.passed:
             total += math.prod(
-                (chances[cid] if ok else 1 - chances[cid] for cid, ok in met.items()), start=Fraction(1)
+                (chances[cid] if ok else 1 - chances[cid] for cid, ok in met.items()),
+                start=Fraction(1),
             )
     return float(total)
 
@@ -534,9 +549,10 @@ def test_a_task_without_a_submission_cannot_pass_and_is_not_undecided() -> None:
     assert task_undecided(answered, 0.1)
 
 
-def test_record_matches_the_functions() -> None:
+def test_the_records_task_marks_match_brute_force() -> None:
+    # the record's task fields carry the same numbers, at the record's margin
     r = mixed_task(40, "healthbench")
     record = grading_record([r], contract="x", jury=None, undecided_margin=0.2)
-    outcome: Any = record.tasks[0]
+    outcome = record.tasks[0]
     assert outcome.pass_probability == pytest.approx(brute_pass_probability(r), abs=1e-4)
     assert outcome.undecided is brute_undecided(r, 0.2)

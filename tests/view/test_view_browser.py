@@ -303,7 +303,8 @@ def test_every_page_renders_without_an_error_or_a_placeholder(
         for details in driver.find_elements(By.TAG_NAME, "details"):
             driver.execute_script("arguments[0].open = true", details)
         text = driver.find_element(By.TAG_NAME, "body").text
-        assert not PLACEHOLDERS.search(text), (page, [text[max(0, m.start() - 200) : m.end() + 50] for m in PLACEHOLDERS.finditer(text)])
+        near = [text[max(0, m.start() - 80) : m.end() + 40] for m in PLACEHOLDERS.finditer(text)]
+        assert not near, (page, near)
         assert not driver.find_elements(By.ID, "error"), page
         problems = [entry["message"] for entry in driver.get_log("browser")]
         assert problems == [], (page, problems)
