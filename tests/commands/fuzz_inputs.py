@@ -109,7 +109,7 @@ def submissions_data() -> list[dict[str, Any]]:
 
 
 def healthbench_data() -> list[dict[str, Any]]:
-    """The contract's two tasks as HealthBench examples (ids the submissions name)."""
+    """The contract's two tasks as HealthBench examples (ids the submissions name), and one more."""
     return [
         {
             "prompt": [{"role": "user", "content": f"What is the capital of {country}?"}],
@@ -120,7 +120,7 @@ def healthbench_data() -> list[dict[str, Any]]:
             "example_tags": ["theme:capitals"],
             "prompt_id": country.lower(),
         }
-        for country, city in (("France", "Paris"), ("Italy", "Rome"))
+        for country, city in (("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"))
     ]
 
 
