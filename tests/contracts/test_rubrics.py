@@ -200,6 +200,20 @@ def test_a_conversation_is_sent_as_turns_and_shown_to_jurors(tmp_path: Path) -> 
     assert result.score == pytest.approx(100 * 10 / 15)
 
 
+def test_a_contract_wide_show_ideal_applies_where_there_is_an_ideal(tmp_path: Path) -> None:
+    path = tmp_path / "triage.yaml"
+    text = CONVERSATION.replace("      show_ideal: true\n", "").replace(
+        "scoring: healthbench\n", "scoring: healthbench\nshow_ideal: true\n"
+    )
+    second = text[text.index("  - task_id: stroke") :].replace("stroke", "no-ideal")
+    second = second.replace(
+        "      ideal: Call emergency services immediately; note the time symptoms began.\n", ""
+    )
+    path.write_text(text + second)
+    tasks = load_contract(path).contract.tasks
+    assert [t.evaluation.show_ideal for t in tasks] == [True, False]
+
+
 def test_the_ideal_stays_hidden_unless_the_contract_says(tmp_path: Path) -> None:
     path = tmp_path / "triage.yaml"
     path.write_text(CONVERSATION.replace("      show_ideal: true\n", ""))

@@ -203,7 +203,8 @@ class Task(_Frozen):
 
 class Contract(_Frozen):
     """Tasks, and the defaults a contract may state once for all of them: `scoring`
-    and `show_ideal` apply to every task whose evaluation does not say otherwise."""
+    applies to every task whose evaluation does not say otherwise, `show_ideal` to
+    every such task that has an ideal reply."""
 
     tasks: tuple[Task, ...] = Field(min_length=1)
     name: str = ""
@@ -221,7 +222,13 @@ class Contract(_Frozen):
         tasks = []
         for task in data["tasks"]:
             if isinstance(task, dict) and isinstance(task.get("evaluation"), dict):
-                task = {**task, "evaluation": {**defaults, **task["evaluation"]}}
+                evaluation = task["evaluation"]
+                given = {
+                    k: v
+                    for k, v in defaults.items()
+                    if k != "show_ideal" or evaluation.get("ideal")  # tasks that have one
+                }
+                task = {**task, "evaluation": {**given, **evaluation}}
             tasks.append(task)
         rest = {k: v for k, v in data.items() if k not in _CONTRACT_DEFAULTS}
         return {**rest, "tasks": tasks}
