@@ -263,7 +263,8 @@ def test_a_juror_who_flips_every_vote_stands_out() -> None:
     expected = sorted(against.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     assert [e[0] for e in expected] == ["z-often", "m-sometimes", "a-rarely"]
     assert jurors[3]["most_disagreed"] == [
-        {"criterion_id": cid, "against": n, "of": asked[cid]} for cid, n in expected
+        {"criterion_id": cid, "task_id": None, "against": n, "of": asked[cid]}
+        for cid, n in expected
     ]
 
 
@@ -295,9 +296,10 @@ def test_agreement_is_the_first_jurys_over_its_readable_votes() -> None:
     assert a["agreement_with_outcome"]["value"] == 0.75  # against the first jury on t1/k2
     assert b["agreement_with_outcome"]["value"] == 1.0
     assert c["agreement_with_outcome"]["value"] == 0.75  # against the 2-1 on t1/k1
-    assert a["most_disagreed"] == [{"criterion_id": "k2", "against": 1, "of": 2}]
+    # the same id and text in two tasks count together, with no one task to name
+    assert a["most_disagreed"] == [{"criterion_id": "k2", "task_id": None, "against": 1, "of": 2}]
     assert b["most_disagreed"] == []
-    assert c["most_disagreed"] == [{"criterion_id": "k1", "against": 1, "of": 2}]
+    assert c["most_disagreed"] == [{"criterion_id": "k1", "task_id": None, "against": 1, "of": 2}]
     # a-b on 3 criteria agree throughout; a-c: .5 observed, .375 by chance; b-c: 2/3, 4/9
     kappas = {
         (p["a"][-2:], p["b"][-2:]): (p["criteria"], p["cohen_kappa"]["value"])

@@ -291,7 +291,7 @@ def test_healthbench_converts_and_converts_back_unchanged(tmp_path: Path) -> Non
     assert task.tags == ("theme:emergency_referrals", "physician_agreed_category:urgent")
     assert task.evaluation.ideal.startswith("A headache with a stiff neck")
     assert not task.evaluation.show_ideal  # HealthBench's grader does not see it
-    assert task.evaluation.criteria[2].extra == {"reviewer": "kept as it is"}
+    assert task.evaluation.criteria[2].extra == {"healthbench": {"reviewer": "kept as it is"}}
 
 
 @pytest.mark.parametrize(
@@ -382,3 +382,82 @@ def test_a_healthbench_file_is_graded_as_it_is(
     ) in levels
     assert "Scores by tag" in printed and "Fleiss' kappa" in printed
     assert record["agreement"]["jurors"][2]["juror"] == "scripted:juror-yes"
+
+
+# --- what an adversarial review found ---------------------------------------------------
+
+
+def test_a_failure_on_a_negative_criterion_never_spares_the_reply(tmp_path: Path) -> None:
+    """An unread vote is not C on a positive criterion (no points), and counts as C on a
+    negative one (the penalty): a failure is never in the reply's favour."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "tasks:\n  - task_id: t\n    execution: {prompt: q}\n    evaluation:\n"
+        "      pass_threshold: 50\n      criteria:\n"
+        "        - {id: good, weight: 100, grader: llm_judge, prompt: Says fine}\n"
+        "        - {id: bad, weight: -100, grader: llm_judge, prompt: Says headache}\n"
+    )
+    jury = Jury.from_specs(["scripted:juror-keyword", "scripted:juror-mute", "scripted:juror-mute"])
+    [r], _ = run_grade(load_contract(path), [Submission("t", "m", "fine headache")], jury, tmp_path)
+    good, bad = r.criteria
+    assert not good.passed and bad.passed  # 1 C + 2 unread: no points, and the penalty
+    assert bad.c_share == 1.0 and r.score == -100 and not r.passed
+
+
+def test_imported_items_count_apart_and_edits_and_extra_keys_survive(tmp_path: Path) -> None:
+    first = _example()
+    first["rubrics"][0].update({"id": "own-id", "weight": 1, "grader_type": "regex"})
+    original = _write(tmp_path / "hb.jsonl", [first, _example(prompt_id="hb-2")])
+    bundle, back = tmp_path / "bundle", tmp_path / "back.jsonl"
+    assert main(["contracts", "convert", str(original), str(bundle)]) == 0
+    # an item's own keys do not take the place of the bundle's
+    answers = json.loads((bundle / "answers.json").read_text())
+    assert answers[0]["criteria"][0]["id"] == "c1" and answers[0]["criteria"][0]["weight"] == 9
+    text = (bundle / "answers.json").read_text()
+    (bundle / "answers.json").write_text(text.replace("A headache with a stiff neck", "EDITED"))
+    assert main(["contracts", "convert", str(bundle), str(back)]) == 0
+    lines = [json.loads(line) for line in back.read_text().splitlines()]
+    assert lines[0]["rubrics"][0]["id"] == "own-id"  # kept, and written back
+    assert lines[0]["ideal_completions_data"]["ideal_completion"].startswith("EDITED")
+    assert lines[0]["ideal_completions_data"]["ideal_completions_group"] == "Group 2"
+
+
+def test_writing_healthbench_refuses_what_it_cannot_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    weighted = tmp_path / "w.yaml"
+    weighted.write_text(CONVERSATION.replace("scoring: healthbench\n", ""))
+    assert main(["contracts", "convert", str(weighted), str(tmp_path / "w.jsonl")]) == 2
+    assert "weighted rule" in capsys.readouterr().err
+    assert not (tmp_path / "w.jsonl").exists()
+    path = tmp_path / "t.yaml"
+    path.write_text(CONVERSATION)
+    assert main(["contracts", "convert", str(path), str(tmp_path / "t.jsonl")]) == 0
+    said = capsys.readouterr().out
+    assert "pass threshold 50" in said and "criterion ids or names" in said
+
+
+def test_report_colours_a_met_negative_criterion_as_bad(tmp_path: Path) -> None:
+    path = tmp_path / "triage.yaml"
+    path.write_text(CONVERSATION)
+    out = tmp_path / "out"
+    submissions = tmp_path / "s.jsonl"
+    submissions.write_text(json.dumps({"task_id": "stroke", "submission": "just wait"}) + "\n")
+    code = main(
+        [
+            "grade",
+            str(path),
+            "--submissions",
+            str(submissions),
+            "--jury",
+            "scripted:juror-keyword",
+            "--store",
+            str(tmp_path / "s.sqlite"),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    html = (out / "report.html").read_text()
+    assert '<td class="fail">met</td>' in html and '<td class="pass">met</td>' not in html

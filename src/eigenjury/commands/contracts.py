@@ -412,8 +412,10 @@ def declare_convert(contract_commands: Any) -> None:
         help="rewrite a contract as a bundle folder, a YAML file or HealthBench JSONL",
         description="Rewrite a contract (bundle folder, YAML file, or a HealthBench-format "
         "JSONL file of examples: prompt, rubrics, example_tags, ideal_completions_data, "
-        "prompt_id) as a bundle folder, a .yaml file, or HealthBench JSONL (.jsonl). Nothing "
-        "is dropped: fields eigenjury does not interpret are kept and written back.",
+        "prompt_id) as a bundle folder, a .yaml file, or HealthBench JSONL (.jsonl). Reading "
+        "HealthBench drops nothing: fields eigenjury does not interpret are kept and written "
+        "back. Writing HealthBench refuses what it cannot hold (graders without a model, "
+        "another scoring rule, reference files) and names what it leaves out.",
     )
     convert.add_argument("contract")
     convert.add_argument("out", type=Path, help="a folder (bundle), a .yaml or a .jsonl file")
@@ -438,7 +440,7 @@ def declare_convert(contract_commands: Any) -> None:
 
 def convert_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.bundle import load_contract, write_bundle, write_yaml
-    from eigenjury.contracts.healthbench import read_healthbench, write_healthbench
+    from eigenjury.contracts.healthbench import dropped, read_healthbench, write_healthbench
     from eigenjury.contracts.schema import DEFAULT_PASS_THRESHOLD
 
     where = Path(args.contract)
@@ -459,6 +461,7 @@ def convert_command(args: argparse.Namespace, console: Console) -> int:
         write_yaml(source, out)
     elif out.suffix.lower() == ".jsonl":
         write_healthbench(source, out)
+        _warn(console, dropped(source.contract))
     elif out.suffix:
         raise InputError(
             "write a contract to a folder (bundle), a .yaml file or a .jsonl file (HealthBench)",

@@ -1,8 +1,9 @@
 """How sure the jury is, and what a grade is worth: per criterion and task, per juror,
 and scores broken down by tag, each with a task-cluster bootstrap interval.
 
-- A criterion's `c_share` is the share of the deciding jury's votes that are C (an
-  unread or failed vote is not C, as in the majority). Its `pass_probability` is the
+- A criterion's `c_share` is the share of the deciding jury's votes that count as C,
+  as in the majority: an unread or failed vote is not C, but on a negative criterion
+  it is (it never spares the reply a penalty). Its `pass_probability` is the
   chance that a jury of the same size, each juror voting C with that share, would pass
   it: a 3-2 split gives 0.68, 5-0 gives 1. It is `undecided` where `c_share` lies within
   the margin of 1/2 (margin 0: exact ties).
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from eigenjury.contracts.grading import CriterionResult, TaskResult
-from eigenjury.contracts.jury import Jury
+from eigenjury.contracts.jury import Jury, counted_c
 from eigenjury.contracts.rules import (
     clip_score,
     passes,
@@ -153,6 +154,9 @@ def jury_agreement(
     column = {name: k for k, name in enumerate(names)}
     tasks = {task_id: k for k, task_id in enumerate(dict.fromkeys(r.task_id for r in results))}
     grid, unit, outcome, ids = [], [], [], []
+    # criteria count together across tasks only where id and text are the same (an
+    # imported HealthBench set numbers every example's items c1, c2, ...)
+    where: dict[tuple[str, str], set[str]] = defaultdict(set)
     for r in results:
         for c in r.criteria:
             votes = _first_votes(c)
@@ -162,11 +166,12 @@ def jury_agreement(
             for v in votes:
                 if v.juror in column and v.grade is not None:
                     row[column[v.juror]] = v.grade == "C"
-            first_passed = passes(sum(v.grade == "C" for v in votes), len(votes))
+            first_passed = passes(counted_c(votes, c.criterion.negative), len(votes))
             grid.append(row)
             unit.append(tasks[r.task_id])
             outcome.append(first_passed)
-            ids.append(c.criterion.id)
+            ids.append((c.criterion.id, c.criterion.prompt))
+            where[c.criterion.id, c.criterion.prompt].add(r.task_id)
     if not grid:
         return None
     votes_ = np.vstack(grid)
@@ -182,8 +187,9 @@ def jury_agreement(
     for name, k in column.items():
         read = votes_[:, k] >= 0
         agree = votes_[read, k] == passed[read]
-        against = Counter(np.asarray(ids)[read][~agree].tolist())
-        asked = Counter(np.asarray(ids)[read].tolist())
+        read_ids = [key for key, ok in zip(ids, read, strict=True) if ok]
+        against = Counter(key for key, ok in zip(read_ids, agree, strict=True) if not ok)
+        asked = Counter(read_ids)
         jurors.append(
             {
                 "juror": name,
@@ -191,8 +197,13 @@ def jury_agreement(
                 "unread": int((~read).sum()),
                 "agreement_with_outcome": _estimate(boot, agree, units[read]),
                 "most_disagreed": [
-                    {"criterion_id": cid, "against": n, "of": asked[cid]}
-                    for cid, n in sorted(against.items(), key=lambda kv: (-kv[1], kv[0]))[
+                    {
+                        "criterion_id": key[0],
+                        "task_id": next(iter(where[key])) if len(where[key]) == 1 else None,
+                        "against": n,
+                        "of": asked[key],
+                    }
+                    for key, n in sorted(against.items(), key=lambda kv: (-kv[1], kv[0]))[
                         :MOST_DISAGREED
                     ]
                 ],
@@ -253,7 +264,7 @@ def tag_scores(
     for k, r in enumerate(mine):
         tagged: dict[str, list[CriterionResult]] = defaultdict(list)
         for c in r.criteria:
-            for tag in c.criterion.tags:
+            for tag in dict.fromkeys(c.criterion.tags):  # a tag written twice counts once
                 tagged[tag].append(c)
         for tag, found in tagged.items():
             score = tag_score([c.criterion.weight for c in found], [c.passed for c in found])
@@ -276,7 +287,7 @@ def tag_scores(
         )
     task_tags: dict[str, list[int]] = defaultdict(list)
     for k, r in enumerate(mine):
-        for tag in r.tags:
+        for tag in dict.fromkeys(r.tags):
             task_tags[tag].append(k)
     for tag in sorted(task_tags):
         rows = task_tags[tag]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from eigenjury.contracts.bundle import ContractSource
 from eigenjury.contracts.graders import check_python_graders, grade_without_model
-from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, majority, vote
+from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, counted_c, majority, vote
 from eigenjury.contracts.prompts import candidate_request
 from eigenjury.contracts.rules import (
     clip_score,
@@ -64,7 +64,8 @@ class CriterionResult:
 
     @property
     def c_votes(self) -> int:
-        return c_votes(self.votes)
+        """The votes that count as C (on a negative criterion, unread ones too)."""
+        return counted_c(self.votes, self.criterion.negative)
 
     @property
     def i_votes(self) -> int:
@@ -84,8 +85,8 @@ class CriterionResult:
 
     @property
     def c_share(self) -> float | None:
-        """The deciding jury's share of C votes (an unread or failed vote is not C);
-        None where no jury voted."""
+        """The deciding jury's share of votes counted as C (an unread or failed vote is
+        not C, but on a negative criterion it is); None where no jury voted."""
         return self.c_votes / len(self.votes) if self.by_jury and self.votes else None
 
     def all_votes(self) -> tuple[Vote, ...]:
@@ -287,17 +288,21 @@ def assemble(
             criteria.append(CriterionResult(c, False, explanation="no submission"))
         elif c.grader != "llm_judge":
             got = grade_without_model(c, submission.text, task, sandbox)
+            # a grader that failed to decide never spares the reply a negative criterion
+            met = got.passed or (got.error is not None and c.negative)
             criteria.append(
-                CriterionResult(c, got.passed, explanation=got.explanation, grader_error=got.error)
+                CriterionResult(c, met, explanation=got.explanation, grader_error=got.error)
             )
         elif escalated and c.id in escalated:
             late = tuple(escalated[c.id])
             criteria.append(
-                CriterionResult(c, majority(late), late, escalated_from=tuple(votes[c.id]))
+                CriterionResult(
+                    c, majority(late, c.negative), late, escalated_from=tuple(votes[c.id])
+                )
             )
         else:
             early = tuple(votes[c.id])
-            criteria.append(CriterionResult(c, majority(early), early))
+            criteria.append(CriterionResult(c, majority(early, c.negative), early))
     return TaskResult(
         submission.task_id,
         submission.candidate,

@@ -92,8 +92,8 @@ def _task(
                 pass_threshold=pass_threshold,
                 scoring="healthbench",
                 ideal=ideal or "",
-                show_ideal=show_ideal and bool(ideal),
-                extra={_KEPT: kept} if kept else {},
+                show_ideal=show_ideal and bool(ideal and ideal.strip()),
+                extra=_kept(kept),
             ),
             tags=example.get("example_tags", ()),
         )
@@ -123,7 +123,7 @@ def _criterion(item: Any, number: int, fail: Any) -> Criterion:
             grader="llm_judge",
             prompt=text,
             tags=item.get("tags", ()),
-            extra={k: v for k, v in item.items() if k not in _RUBRIC_KEYS},
+            extra=_kept({k: v for k, v in item.items() if k not in _RUBRIC_KEYS}),
         )
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -132,18 +132,57 @@ def _criterion(item: Any, number: int, fail: Any) -> Criterion:
         raise fail(f"{where}: {field + ': ' if field else ''}{error['msg']}") from None
 
 
+def _kept(fields: dict[str, Any]) -> dict[str, Any]:
+    """Fields the contract has no place for, nested so that none can take the place of
+    a field the contract's own formats write (an item's own `id` or `weight`)."""
+    return {_KEPT: fields} if fields else {}
+
+
+def dropped(contract: Contract) -> list[str]:
+    """What writing `contract` as HealthBench would lose, in words (nothing for a
+    contract read from HealthBench)."""
+    out = []
+    for task in contract.tasks:
+        ev, ex, where = task.evaluation, task.execution, f"task '{task.task_id}'"
+        lost = [
+            name
+            for name, gone in (
+                (f"its pass threshold {ev.pass_threshold:g}", ev.pass_threshold != 100),
+                ("its metadata or environment", bool(ex.metadata or ex.environment)),
+                ("its tools", bool(ev.tools)),
+                ("show_ideal", ev.show_ideal),
+                (
+                    "criterion ids or names",
+                    any(c.id != f"c{k}" or c.name for k, c in enumerate(ev.criteria, 1)),
+                ),
+            )
+            if gone
+        ]
+        if lost:
+            out.append(f"{where}: HealthBench has no place for {', '.join(lost)}")
+    return out
+
+
 def healthbench_lines(contract: Contract, where: Path) -> Iterator[str]:
     """Each task as a HealthBench example (JSON, one line each); an input error for a
-    task HealthBench cannot hold (a criterion graded without a model)."""
+    task HealthBench cannot hold: a criterion graded without a model, another scoring
+    rule, or a reference file the candidate would see."""
     for task in contract.tasks:
         ev = task.evaluation
         odd = [c.id for c in ev.criteria if c.grader != "llm_judge"]
-        if odd:
-            raise InputError(
-                f"task '{task.task_id}': criteria {', '.join(odd)} are not graded by a jury "
-                "(llm_judge); HealthBench's rubric items are",
-                path=where,
-            )
+        problem = (
+            f"criteria {', '.join(odd)} are not graded by a jury (llm_judge); HealthBench's "
+            "rubric items are"
+            if odd
+            else f"it is scored by the {ev.scoring} rule; HealthBench scores by its own "
+            "(scoring: healthbench), so its scores would change"
+            if ev.scoring != "healthbench"
+            else "its candidates are shown a reference file, which HealthBench cannot hold"
+            if task.execution.reference_file or ev.reference_file
+            else None
+        )
+        if problem:
+            raise InputError(f"task '{task.task_id}': {problem}", path=where)
         prompt = task.execution.prompt
         turns = (
             [{"role": "user", "content": prompt}]
@@ -156,17 +195,22 @@ def healthbench_lines(contract: Contract, where: Path) -> Iterator[str]:
             "rubrics": [_rubric_item(c) for c in ev.criteria],
             "example_tags": list(task.tags),
         }
-        if "ideal_completions_data" in kept:
-            example["ideal_completions_data"] = kept.pop("ideal_completions_data")
+        data = kept.pop("ideal_completions_data", None)
+        if isinstance(data, dict):  # the ideal as the contract has it now (maybe edited)
+            data = {k: v for k, v in data.items() if k != "ideal_completion" or ev.ideal}
+            if ev.ideal:
+                data["ideal_completion"] = ev.ideal
         elif ev.ideal:
-            example["ideal_completions_data"] = {"ideal_completion": ev.ideal}
+            data = {"ideal_completion": ev.ideal}
+        if data is not None or "ideal_completions_data" in ev.extra.get(_KEPT, {}):
+            example["ideal_completions_data"] = data
         example["prompt_id"] = task.task_id
         yield json.dumps({**example, **kept})
 
 
 def _rubric_item(c: Criterion) -> dict[str, Any]:
     points: float | int = int(c.weight) if c.weight.is_integer() else c.weight
-    return {"criterion": c.prompt, "points": points, "tags": list(c.tags), **c.extra}
+    return {"criterion": c.prompt, "points": points, "tags": list(c.tags), **c.extra.get(_KEPT, {})}
 
 
 def write_healthbench(source: ContractSource, path: Path) -> None:

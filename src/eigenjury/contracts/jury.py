@@ -152,9 +152,17 @@ def c_votes(votes: Sequence[Vote]) -> int:
     return sum(v.grade == "C" for v in votes)
 
 
-def majority(votes: Sequence[Vote]) -> bool:
-    """The jury's outcome: strict majority of C votes (a tie, or unread votes, fail)."""
-    return passes(c_votes(votes), len(votes))
+def counted_c(votes: Sequence[Vote], negative: bool = False) -> int:
+    """The votes that count as C: the C votes, and on a negative criterion also the
+    unread and failed ones (a vote nobody could read never spares the reply a penalty,
+    as on a positive criterion it never earns points)."""
+    unread = sum(v.grade is None for v in votes) if negative else 0
+    return c_votes(votes) + unread
+
+
+def majority(votes: Sequence[Vote], negative: bool = False) -> bool:
+    """The jury's outcome: strict majority of the votes counted as C (a tie fails)."""
+    return passes(counted_c(votes, negative), len(votes))
 
 
 @dataclass(frozen=True)

@@ -316,9 +316,13 @@ class JurorDiversity(Part):
     vote shares give by chance (None where undefined: one grade throughout, or no criterion)."""
 
 
-class Disagreement(Part):
+class Disagreement(Sparse):
+    OMITTED = frozenset({"task_id"})
+
     criterion_id: str
-    """The criterion's id (the same id in several tasks counts together)."""
+    """The criterion's id (the same id with the same text in several tasks counts together)."""
+    task_id: str | None = None
+    """Its task, where it is one task's (left out where it is several tasks')."""
     against: int
     """Votes the juror gave against the jury's outcome on it."""
     of: int

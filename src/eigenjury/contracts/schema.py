@@ -226,7 +226,7 @@ class Contract(_Frozen):
                 given = {
                     k: v
                     for k, v in defaults.items()
-                    if k != "show_ideal" or evaluation.get("ideal")  # tasks that have one
+                    if k != "show_ideal" or str(evaluation.get("ideal") or "").strip()
                 }
                 task = {**task, "evaluation": {**given, **evaluation}}
             tasks.append(task)

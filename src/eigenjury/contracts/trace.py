@@ -23,7 +23,7 @@ from eigenjury.contracts.certainty import (
     task_undecided,
 )
 from eigenjury.contracts.grading import CriterionResult, TaskResult
-from eigenjury.contracts.jury import Jury, Vote
+from eigenjury.contracts.jury import Jury, Vote, c_votes
 from eigenjury.contracts.record import (
     CandidateSummary,
     CriterionOutcome,
@@ -41,7 +41,7 @@ from eigenjury.stats.agreement import ClusterBootstrap, fleiss_kappa
 
 
 def vote_counts(c: CriterionResult) -> VoteCounts:
-    return VoteCounts(C=c.c_votes, I=c.i_votes, unparsed=c.unparsed, error=c.errors)
+    return VoteCounts(C=c_votes(c.votes), I=c.i_votes, unparsed=c.unparsed, error=c.errors)
 
 
 def _cost(values: Sequence[float | None]) -> float | None:

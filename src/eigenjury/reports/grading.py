@@ -176,7 +176,7 @@ def _matrix_row(c: CriterionOutcome, votes: list[Judgement], names: list[str]) -
         f'<tr{split}><td class="l">{e(c.id)}{mark}{via}</td>'
         f"<td>{c.weight:g}</td>{''.join(cells)}"
         f"<td>{_share(c)}</td>"
-        f'<td class="{"pass" if c.passed else "fail"}">'
+        f'<td class="{"pass" if c.passed == (c.weight >= 0) else "fail"}">'
         f"{outcome_word(c)}</td></tr>"
     )
 
@@ -368,7 +368,11 @@ def agreement_lines(record: GradingRecord) -> tuple[str, list[list[str]], list[l
             str(j.votes),
             str(j.unread),
             _estimate(j.agreement_with_outcome, ".2f"),
-            ", ".join(f"{d.criterion_id} ({d.against}/{d.of})" for d in j.most_disagreed) or "-",
+            ", ".join(
+                f"{d.task_id + '/' if d.task_id else ''}{d.criterion_id} ({d.against}/{d.of})"
+                for d in j.most_disagreed
+            )
+            or "-",
         ]
         for j in a.jurors
     ]
