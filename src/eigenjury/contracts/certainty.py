@@ -182,7 +182,7 @@ def jury_agreement(
     if full.any():
         c_count = votes_[full].sum(axis=1)
         counts = np.column_stack([c_count, len(names) - c_count])
-        fleiss = fleiss_kappa_rounds(boot.item_weights(units[full]), counts)
+        fleiss = fleiss_kappa_rounds(boot, units[full], counts)
     jurors = []
     for name, k in column.items():
         read = votes_[:, k] >= 0
@@ -214,7 +214,6 @@ def jury_agreement(
         for b in names[i + 1 :]:
             both = (votes_[:, column[a]] >= 0) & (votes_[:, column[b]] >= 0)
             x, y = votes_[both, column[a]], votes_[both, column[b]]
-            w = boot.item_weights(units[both])
             pairs.append(
                 {
                     "a": a,
@@ -222,7 +221,7 @@ def jury_agreement(
                     "criteria": int(both.sum()),
                     "agreement": _estimate(boot, x == y, units[both]),
                     "cohen_kappa": boot.estimate(
-                        cohen_kappa_rounds(w, x, y)[1]
+                        cohen_kappa_rounds(boot, units[both], x, y)[1]
                         if both.any()
                         else np.full(rounds + 1, np.nan)
                     ).record(),

@@ -95,7 +95,7 @@ def compare_pools(
 
     common_ = np.array(common)
     record["agreement"] = mean(pa_ == pb_)
-    chance, kappa = cohen_kappa_rounds(boot.item_weights(u_), pa_, pb_)
+    chance, kappa = cohen_kappa_rounds(boot, u_, pa_, pb_)
     record["chance_agreement"] = boot.estimate(chance).record()
     record["kappa"] = boot.estimate(kappa).record()
     record["agreement_common"] = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -28,7 +28,7 @@ from eigenjury.contracts.record import (
 from eigenjury.contracts.schema import Contract, Criterion
 from eigenjury.names import short_labels
 from eigenjury.records import EstimatePart, dump_lines
-from eigenjury.reports.kit import e, estimate_text, money, page, table
+from eigenjury.reports.kit import e, estimate_text, money, page, page_ends, table
 from eigenjury.reports.output import Outputs
 
 _MORE_CSS = """
@@ -53,14 +53,16 @@ def outputs(record: GradingRecord, contract: Contract) -> Outputs:
     """results.json; its trace as trace.jsonl, and tasks.csv, criteria.csv and
     judgements.csv for spreadsheets; report.html. `contract` names and states the
     criteria the record grades."""
-    tasks = [t.model_dump(mode="json", exclude={"criteria"}) for t in record.tasks]
     files = {
-        "trace.jsonl": dump_lines(record.judgements),
-        "tasks.csv": _csv(tasks),
-        "criteria.csv": _csv(_criterion_rows(record, contract)),
-        "judgements.csv": _csv(j.model_dump(mode="json") for j in record.judgements),
+        # written piece by piece: a large grading's replies are not held again as text
+        "trace.jsonl": (dump_lines([j]) for j in record.judgements),
+        "tasks.csv": _csv(
+            lambda: (t.model_dump(mode="json", exclude={"criteria"}) for t in record.tasks)
+        ),
+        "criteria.csv": _csv(lambda: _criterion_rows(record, contract)),
+        "judgements.csv": _csv(lambda: (j.model_dump(mode="json") for j in record.judgements)),
     }
-    return Outputs(record, files=files, html=render(record, contract))
+    return Outputs(record, files=files, html=render_parts(record, contract))
 
 
 def _by_criterion(judgements: Iterable[Judgement]) -> dict[_Key, list[Judgement]]:
@@ -110,14 +112,20 @@ def _criterion_rows(record: GradingRecord, contract: Contract) -> Iterator[dict[
             }
 
 
-def _csv(rows: Iterable[dict[str, Any]]) -> str:
-    rows_ = list(rows)
-    columns = list(dict.fromkeys(k for row in rows_ for k in row))
+def _csv(rows: Callable[[], Iterable[dict[str, Any]]], chunk: int = 1000) -> Iterator[str]:
+    """A CSV file in pieces of `chunk` rows; its columns, every key some row has, from a
+    first pass over `rows()` (made twice, so that no row is held for the second)."""
+    columns = list(dict.fromkeys(k for row in rows() for k in row))
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows_)
-    return buffer.getvalue()
+    for k, row in enumerate(rows(), 1):
+        writer.writerow(row)
+        if k % chunk == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
 
 
 def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judgement]]) -> str:
@@ -217,6 +225,12 @@ def _replies(criterion: Criterion, votes: list[Judgement]) -> str:
 
 
 def render(record: GradingRecord, contract: Contract) -> str:
+    return "".join(render_parts(record, contract))
+
+
+def render_parts(record: GradingRecord, contract: Contract) -> Iterator[str]:
+    """report.html in pieces: the summary, then one piece per task (with every juror's
+    reply), so a large grading's page is never held whole."""
     jurors = record.jury.jurors
     out = [
         f"<h1>Grading: {e(record.contract)}</h1>",
@@ -257,6 +271,8 @@ def render(record: GradingRecord, contract: Contract) -> str:
         )
         out.append(table(_VERDICT_COLUMNS, _verdict_rows(record)))
     out.append("<h2>Tasks</h2>")
+    head, tail = page_ends(f"Grading: {record.contract}", css=_MORE_CSS)
+    yield head + "".join(out)
     found = _by_criterion(record.judgements)
     for t in record.tasks:
         verdict = "pass" if t.passed else "fail"
@@ -268,14 +284,14 @@ def render(record: GradingRecord, contract: Contract) -> str:
         )
         chance = "" if t.pass_probability is None else f" · pass chance {t.pass_probability:.2f}"
         chance += " · undecided" if t.undecided else ""
-        out.append(
+        yield (
             f"<details><summary>{e(t.task_id)} · {e(t.candidate)} · score {t.score:g} of "
             f"threshold {t.threshold:g} · <span class={verdict}>{verdict}</span>{chance}"
             f"{'' if t.complete else ' · incomplete'}</summary>"
             f"<p><b>Submission</b></p><pre>{e(t.submission or t.error)}</pre>"
             f"{_vote_matrix(t, jurors, found)}" + "".join(replies) + "</details>"
         )
-    return page(f"Grading: {record.contract}", "".join(out), css=_MORE_CSS)
+    yield tail
 
 
 _VERDICT_COLUMNS = ["juror", "structured", "label scores", "text", "unread"]

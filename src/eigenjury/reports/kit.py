@@ -51,9 +51,16 @@ def table(headers: list[str], rows: list[list[Any]], left: int = 1) -> str:
 def page(title: str, body: str, *, css: str = "") -> str:
     """A whole self-contained page: `title` is escaped here, `body` is markup already
     built with `e` and `table`."""
+    head, tail = page_ends(title, css=css)
+    return head + body + tail
+
+
+def page_ends(title: str, *, css: str = "") -> tuple[str, str]:
+    """What goes before and after a page's body, for a page written in pieces."""
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
-        f"<style>{CSS}{css}</style></head><body>{body}</body></html>"
+        f"<style>{CSS}{css}</style></head><body>",
+        "</body></html>",
     )
 
 

@@ -10,7 +10,7 @@ leaves no torn file, and two runs writing one folder never mix their files.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,22 +20,26 @@ from eigenjury.records import LinesFile, Record, record_text
 REPORT = "report.html"
 
 
+Content = str | LinesFile | Iterable[str]  # text, rows written already, or text in pieces
+
+
 @dataclass(frozen=True)
 class Outputs:
     """What a run writes into its folder: the record (under its kind's file name unless
-    `record_file` says otherwise), extra files by name (their text, or rows already
-    written as the run went: records.LinesFile), and the HTML report."""
+    `record_file` says otherwise), extra files by name (their text, text in pieces made
+    as they are written, or rows already written as the run went: records.LinesFile),
+    and the HTML report (text, or text in pieces)."""
 
     record: Record
-    files: Mapping[str, str | LinesFile] = field(default_factory=dict)
-    html: str | None = None
+    files: Mapping[str, Content] = field(default_factory=dict)
+    html: str | Iterable[str] | None = None
     record_file: str | None = None
 
 
 def write_outputs(folder: Path, outputs: Outputs) -> list[Path]:
     """Write everything into `folder` (made if missing); the paths written, record first."""
     record_path = folder / (outputs.record_file or outputs.record.FILE)
-    contents: list[tuple[Path, str | LinesFile]] = [
+    contents: list[tuple[Path, Content]] = [
         (record_path, record_text(outputs.record)),
         *((folder / name, content) for name, content in outputs.files.items()),
     ]
@@ -48,7 +52,12 @@ def write_outputs(folder: Path, outputs: Outputs) -> list[Path]:
                 finished.append(content)  # its writer holds it already
                 continue
             out = taken.enter_context(OutputFile(path))
-            out.write(content)
+            if isinstance(content, str):
+                out.write(content)
+            else:
+                with out.writing() as f:
+                    for piece in content:
+                        f.write(piece)
             finished.append(out)
         for done in finished:
             done.commit()

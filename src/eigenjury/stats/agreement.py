@@ -54,26 +54,46 @@ class ClusterBootstrap:
         low, high = percentile_interval(rounds, self.ci)
         return Estimate(float(values[0]), float(low), float(high))
 
-    def item_weights(self, unit_of_item: ArrayLike) -> FloatArray:
-        """Weights of items (criteria) that belong to units (submissions)."""
-        return self.weights[:, np.asarray(unit_of_item, dtype=np.intp)]
+    def unit_sums(self, unit_of_item: ArrayLike, *columns: ArrayLike) -> list[FloatArray]:
+        """Per unit, the sum of each column over its items, and last the unit's item
+        count: a weighted sum over items is a weighted sum over these, so resampling
+        costs rounds x units, however many items (criteria) the units hold."""
+        units = np.asarray(unit_of_item, dtype=np.intp)
+        n = self.weights.shape[1]
+        sums: list[FloatArray] = [
+            np.bincount(units, np.asarray(c, dtype=np.float64), minlength=n).astype(np.float64)
+            for c in columns
+        ]
+        return [*sums, np.bincount(units, minlength=n).astype(np.float64)]
 
     def mean(self, x: ArrayLike, unit_of_item: ArrayLike | None = None) -> FloatArray:
-        w = self.weights if unit_of_item is None else self.item_weights(unit_of_item)
-        return weighted_mean(w, np.asarray(x, dtype=np.float64))
+        if unit_of_item is None:
+            return weighted_mean(self.weights, np.asarray(x, dtype=np.float64))
+        total, count = self.unit_sums(unit_of_item, x)
+        return _ratio(self.weights @ total, self.weights @ count, nan_where_empty=True)
 
     def ratio(
         self, num: ArrayLike, den: ArrayLike, unit_of_item: ArrayLike | None = None
     ) -> FloatArray:
         """sum(num) / sum(den) under each round's weights."""
-        w = self.weights if unit_of_item is None else self.item_weights(unit_of_item)
-        top = w @ np.asarray(num, dtype=np.float64)
-        bottom = w @ np.asarray(den, dtype=np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
+        if unit_of_item is None:
+            top = self.weights @ np.asarray(num, dtype=np.float64)
+            bottom = self.weights @ np.asarray(den, dtype=np.float64)
+        else:
+            top_, bottom_, _ = self.unit_sums(unit_of_item, num, den)
+            top, bottom = self.weights @ top_, self.weights @ bottom_
+        return _ratio(top, bottom)
 
     def pearson(self, x: ArrayLike, y: ArrayLike) -> FloatArray:
         return weighted_pearson(self.weights, np.asarray(x, float), np.asarray(y, float))
+
+
+def _ratio(top: FloatArray, bottom: FloatArray, *, nan_where_empty: bool = False) -> FloatArray:
+    """top / bottom where bottom > 0, else NaN (a NaN in top stays NaN: unknown cost)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if nan_where_empty:
+            return np.asarray(top / np.where(bottom > 0, bottom, np.nan))
+        return np.asarray(np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan))
 
 
 def weighted_mean(w: FloatArray, x: FloatArray) -> FloatArray:
@@ -116,31 +136,40 @@ def fleiss_kappa(counts: ArrayLike) -> float:
     return (observed - chance) / (1.0 - chance)
 
 
-def fleiss_kappa_rounds(w: FloatArray, counts: ArrayLike) -> FloatArray:
-    """Fleiss' kappa under each row of item weights `w` (rounds x items) for items x
-    categories `counts` (every item rated by the same number of raters, at least 2):
-    `fleiss_kappa` for every bootstrap round at once. NaN where chance agreement is 1."""
+def fleiss_kappa_rounds(
+    boot: ClusterBootstrap, unit_of_item: ArrayLike, counts: ArrayLike
+) -> FloatArray:
+    """Fleiss' kappa under each bootstrap round of `boot` (items resampled with their
+    units) for items x categories `counts`, every item rated by the same number of
+    raters (at least 2): `fleiss_kappa` for every round at once. NaN where chance
+    agreement is 1."""
     table = np.asarray(counts, dtype=np.float64)
     n = table[0].sum()
     observed_per_item = ((table**2).sum(axis=1) - n) / (n * (n - 1))
-    total = w.sum(axis=1)
+    *sums, count = boot.unit_sums(unit_of_item, observed_per_item, *table.T)
+    w = boot.weights
+    total = w @ count
     with np.errstate(invalid="ignore", divide="ignore"):
-        observed = (w @ observed_per_item) / total
-        shares = (w @ table) / (total * n)[:, None]
+        observed = (w @ sums[0]) / total
+        shares = np.column_stack([w @ s for s in sums[1:]]) / (total * n)[:, None]
         chance = (shares**2).sum(axis=1)
         return np.asarray(np.where(chance < 1 - 1e-12, (observed - chance) / (1 - chance), np.nan))
 
 
-def cohen_kappa_rounds(w: FloatArray, a: ArrayLike, b: ArrayLike) -> tuple[FloatArray, FloatArray]:
-    """Under each row of item weights `w` (rounds x items), for two raters' binary labels
-    `a` and `b` (one per item): the agreement their own rates give by chance,
-    p_a p_b + (1 - p_a)(1 - p_b), and Cohen's kappa, how far the observed agreement goes
-    beyond it (NaN where chance is 1: both gave one label throughout)."""
+def cohen_kappa_rounds(
+    boot: ClusterBootstrap, unit_of_item: ArrayLike, a: ArrayLike, b: ArrayLike
+) -> tuple[FloatArray, FloatArray]:
+    """Under each bootstrap round of `boot` (items resampled with their units), for two
+    raters' binary labels `a` and `b` (one per item): the agreement their own rates give
+    by chance, p_a p_b + (1 - p_a)(1 - p_b), and Cohen's kappa, how far the observed
+    agreement goes beyond it (NaN where chance is 1: both gave one label throughout)."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    total = w.sum(axis=1)
+    same, on_a, on_b, count = boot.unit_sums(unit_of_item, x == y, x, y)
+    w = boot.weights
+    total = w @ count
     with np.errstate(invalid="ignore", divide="ignore"):
-        observed = (w @ (x == y).astype(np.float64)) / total
-        pa, pb = (w @ x) / total, (w @ y) / total
+        observed = (w @ same) / total
+        pa, pb = (w @ on_a) / total, (w @ on_b) / total
         chance = pa * pb + (1 - pa) * (1 - pb)
         kappa = np.where(chance < 1 - 1e-12, (observed - chance) / (1 - chance), np.nan)
     return np.asarray(chance), np.asarray(kappa)
