@@ -18,9 +18,10 @@ from eigenjury.contracts.grading import CriterionResult, Submission, TaskResult
 from eigenjury.contracts.jury import Jury
 from eigenjury.contracts.rules import score_range, task_score
 from eigenjury.contracts.schema import Contract, Criterion, Evaluation
-from eigenjury.contracts.trace import summary
+from eigenjury.contracts.trace import grading_record, summary
 from eigenjury.models.providers.scripted import register_script
 from eigenjury.models.types import ChatRequest
+from eigenjury.reports.grading import agreement_lines, render
 
 # --- the scoring rules, against hand-computed values -------------------------------------
 
@@ -461,3 +462,69 @@ def test_report_colours_a_met_negative_criterion_as_bad(tmp_path: Path) -> None:
     assert code == 0
     html = (out / "report.html").read_text()
     assert '<td class="fail">met</td>' in html and '<td class="pass">met</td>' not in html
+
+
+# --- repeats and batching, as the contract asks -----------------------------------------
+
+REPEATED = """\
+repeats: 3
+tasks:
+  - task_id: t
+    execution: {prompt: q}
+    evaluation:
+      pass_threshold: 50
+      criteria:
+        - {id: one, weight: 60, grader: llm_judge, prompt: Is good}
+        - {id: two, weight: 40, grader: llm_judge, prompt: Is fine}
+  - task_id: u
+    execution: {prompt: q}
+    evaluation:
+      batch_criteria: true
+      criteria:
+        - {id: one, weight: 50, grader: llm_judge, prompt: Says good}
+        - {id: two, weight: 50, grader: llm_judge, prompt: Says fine}
+"""
+
+
+def test_repeats_are_distinct_answers_each_a_vote(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(REPEATED)
+    source = load_contract(path)
+    assert source.contract.repeats == 3 and source.contract.task("u").evaluation.batch_criteria
+    # juror-seeded votes C for an even seed: a lone juror's answers 0, 1, 2 say C, I, C
+    jury = Jury.from_specs(["scripted:juror-seeded"], temperature=0.5)
+    results, _ = run_grade(source, [Submission("t", "m", "x")], jury, tmp_path)
+    one = results[0].criteria[0]
+    assert [v.grade for v in one.votes] == ["C", "I", "C"] and [v.repeat for v in one.votes] == [
+        0,
+        1,
+        2,
+    ]
+    assert one.passed and one.c_share == pytest.approx(2 / 3)
+    record = grading_record(results, contract="c", jury=jury, repeats=3)
+    assert [j.repeat for j in record.judgements][:3] == [0, 1, 2]
+    assert not record.warnings  # at temperature 0.5 the repeats are real samples
+    cold = Jury.from_specs(["scripted:juror-seeded"])
+    assert "repeats add no information" in " ".join(cold.warnings(3))
+    # two jurors: samples 0, 2, 4 (all C) and 1, 3, 5 (all I): each steady, and a tie
+    pair = Jury.from_specs(["scripted:juror-seeded", "scripted:juror-seeded"], temperature=0.5)
+    results, _ = run_grade(source, [Submission("t", "m", "x")], pair, tmp_path)
+    assert [v.grade for v in results[0].criteria[0].votes] == ["C"] * 3 + ["I"] * 3
+    assert not results[0].criteria[0].passed  # 3 of 6: a tie fails
+    paired = grading_record(results, contract="c", jury=pair, repeats=3)
+    assert paired.agreement is not None
+    assert [j.consistency.value for j in paired.agreement.jurors if j.consistency] == [1.0, 1.0]
+    said = agreement_lines(paired)
+    assert said is not None and "steady over repeats" in said[1][0]
+    assert "C C C" in render(paired, source.contract)  # a juror's repeats side by side
+
+
+def test_a_task_may_ask_for_its_criteria_in_one_call(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(REPEATED.replace("repeats: 3\n", ""))
+    jury = Jury.from_specs(["scripted:juror-keyword"])
+    subs = [Submission("t", "m", "good"), Submission("u", "m", "good")]
+    results, _ = run_grade(load_contract(path), subs, jury, tmp_path)
+    calls_per_vote = {r.task_id: [v.share for c in r.criteria for v in c.votes] for r in results}
+    assert calls_per_vote == {"t": [1.0, 1.0], "u": [0.5, 0.5]}  # u: both in one call
+    assert [c.passed for c in results[1].criteria] == [True, False]

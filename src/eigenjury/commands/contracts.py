@@ -230,7 +230,7 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
     jury = _jury_if_needed(args, source, args.verdict_format)
     escalate_to = _jury(args, args.escalate_to, args.verdict_format) if args.escalate_to else None
     for chosen in (jury, escalate_to):
-        _warn(console, chosen.warnings() if chosen is not None else [])
+        _warn(console, chosen.warnings(source.contract.repeats) if chosen is not None else [])
     if escalate_to is not None and jury is None:
         raise InputError("--escalate-to needs a first jury to escalate from (--jury SPEC)")
     _check_out(args, args.out / "results.json")
@@ -335,7 +335,7 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         grader_timeout_s=args.grader_timeout,
     )
     for jury in (inputs.pool_a, inputs.pool_b):
-        _warn(console, jury.warnings())
+        _warn(console, jury.warnings(source.contract.repeats))
     ran = run_engine(
         engine_settings(args),
         inputs.specs,

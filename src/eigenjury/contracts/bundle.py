@@ -2,12 +2,12 @@
 
 Bundle (a folder):
 
-    tasks.json    {"version": 2, "prompts": [{"task_id", "task_prompt", "reference_file",
-                   "metadata", "environment"}]}  (also read: version 1, a plain list,
-                   "prompt" or "task" for "task_prompt"; a prompt may be a list of
-                   {"role", "content"} turns)
+    tasks.json    {"version": 2, "name", "repeats", "prompts": [{"task_id", "task_prompt",
+                   "reference_file", "metadata", "environment"}]}  (also read: version 1,
+                   a plain list, "prompt" or "task" for "task_prompt"; a prompt may be a
+                   list of {"role", "content"} turns)
     answers.json  [{"task_id", "reference_file", "tools", "passThreshold", "scoring",
-                    "tags", "ideal", "show_ideal",
+                    "tags", "ideal", "show_ideal", "batch_criteria",
                     "criteria": [{"id", "name", "weight", "grader_type", "semanticPrompt",
                                   "tags"}]}]
     refs/         reference files named by "reference_file"
@@ -83,6 +83,7 @@ _ANSWER_KEYS = (
     "tags",
     "ideal",
     "show_ideal",
+    "batch_criteria",
 )
 _CRITERION_KEYS = (
     "id",
@@ -216,8 +217,11 @@ def read_bundle(folder: Path) -> ContractSource:
                 path=answers_path,
             )
         tasks.append(_task_from_bundle(record, by_task[task_id], folder))
+    repeats = tasks_data.get("repeats", 1) if isinstance(tasks_data, dict) else 1
     contract = _build(
-        lambda: Contract(tasks=tuple(tasks), name=str(name or folder.name)), answers_path, ""
+        lambda: Contract(tasks=tuple(tasks), name=str(name or folder.name), repeats=repeats),
+        tasks_path,
+        "",
     )
     return ContractSource(contract, folder, folder / "refs")
 
@@ -253,9 +257,14 @@ def write_bundle(source: ContractSource, folder: Path) -> None:
             answer["ideal"] = ev.ideal
         if ev.show_ideal:
             answer["show_ideal"] = True
+        if ev.batch_criteria:
+            answer["batch_criteria"] = True
         answers.append({**answer, **ev.extra})
     folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / "tasks.json", {"version": 2, "name": contract.name, "prompts": prompts})
+    head: dict[str, Any] = {"version": 2, "name": contract.name}
+    if contract.repeats > 1:
+        head["repeats"] = contract.repeats
+    write_json(folder / "tasks.json", {**head, "prompts": prompts})
     write_json(folder / "answers.json", answers)
     copy_references(source, folder / "refs")
 
@@ -352,7 +361,9 @@ def _task_from_bundle(record: dict[str, Any], answer: dict[str, Any], folder: Pa
         folder / "tasks.json",
         where,
     )
-    settings = {k: answer[k] for k in ("scoring", "ideal", "show_ideal") if k in answer}
+    settings = {
+        k: answer[k] for k in ("scoring", "ideal", "show_ideal", "batch_criteria") if k in answer
+    }
     evaluation = _build(
         lambda: Evaluation(
             criteria=criteria,

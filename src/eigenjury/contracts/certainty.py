@@ -153,19 +153,30 @@ def jury_agreement(
     names = list(jury.names)
     column = {name: k for k, name in enumerate(names)}
     tasks = {task_id: k for k, task_id in enumerate(dict.fromkeys(r.task_id for r in results))}
-    grid, unit, outcome, ids = [], [], [], []
+    grid: list[np.ndarray] = []
+    unit: list[int] = []
+    outcome: list[bool] = []
+    ids: list[tuple[str, str]] = []
     # criteria count together across tasks only where id and text are the same (an
     # imported HealthBench set numbers every example's items c1, c2, ...)
     where: dict[tuple[str, str], set[str]] = defaultdict(set)
+    steady: dict[int, list[tuple[int, bool]]] = defaultdict(list)  # repeats all agreeing
     for r in results:
         for c in r.criteria:
             votes = _first_votes(c)
             if not c.by_jury or not votes:
                 continue
             row = np.full(len(names), -1, dtype=np.int8)  # -1: no readable vote
+            answers: dict[str, list[bool]] = defaultdict(list)
             for v in votes:
                 if v.juror in column and v.grade is not None:
-                    row[column[v.juror]] = v.grade == "C"
+                    answers[v.juror].append(v.grade == "C")
+            for juror, said in answers.items():
+                yes = sum(said)
+                if 2 * yes != len(said):  # a juror's repeats: their majority; a tie, none
+                    row[column[juror]] = 2 * yes > len(said)
+                if len(said) > 1:
+                    steady[column[juror]].append((len(unit), len(set(said)) == 1))
             first_passed = passes(counted_c(votes, c.criterion.negative), len(votes))
             grid.append(row)
             unit.append(tasks[r.task_id])
@@ -190,9 +201,16 @@ def jury_agreement(
         read_ids = [key for key, ok in zip(ids, read, strict=True) if ok]
         against = Counter(key for key, ok in zip(read_ids, agree, strict=True) if not ok)
         asked = Counter(read_ids)
+        mine = steady.get(k, [])
+        consistency = (
+            _estimate(boot, [same for _, same in mine], units[[row for row, _ in mine]])
+            if mine
+            else None
+        )
         jurors.append(
             {
                 "juror": name,
+                "consistency": consistency,
                 "votes": int(read.sum()),
                 "unread": int((~read).sum()),
                 "agreement_with_outcome": _estimate(boot, agree, units[read]),

@@ -239,7 +239,8 @@ async def _grade(
         if judged and s.text is not None:
             ballot_of[i] = len(ballots)
             ballots.append(Ballot(task, source.task_reference(task), s.text, judged))
-    first = await vote(engine, jury, ballots) if jury is not None and ballots else []
+    repeats = contract.repeats
+    first = await vote(engine, jury, ballots, repeats) if jury is not None and ballots else []
     second: list[dict[str, list[Vote]]] = [{} for _ in ballots]
     if jury is not None and escalate_to is not None and ballots:
         escalated = [
@@ -250,13 +251,17 @@ async def _grade(
                 tuple(
                     c
                     for c in b.criteria
-                    if needs_escalation(first[k][c.id], jury.size, escalate_margin)
+                    if needs_escalation(first[k][c.id], len(first[k][c.id]), escalate_margin)
                 ),
             )
             for k, b in enumerate(ballots)
         ]
         wanted = [j for j, b in enumerate(escalated) if b.criteria]
-        votes = await vote(engine, escalate_to, [escalated[j] for j in wanted]) if wanted else []
+        votes = (
+            await vote(engine, escalate_to, [escalated[j] for j in wanted], repeats)
+            if wanted
+            else []
+        )
         for j, v in zip(wanted, votes, strict=True):
             second[j] = v
     return [

@@ -98,19 +98,25 @@ class Jury:
     def specs(self) -> tuple[ModelSpec, ...]:
         return tuple(j.spec for j in self.jurors)
 
-    def warnings(self) -> list[str]:
-        """A model on the jury more than once at temperature 0 decodes greedily, so its
-        copies give the same reply (whatever their seeds): they are one opinion counted
-        several times, and a split between them cannot happen."""
+    def warnings(self, repeats: int = 1) -> list[str]:
+        """A model on the jury more than once, or asked `repeats` times, at temperature 0
+        decodes greedily, so its copies give the same reply (whatever their seeds): they
+        are one opinion counted several times, and a split between them cannot happen."""
         if self.temperature > 0:
             return []
-        repeats = Counter(str(j.spec) for j in self.jurors)
+        if repeats > 1:
+            return [
+                f"each juror is asked {repeats} times (the contract's repeats) at temperature "
+                "0: greedy decoding gives the same reply each time, so the repeats add no "
+                "information; set a juror temperature above 0"
+            ]
+        seats = Counter(str(j.spec) for j in self.jurors)
         return [
             f"the juror {spec} sits on the jury {n} times at temperature 0: greedy decoding "
             f"gives its copies the same reply, so their votes are one opinion counted {n} "
             "times and a unanimous vote is no consensus; use different models, or a "
             "temperature above 0"
-            for spec, n in repeats.items()
+            for spec, n in seats.items()
             if n > 1
         ]
 
@@ -138,6 +144,7 @@ class Vote:
     share: float = 1.0
     verdict_mode: VerdictMode | None = None
     first_read: bool = False
+    repeat: int = 0  # which of the juror's answers, where the contract asks for repeats
 
     @property
     def unparsed(self) -> bool:
@@ -175,10 +182,21 @@ class Ballot:
     criteria: tuple[Criterion, ...]
 
 
-def _groups(ballot: Ballot, jury: Jury) -> list[tuple[Criterion, ...]]:
-    if jury.batch_criteria:
-        return [ballot.criteria]
-    return [(c,) for c in ballot.criteria]
+def criterion_groups(
+    task: Task, criteria: tuple[Criterion, ...], batch: bool
+) -> list[tuple[Criterion, ...]]:
+    """What one juror call grades: all of the task's `criteria` where the jury batches
+    them (`batch`) or the task allows it, else one criterion a call."""
+    if (batch or task.evaluation.batch_criteria) and criteria:
+        return [criteria]
+    return [(c,) for c in criteria]
+
+
+def repeat_sample(juror: Juror, repeat: int, jury_size: int) -> int:
+    """The store's sample (and the seed's offset) of a juror's `repeat`-th answer:
+    its own for the first, and past every juror's for the others, so no two answers
+    are one cached reply."""
+    return juror.sample + repeat * jury_size
 
 
 def read_grades(text: str, group: tuple[Criterion, ...]) -> dict[str, str | None]:
@@ -195,6 +213,8 @@ class _Asked:
     ballot: int
     juror: Juror
     group: tuple[Criterion, ...]
+    repeat: int = 0
+    sample: int = 0
     first: Completion | None = None
     error: str | None = None
     cached: bool = False
@@ -203,15 +223,17 @@ class _Asked:
 
 
 async def vote(
-    engine: Engine, jury: Jury, ballots: Sequence[Ballot]
+    engine: Engine, jury: Jury, ballots: Sequence[Ballot], repeats: int = 1
 ) -> list[dict[str, list[Vote]]]:
-    """For each ballot, criterion id -> the jury's votes in juror order. Requests are
-    built as the engine asks for them (a contract's prompts can be long)."""
+    """For each ballot, criterion id -> the jury's votes in juror order (each juror's
+    `repeats` answers together). Requests are built as the engine asks for them (a
+    contract's prompts can be long)."""
     asked = [
-        _Asked(i, juror, group)
+        _Asked(i, juror, group, r, repeat_sample(juror, r, jury.size))
         for i, ballot in enumerate(ballots)
-        for group in _groups(ballot, jury)
+        for group in criterion_groups(ballot.task, ballot.criteria, jury.batch_criteria)
         for juror in jury.jurors
+        for r in range(repeats)
     ]
 
     def request(a: _Asked) -> ChatRequest:
@@ -223,12 +245,12 @@ async def vote(
             a.group,
             constrained=a.juror.constrained,
             temperature=jury.temperature,
-            seed=jury.seed + a.juror.sample,  # a repeated model draws anew, not one reply
+            seed=jury.seed + a.sample,  # a repeated model or answer draws anew, not one reply
             max_tokens=jury.max_tokens,
             verdict_format=jury.verdict_format if a.juror.spec.served else None,
         )
 
-    firsts = (Call(a.juror.spec, request(a), a.juror.sample, "juror", tag=a) for a in asked)
+    firsts = (Call(a.juror.spec, request(a), a.sample, "juror", tag=a) for a in asked)
     needs_repair = []
     async with contextlib.aclosing(engine.stream(firsts, total=len(asked))) as results:
         async for result in results:
@@ -242,7 +264,7 @@ async def vote(
         Call(
             a.juror.spec,
             repair_request(request(a), a.first.text, a.group),
-            a.juror.sample,
+            a.sample,
             "juror-retry",
             tag=a,
         )
@@ -261,9 +283,15 @@ async def vote(
 
 def _votes(a: _Asked) -> dict[str, Vote]:
     if a.first is None:
-        return votes_from_replies(a.juror.name, a.group, None, error=a.error)
+        return votes_from_replies(a.juror.name, a.group, None, error=a.error, repeat=a.repeat)
     return votes_from_replies(
-        a.juror.name, a.group, a.first, retry=a.retry, retried=a.retried, cached=a.cached
+        a.juror.name,
+        a.group,
+        a.first,
+        retry=a.retry,
+        retried=a.retried,
+        cached=a.cached,
+        repeat=a.repeat,
     )
 
 
@@ -276,12 +304,15 @@ def votes_from_replies(
     retry: Completion | None = None,
     retried: bool = False,
     cached: bool = False,
+    repeat: int = 0,
 ) -> dict[str, Vote]:
     """One juror's votes on a group of criteria from its reply and its repair reply
     (a grade the first reply gave is kept; the repair fills only what was missing)."""
     share = 1.0 / len(group)
     if first is None:
-        return {c.id: Vote(juror, None, None, error=error, share=share) for c in group}
+        return {
+            c.id: Vote(juror, None, None, error=error, share=share, repeat=repeat) for c in group
+        }
     grades = read_grades(first.text, group)
     mode = verdict_mode(first.text, first.choice_logprobs is not None, GRADE_CHOICES)
     read = {k: g is not None for k, g in grades.items()}
@@ -306,6 +337,7 @@ def votes_from_replies(
             share=share,
             verdict_mode=mode,
             first_read=read[criterion_id],
+            repeat=repeat,
         )
         for criterion_id, grade in grades.items()
     }

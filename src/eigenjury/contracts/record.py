@@ -289,10 +289,15 @@ class Judgement(Part):
     """The juror's first reply, or what a grader without a model compared."""
     retry_text: str | None = None
     """The reply to the repair request; None without one (left out for a grader without a model)."""
+    repeat: int | None = None
+    """Which of the juror's answers this is, from 0, where the contract asks for repeats (left out
+    otherwise)."""
 
     @model_serializer(mode="wrap")
     def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
+        if self.repeat is None:
+            data.pop("repeat", None)
         if self.juror is None:
             return {
                 k: v
@@ -329,8 +334,10 @@ class Disagreement(Sparse):
     """Its readable votes on it."""
 
 
-class JurorAgreement(Part):
+class JurorAgreement(Sparse):
     """One juror of the first jury, over the criteria it voted on readably."""
+
+    OMITTED = frozenset({"consistency"})
 
     juror: str
     """The juror's name."""
@@ -340,7 +347,11 @@ class JurorAgreement(Part):
     """Criteria it gave no readable vote on (unparseable reply or failed call)."""
     agreement_with_outcome: EstimatePart
     """Share of its votes that equal the jury's outcome (its own vote among those deciding it),
-    with a task-bootstrap interval."""
+    with a task-bootstrap interval. With repeats, its vote on a criterion is the majority of its
+    readable answers (a tie is no vote)."""
+    consistency: EstimatePart | None = None
+    """With repeats: the share of criteria, of those it answered readably at least twice, on which
+    all its answers agreed, with a task-bootstrap interval (left out without repeats)."""
     most_disagreed: list[Disagreement]
     """The criteria (by id, over tasks and candidates) it most often voted against the outcome on,
     at most three."""

@@ -87,6 +87,7 @@ async def run(engine: Engine, inputs: GradingInputs) -> GradingRecord:
         escalate_margin=inputs.escalate_margin,
         warnings=inputs.source.contract.warnings(),
         undecided_margin=inputs.undecided_margin,
+        repeats=inputs.source.contract.repeats,
     )
 
 
@@ -150,7 +151,11 @@ async def compare(engine: Engine, inputs: ComparisonInputs) -> Compared:
         record,
         *(
             grading_record(
-                results, contract=inputs.contract, jury=pool, candidates=inputs.answers.named()
+                results,
+                contract=inputs.contract,
+                jury=pool,
+                candidates=inputs.answers.named(),
+                repeats=inputs.source.contract.repeats,
             )
             for results, pool in ((results_a, inputs.pool_a), (results_b, inputs.pool_b))
         ),

@@ -43,6 +43,7 @@ PromptRole = Literal["system", "developer", "user", "assistant"]
 # Weights are meant to sum to 100: far larger ones are a typo, and scores (sums of
 # weights) near the float limit overflow when averaged.
 MAX_WEIGHT = 1e6
+MAX_REPEATS = 25
 DEFAULT_PASS_THRESHOLD = 100.0  # one default everywhere (the reference tool mixed 70 and 100)
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -164,6 +165,7 @@ class Evaluation(_Frozen):
     reference_file: str = ""
     ideal: str = ""
     show_ideal: bool = False
+    batch_criteria: bool = False  # jurors may grade all its jury criteria in one call
     tools: tuple[Any, ...] = ()
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -202,12 +204,16 @@ class Task(_Frozen):
 
 
 class Contract(_Frozen):
-    """Tasks, and the defaults a contract may state once for all of them: `scoring`
-    applies to every task whose evaluation does not say otherwise, `show_ideal` to
-    every such task that has an ideal reply."""
+    """Tasks, and the defaults a contract may state once for all of them: `scoring` and
+    `batch_criteria` apply to every task whose evaluation does not say otherwise,
+    `show_ideal` to every such task that has an ideal reply. `repeats`: each juror is
+    asked that many times about each criterion (at a temperature above 0, distinct
+    samples), every answer a vote."""
 
     tasks: tuple[Task, ...] = Field(min_length=1)
     name: str = ""
+    # each juror asked this many times (distinct samples) about each criterion
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
     _by_id: dict[str, Task] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
@@ -278,4 +284,4 @@ class Contract(_Frozen):
         return out
 
 
-_CONTRACT_DEFAULTS = ("scoring", "show_ideal")
+_CONTRACT_DEFAULTS = ("scoring", "show_ideal", "batch_criteria")

@@ -154,6 +154,7 @@ def grading_record(
     warnings: Sequence[str] = (),
     candidates: dict[str, str] | None = None,
     undecided_margin: float = 0.0,
+    repeats: int = 1,
 ) -> GradingRecord:
     """The record of graded `results`, with their judgements (no accounting: the
     command adds what the run's calls cost once the engine has closed)."""
@@ -170,7 +171,7 @@ def grading_record(
         ),
         summary=summary(results, margin=margin),
         tasks=[task_outcome(r, undecided_margin) for r in results],
-        warnings=[*warnings, *(jury.warnings() if jury is not None else [])],
+        warnings=[*warnings, *(jury.warnings(repeats) if jury is not None else [])],
         diversity=juror_diversity(results, jury),
         agreement=jury_agreement(results, jury),
         verdicts=verdict_modes(results, (jury, escalate_to)),
@@ -232,7 +233,9 @@ def _jury_part(jury: Jury | None, undecided_margin: float | None = None) -> Jury
     )
 
 
-def _vote_judgement(r: TaskResult, c: CriterionResult, v: Vote, stage: str) -> Judgement:
+def _vote_judgement(
+    r: TaskResult, c: CriterionResult, v: Vote, stage: str, repeated: bool = False
+) -> Judgement:
     return Judgement(
         task_id=r.task_id,
         candidate=r.candidate,
@@ -252,6 +255,7 @@ def _vote_judgement(r: TaskResult, c: CriterionResult, v: Vote, stage: str) -> J
         error=v.error,
         text=v.text,
         retry_text=v.retry_text,
+        repeat=v.repeat if repeated else None,
     )
 
 
@@ -273,7 +277,9 @@ def judgements(results: Sequence[TaskResult]) -> Iterator[Judgement]:
                     text=c.explanation,
                 )
                 continue
+            repeated = any(v.repeat for v in c.all_votes())
             for v in c.escalated_from:
-                yield _vote_judgement(r, c, v, "first")
+                yield _vote_judgement(r, c, v, "first", repeated)
             for v in c.votes:
-                yield _vote_judgement(r, c, v, "escalated" if c.escalated_from else "jury")
+                stage = "escalated" if c.escalated_from else "jury"
+                yield _vote_judgement(r, c, v, stage, repeated)

@@ -44,7 +44,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 from eigenjury.contracts.bundle import ContractSource, load_contract
 from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, assemble
-from eigenjury.contracts.jury import Vote, votes_from_replies
+from eigenjury.contracts.jury import Vote, criterion_groups, votes_from_replies
 from eigenjury.contracts.prompts import juror_request, repair_request, task_messages
 from eigenjury.contracts.sandbox import GraderSandbox
 from eigenjury.contracts.schema import Criterion
@@ -64,6 +64,7 @@ async def _juror_votes(
     group: tuple[Criterion, ...],
     settings: dict[str, Any],
     text_only: set[str],
+    repeat: int = 0,
 ) -> dict[str, Vote]:
     contract_task = source.contract.task(task_id)
     request = juror_request(
@@ -78,15 +79,16 @@ async def _juror_votes(
     try:
         first = await ask_model(model, request, text_only)
     except Exception as exc:  # a failed call is an error vote, never a grade
-        return votes_from_replies(name, group, None, error=f"{type(exc).__name__}: {exc}")
-    votes = votes_from_replies(name, group, first)
+        error = f"{type(exc).__name__}: {exc}"
+        return votes_from_replies(name, group, None, error=error, repeat=repeat)
+    votes = votes_from_replies(name, group, first, repeat=repeat)
     if all(v.grade is not None for v in votes.values()):
         return votes
     try:
         retry = await ask_model(model, repair_request(request, first.text, group))
     except Exception:
         retry = None
-    return votes_from_replies(name, group, first, retry=retry, retried=True)
+    return votes_from_replies(name, group, first, retry=retry, retried=True, repeat=repeat)
 
 
 @scorer(
@@ -118,9 +120,10 @@ def contract_scorer(
         text = state.output.completion
         jurors = named_models(model_names(jury) or [get_model()])
         judged = tuple(c for c in contract_task.evaluation.criteria if c.grader == "llm_judge")
-        groups = [judged] if batch_criteria and judged else [(c,) for c in judged]
+        groups = criterion_groups(contract_task, judged, batch_criteria)
         asked = [
-            # each copy of a repeated model gets its own seed, as in `eigenjury grade`
+            # each copy of a repeated model, and each repeat, gets its own seed, as in
+            # `eigenjury grade`
             _juror_votes(
                 name,
                 model,
@@ -128,11 +131,13 @@ def contract_scorer(
                 task_id,
                 text,
                 group,
-                {**settings, "seed": seed + sample},
+                {**settings, "seed": seed + sample + r * len(jurors)},
                 text_only,
+                r,
             )
             for group in groups
             for name, sample, model in jurors
+            for r in range(source.contract.repeats)
         ]
         votes: dict[str, list[Vote]] = {c.id: [] for c in judged}
         for found in await asyncio.gather(*asked):

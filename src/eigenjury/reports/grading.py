@@ -167,15 +167,20 @@ def _vote_matrix(t: TaskOutcome, jurors: list[str], found: dict[_Key, list[Judge
 
 
 def _matrix_row(c: CriterionOutcome, votes: list[Judgement], names: list[str]) -> str:
-    by = {v.juror: v for v in votes}
+    by: dict[str | None, list[Judgement]] = defaultdict(list)
+    for v in votes:
+        by[v.juror].append(v)  # a juror's repeats side by side in its cell
     cells = []
     for n in names:
-        v = by.get(n)
-        if v is None:
+        found = by.get(n)
+        if not found:
             cells.append("<td></td>")
             continue
-        css, label = _CELL[v.grade] if v.error is None else ("U", "err")
-        cells.append(f'<td class="{css}" title="{e(v.error or "")}">{label}</td>')
+        looks = [_CELL[v.grade] if v.error is None else ("U", "err") for v in found]
+        css = looks[0][0] if len({css for css, _ in looks}) == 1 else "U"
+        errors = "; ".join(v.error for v in found if v.error)
+        label = " ".join(label for _, label in looks)
+        cells.append(f'<td class="{css}" title="{e(errors)}">{label}</td>')
     split = ' class="split"' if c.split else ""
     mark = " (split)" if c.split else ""
     mark += " (undecided)" if c.undecided else ""
@@ -257,10 +262,10 @@ def render_parts(record: GradingRecord, contract: Contract) -> Iterator[str]:
         out.append(table(*tags))
     agreement = agreement_lines(record)
     if agreement is not None:
-        head, juror_rows, pairs = agreement
+        head, juror_table, pair_table = agreement
         out.append(f"<h2>Jurors</h2><p class=muted id=agreement>{e(head)}</p>")
-        out.append(table(JUROR_COLUMNS, juror_rows))
-        out.append(table(PAIR_COLUMNS, pairs))
+        out.append(table(*juror_table))
+        out.append(table(*pair_table))
     diversity = jury_diversity(record)
     if diversity:
         out.append(f"<p class=muted id=diversity>{e(diversity)}</p>")
@@ -368,8 +373,12 @@ def tag_table(record: GradingRecord) -> tuple[list[str], list[list[str]]] | None
     return ["tag", "of", *candidates], rows
 
 
-def agreement_lines(record: GradingRecord) -> tuple[str, list[list[str]], list[list[str]]] | None:
-    """How the jurors agreed: a headline, a row per juror and a row per pair."""
+Rows = tuple[list[str], list[list[str]]]  # a table: its columns and rows
+
+
+def agreement_lines(record: GradingRecord) -> tuple[str, Rows, Rows] | None:
+    """How the jurors agreed: a headline, a table of jurors (with how steady each was
+    across its repeats, where the contract asked for them) and a table of pairs."""
     a = record.agreement
     if a is None:
         return None
@@ -378,20 +387,20 @@ def agreement_lines(record: GradingRecord) -> tuple[str, list[list[str]], list[l
         f"Fleiss' kappa {_estimate(a.fleiss_kappa, '.2f')} over the {a.criteria_all_read} "
         "every juror voted on readably (1 full agreement, 0 chance)"
     )
-    jurors = [
-        [
-            j.juror,
-            str(j.votes),
-            str(j.unread),
-            _estimate(j.agreement_with_outcome, ".2f"),
-            ", ".join(
-                f"{d.task_id + '/' if d.task_id else ''}{d.criterion_id} ({d.against}/{d.of})"
-                for d in j.most_disagreed
-            )
-            or "-",
-        ]
-        for j in a.jurors
-    ]
+    repeats = any(j.consistency is not None for j in a.jurors)
+    columns = ["juror", "votes", "unread", "agreement with outcome", "most against (of)"]
+    if repeats:
+        columns.insert(4, "steady over repeats")
+    jurors = []
+    for j in a.jurors:
+        against = ", ".join(
+            f"{d.task_id + '/' if d.task_id else ''}{d.criterion_id} ({d.against}/{d.of})"
+            for d in j.most_disagreed
+        )
+        row = [j.juror, str(j.votes), str(j.unread), _estimate(j.agreement_with_outcome, ".2f")]
+        if repeats:
+            row.append(_estimate(j.consistency, ".2f"))
+        jurors.append([*row, against or "-"])
     pairs = [
         [
             f"{p.a} · {p.b}",
@@ -401,11 +410,7 @@ def agreement_lines(record: GradingRecord) -> tuple[str, list[list[str]], list[l
         ]
         for p in a.pairs
     ]
-    return head, jurors, pairs
-
-
-JUROR_COLUMNS = ["juror", "votes", "unread", "agreement with outcome", "most against (of)"]
-PAIR_COLUMNS = ["jurors", "criteria", "agreement", "Cohen's kappa"]
+    return head, (columns, jurors), (["jurors", "criteria", "agreement", "Cohen's kappa"], pairs)
 
 
 def print_summary(console: Console, record: GradingRecord) -> None:
@@ -427,13 +432,11 @@ def print_summary(console: Console, record: GradingRecord) -> None:
     if agreement is not None:
         head, jurors, pairs = agreement
         console.print(escape(head), highlight=False)
-        for title, columns, rows in (
-            ("Jurors", JUROR_COLUMNS, jurors),
-            ("Pairs", PAIR_COLUMNS, pairs),
-        ):
+        for title, (columns, rows) in (("Jurors", jurors), ("Pairs", pairs)):
             grid = Table(title=title)
             for k, name in enumerate(columns):
-                grid.add_column(name, justify="left" if k == 0 or k == 4 else "right")
+                left = k == 0 or name.startswith("most against")
+                grid.add_column(name, justify="left" if left else "right")
             for row in rows:
                 grid.add_row(*(escape(x) for x in row))
             console.print(grid)

@@ -30,8 +30,6 @@ from eigenjury.names import short_labels
 from eigenjury.peer.record import RankingRecord, StyleCheckRecord
 from eigenjury.records import Found, Record, find_records
 from eigenjury.reports.grading import (
-    JUROR_COLUMNS,
-    PAIR_COLUMNS,
     SUMMARY_COLUMNS,
     agreement_lines,
     summary_rows,
@@ -282,8 +280,8 @@ async def run_page(request: web.Request) -> web.Response:
         if agreement is not None:
             said["agreement"] = {
                 "title": agreement[0],
-                "jurors": {"columns": JUROR_COLUMNS, "rows": agreement[1]},
-                "pairs": {"columns": PAIR_COLUMNS, "rows": agreement[2]},
+                "jurors": {"columns": agreement[1][0], "rows": agreement[1][1]},
+                "pairs": {"columns": agreement[2][0], "rows": agreement[2][1]},
             }
     return web.json_response({**summary, "record": run.data, **said})
 

@@ -641,7 +641,7 @@ function gradingRun(record) {
     table(said.tags.columns, said.tags.rows, { id: "tags" }, 2)) : null;
   const agreement = said.agreement ? section("Jurors",
     el("p", { class: "muted", id: "agreement" }, said.agreement.title),
-    table(said.agreement.jurors.columns, said.agreement.jurors.rows, { id: "jurors" }, [0, 4]),
+    table(said.agreement.jurors.columns, said.agreement.jurors.rows, { id: "jurors" }, [0, said.agreement.jurors.columns.length - 1]),
     table(said.agreement.pairs.columns, said.agreement.pairs.rows, { id: "pairs" })) : null;
   const detail = el("div", { id: "task" });
   const tasks = table(
@@ -683,9 +683,9 @@ async function openTask(record, task, box) {
     return;
   }
   const jurors = [...new Set([...record.jury.jurors, ...votes.filter((v) => v.juror).map((v) => v.juror)])];
-  const cell = (criterion, juror) => {
-    const vote = votes.find((v) => v.criterion_id === criterion && (juror === null ? v.stage !== "jury" : v.juror === juror));
-    return el("td", { class: "vote" }, vote ? tag(vote.error ? "error" : vote.grade || "unparsed") : "");
+  const cell = (criterion, juror) => { // a juror's repeats side by side
+    const found = votes.filter((v) => v.criterion_id === criterion && (juror === null ? v.stage !== "jury" : v.juror === juror));
+    return el("td", { class: "vote" }, (juror === null ? found.slice(0, 1) : found).map((vote) => tag(vote.error ? "error" : vote.grade || "unparsed")));
   };
   const labels = current.data.labels || {}; // short labels of specs (names.short_labels)
   // a negative criterion is met (points lost) or not, as report.html words it
