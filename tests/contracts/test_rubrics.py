@@ -528,3 +528,18 @@ def test_a_task_may_ask_for_its_criteria_in_one_call(tmp_path: Path) -> None:
     calls_per_vote = {r.task_id: [v.share for c in r.criteria for v in c.votes] for r in results}
     assert calls_per_vote == {"t": [1.0, 1.0], "u": [0.5, 0.5]}  # u: both in one call
     assert [c.passed for c in results[1].criteria] == [True, False]
+
+
+def test_one_task_gives_no_interval_and_odd_contracts_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [row] = summary([_result("only", [(5, True, ("axis:a",))])], rounds=50)
+    assert row.mean_score.value == 100.0 and row.mean_score.ci == (None, None)
+    path = tmp_path / "c.yaml"
+    path.write_text("scoring: vibes\n" + REPEATED.replace("repeats: 3\n", ""))
+    assert main(["contracts", "check", str(path)]) == 2
+    said = capsys.readouterr().err
+    assert "scoring 'vibes' is not a scoring rule" in said and "line 1" in said, said
+    path.write_text(CONVERSATION.replace('"Ten minutes ago. What now?"', '"  "'))
+    assert main(["contracts", "check", str(path)]) == 2
+    assert "last turn, the user's, is blank" in capsys.readouterr().err

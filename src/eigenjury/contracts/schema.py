@@ -152,6 +152,8 @@ class Execution(_Frozen):
                 f"a conversation ends with the user's turn, not the {self.prompt[-1].role}'s: "
                 "the candidate replies to it"
             )
+        elif not self.prompt[-1].content.strip():
+            raise ValueError("the conversation's last turn, the user's, is blank")
         return self
 
 
@@ -225,6 +227,12 @@ class Contract(_Frozen):
         defaults = {k: data[k] for k in _CONTRACT_DEFAULTS if k in data}
         if not defaults:
             return data
+        if "scoring" in defaults and defaults["scoring"] not in SCORINGS:  # named here,
+            # not at the first task it would be given to
+            raise ValueError(
+                f"scoring {defaults['scoring']!r} is not a scoring rule; use "
+                + " or ".join(SCORINGS)
+            )
         tasks = []
         for task in data["tasks"]:
             if isinstance(task, dict) and isinstance(task.get("evaluation"), dict):

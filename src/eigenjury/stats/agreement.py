@@ -47,9 +47,11 @@ class ClusterBootstrap:
         self.ci = ci
 
     def estimate(self, values: FloatArray) -> Estimate:
+        """The statistic and its interval; no interval from a single unit (every round
+        would resample it alone: an interval of zero width that says nothing)."""
         rounds = values[1:]
         rounds = rounds[np.isfinite(rounds)]
-        if not np.isfinite(values[0]) or rounds.size == 0:
+        if not np.isfinite(values[0]) or rounds.size == 0 or self.weights.shape[1] < 2:
             return Estimate(float(values[0]), np.nan, np.nan)
         low, high = percentile_interval(rounds, self.ci)
         return Estimate(float(values[0]), float(low), float(high))
