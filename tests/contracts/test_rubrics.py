@@ -543,3 +543,25 @@ def test_one_task_gives_no_interval_and_odd_contracts_are_named(
     path.write_text(CONVERSATION.replace('"Ten minutes ago. What now?"', '"  "'))
     assert main(["contracts", "check", str(path)]) == 2
     assert "last turn, the user's, is blank" in capsys.readouterr().err
+
+
+def test_jurors_of_one_model_under_different_names_are_distinct_samples() -> None:
+    """Found trying a real served model: `g1=M --jury g2=M` were one reply from the store
+    counted twice (kappa 1.00, identical replies on every criterion)."""
+    from eigenjury.models.spec import named_spec
+
+    named = [named_spec(f"{n}=scripted:juror-seeded") for n in ("g1", "g2", "g1")]
+    jury = Jury.from_specs([spec for _, spec in named], names=[name for name, _ in named])
+    assert [(j.name, j.sample) for j in jury.jurors] == [("g1", 0), ("g2", 1), ("g1#2", 2)]
+
+
+def test_a_tag_on_one_task_has_no_interval() -> None:
+    tasks = [
+        _result("a", [(5, True, ("axis:rare",)), (5, False, ("axis:common",))]),
+        _result("b", [(5, True, ("axis:common",))]),
+        _result("c", [(5, False, ("axis:common",))]),
+    ]
+    [row] = summary(tasks, rounds=50)
+    by_tag = {t.tag: t.score for t in row.tags or []}
+    assert by_tag["axis:rare"].value == 100.0 and by_tag["axis:rare"].ci == (None, None)
+    assert by_tag["axis:common"].ci[0] is not None

@@ -39,6 +39,7 @@ from eigenjury.contracts.rules import (
 )
 from eigenjury.stats.agreement import (
     ClusterBootstrap,
+    Estimate,
     cohen_kappa_rounds,
     fleiss_kappa_rounds,
 )
@@ -271,6 +272,11 @@ def mean_score(boot: ClusterBootstrap, mine: Sequence[TaskResult], rows: Any = N
     return boot.mean([r.score for r in mine], rows)
 
 
+def _on_tasks(estimate: Estimate, rows: Sequence[int]) -> Estimate:
+    """No interval from one task: resampling it alone gives a zero-width one."""
+    return estimate if len(set(rows)) > 1 else Estimate(estimate.value, np.nan, np.nan)
+
+
 def tag_scores(
     mine: Sequence[TaskResult], boot: ClusterBootstrap, digits: int = 2
 ) -> list[dict[str, Any]]:
@@ -299,7 +305,9 @@ def tag_scores(
                 "tag": tag,
                 "level": "criterion",
                 "tasks": len(rows),
-                "score": boot.estimate(np.clip(means, 0, 100) if hb else means).record(digits),
+                "score": _on_tasks(
+                    boot.estimate(np.clip(means, 0, 100) if hb else means), rows
+                ).record(digits),
             }
         )
     task_tags: dict[str, list[int]] = defaultdict(list)
@@ -314,7 +322,9 @@ def tag_scores(
                 "tag": tag,
                 "level": "task",
                 "tasks": len(rows),
-                "score": boot.estimate(mean_score(boot, chosen, rows)).record(digits),
+                "score": _on_tasks(boot.estimate(mean_score(boot, chosen, rows)), rows).record(
+                    digits
+                ),
             }
         )
     return out

@@ -74,15 +74,22 @@ class Jury:
         names: Sequence[str | None] | None = None,
     ) -> Jury:
         """Jurors named by `names` where given (NAME=SPEC on the command line), else by
-        their spec; a repeated name is `name#2`, `name#3`, ..."""
+        their spec; a repeated name is `name#2`, `name#3`, ... Each further juror of one
+        model is its own sample whatever it is called (`g1=M`, `g2=M` are two samples of
+        M, not one reply from the store counted twice)."""
         parsed = [v if isinstance(v, ModelSpec) else ModelSpec.parse(v) for v in specs]
         if not parsed:
             raise ValueError("a jury needs at least one juror")
         given = list(names) if names is not None else [None] * len(parsed)
         bases = [name or str(spec) for name, spec in zip(given, parsed, strict=True)]
+        seats: Counter[str] = Counter()
+        samples = []
+        for spec in parsed:
+            samples.append(seats[str(spec)])
+            seats[str(spec)] += 1
         jurors = (
             Juror(name, spec, sample)
-            for spec, (name, sample) in zip(parsed, juror_names(bases), strict=True)
+            for spec, (name, _), sample in zip(parsed, juror_names(bases), samples, strict=True)
         )
         return cls(tuple(jurors), temperature, seed, max_tokens, batch_criteria, verdict_format)
 
