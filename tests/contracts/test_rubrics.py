@@ -5,6 +5,7 @@ and written back unchanged."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -491,22 +492,24 @@ def test_repeats_are_distinct_answers_each_a_vote(tmp_path: Path) -> None:
     path.write_text(REPEATED)
     source = load_contract(path)
     assert source.contract.repeats == 3 and source.contract.task("u").evaluation.batch_criteria
-    # juror-seeded votes C for an even seed: a lone juror's answers 0, 1, 2 say C, I, C
+    # juror-seeded votes C for an even seed; a juror's answers are samples (and seed
+    # offsets) 0, 1000, 2000: three calls in the store, three votes
     jury = Jury.from_specs(["scripted:juror-seeded"], temperature=0.5)
     results, _ = run_grade(source, [Submission("t", "m", "x")], jury, tmp_path)
     one = results[0].criteria[0]
-    assert [v.grade for v in one.votes] == ["C", "I", "C"] and [v.repeat for v in one.votes] == [
-        0,
-        1,
-        2,
-    ]
-    assert one.passed and one.c_share == pytest.approx(2 / 3)
+    assert [v.grade for v in one.votes] == ["C", "C", "C"]
+    assert [v.repeat for v in one.votes] == [0, 1, 2]
+    assert one.passed and one.c_share == 1.0
+    with sqlite3.connect(tmp_path / "store.sqlite") as db:
+        samples = sorted(row[0] for row in db.execute("select sample from results"))
+    assert samples == [0, 0, 1000, 1000, 2000, 2000]  # two criteria, three answers each
     record = grading_record(results, contract="c", jury=jury, repeats=3)
     assert [j.repeat for j in record.judgements][:3] == [0, 1, 2]
     assert not record.warnings  # at temperature 0.5 the repeats are real samples
     cold = Jury.from_specs(["scripted:juror-seeded"])
     assert "repeats add no information" in " ".join(cold.warnings(3))
-    # two jurors: samples 0, 2, 4 (all C) and 1, 3, 5 (all I): each steady, and a tie
+    # two jurors: samples 0, 1000, 2000 (all C) and 1, 1001, 2001 (all I): each steady,
+    # and a tie
     pair = Jury.from_specs(["scripted:juror-seeded", "scripted:juror-seeded"], temperature=0.5)
     results, _ = run_grade(source, [Submission("t", "m", "x")], pair, tmp_path)
     assert [v.grade for v in results[0].criteria[0].votes] == ["C"] * 3 + ["I"] * 3

@@ -199,11 +199,14 @@ def criterion_groups(
     return [(c,) for c in criteria]
 
 
-def repeat_sample(juror: Juror, repeat: int, jury_size: int) -> int:
-    """The store's sample (and the seed's offset) of a juror's `repeat`-th answer:
-    its own for the first, and past every juror's for the others, so no two answers
-    are one cached reply."""
-    return juror.sample + repeat * jury_size
+REPEAT_STRIDE = 1000  # more than the copies of one model a jury holds
+
+
+def repeat_sample(juror: Juror, repeat: int) -> int:
+    """The store's sample (and the seed's offset) of a juror's `repeat`-th answer: its
+    own for the first, and a stride apart for the others, so no two answers are one
+    cached reply and a rerun with more jurors or repeats finds every answer it had."""
+    return juror.sample + repeat * REPEAT_STRIDE
 
 
 def read_grades(text: str, group: tuple[Criterion, ...]) -> dict[str, str | None]:
@@ -236,7 +239,7 @@ async def vote(
     `repeats` answers together). Requests are built as the engine asks for them (a
     contract's prompts can be long)."""
     asked = [
-        _Asked(i, juror, group, r, repeat_sample(juror, r, jury.size))
+        _Asked(i, juror, group, r, repeat_sample(juror, r))
         for i, ballot in enumerate(ballots)
         for group in criterion_groups(ballot.task, ballot.criteria, jury.batch_criteria)
         for juror in jury.jurors

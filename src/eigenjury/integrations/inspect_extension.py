@@ -44,7 +44,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 from eigenjury.contracts.bundle import ContractSource, load_contract
 from eigenjury.contracts.graders import check_python_graders
 from eigenjury.contracts.grading import Submission, assemble
-from eigenjury.contracts.jury import Vote, criterion_groups, votes_from_replies
+from eigenjury.contracts.jury import REPEAT_STRIDE, Vote, criterion_groups, votes_from_replies
 from eigenjury.contracts.prompts import juror_request, repair_request, task_messages
 from eigenjury.contracts.sandbox import GraderSandbox
 from eigenjury.contracts.schema import Criterion
@@ -131,7 +131,7 @@ def contract_scorer(
                 task_id,
                 text,
                 group,
-                {**settings, "seed": seed + sample + r * len(jurors)},
+                {**settings, "seed": seed + sample + r * REPEAT_STRIDE},
                 text_only,
                 r,
             )
