@@ -568,3 +568,47 @@ def test_a_tag_on_one_task_has_no_interval() -> None:
     by_tag = {t.tag: t.score for t in row.tags or []}
     assert by_tag["axis:rare"].value == 100.0 and by_tag["axis:rare"].ci == (None, None)
     assert by_tag["axis:common"].ci[0] is not None
+
+
+def test_repeats_in_the_jury_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second review: diversity kept every criterion out with repeats, a juror tied
+    with itself was 'unread', a lone juror's steadiness went unreported, two spellings
+    of one endpoint shared a sample, and exports lost the repeats."""
+    path = tmp_path / "c.yaml"
+    path.write_text(REPEATED.replace("repeats: 3", "repeats: 2"))
+    source = load_contract(path)
+    subs = [Submission("t", "m", "good fine")]
+    # juror-seeded: C for even seeds; with a stride of 1000 the first copy says C, C and
+    # the second (sample 1) I, I; juror-keyword says C on both criteria
+    mixed = Jury.from_specs(
+        ["scripted:juror-seeded", "scripted:juror-keyword", "scripted:juror-seeded"],
+        temperature=0.5,
+    )
+    results, _ = run_grade(source, subs, mixed, tmp_path)
+    record = grading_record(results, contract="c", jury=mixed, repeats=2)
+    assert record.diversity is not None and record.diversity.criteria == 2
+    assert record.jury.repeats == 2
+    assert record.agreement is not None and record.agreement.criteria_all_read == 2
+    # one juror alone, asked twice: its steadiness is still reported
+    alone = Jury.from_specs(["scripted:juror-keyword"], temperature=0.5)
+    results, _ = run_grade(source, subs, alone, tmp_path)
+    agreement = grading_record(results, contract="c", jury=alone, repeats=2).agreement
+    assert agreement is not None and agreement.jurors[0].consistency is not None
+    assert agreement.jurors[0].tied == 0 and agreement.pairs == []
+    # two spellings of one endpoint are one model: distinct samples
+    spelled = Jury.from_specs(
+        ["openai-compatible:m@http://h:8080/v1", "openai-compatible:m@http://h:8080/v1/"]
+    )
+    assert [j.sample for j in spelled.jurors] == [0, 1]
+    assert "sits on the jury 2 times" in " ".join(spelled.warnings(2))
+    assert "asked 2 times" in " ".join(spelled.warnings(2))
+    # the Harbor export keeps the repeats; HealthBench names it leaves them out
+    assert main(["contracts", "export-harbor", str(path), str(tmp_path / "harbor"),
+                 "--jury", "scripted:juror-keyword"]) == 0  # fmt: skip
+    exported = next((tmp_path / "harbor").glob("*/tests/contract.yaml")).read_text()
+    assert "repeats: 2" in exported
+    hb = tmp_path / "hb.yaml"
+    hb.write_text("scoring: healthbench\n" + REPEATED.replace("repeats: 3", "repeats: 2"))
+    assert main(["contracts", "convert", str(hb), str(tmp_path / "hb.jsonl")]) == 0
+    said = capsys.readouterr().out
+    assert "repeats (2)" in said and "batch_criteria" in said

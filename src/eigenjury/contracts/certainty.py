@@ -143,13 +143,16 @@ def jury_agreement(
     results: Sequence[TaskResult],
     jury: Jury | None,
     *,
+    repeats: int = 1,
     rounds: int = 1000,
     ci: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any] | None:
     """The record of how the first jury's jurors agree (contracts.record.JuryAgreement);
-    None for a jury of one or without jury-graded criteria."""
-    if jury is None or jury.size < 2:
+    None for a jury of one asked once, or without jury-graded criteria. Fleiss' kappa
+    counts every answer as a rater (a juror's repeats too), over the criteria on which
+    all answers were readable."""
+    if jury is None or jury.size * repeats < 2:
         return None
     names = list(jury.names)
     column = {name: k for k, name in enumerate(names)}
@@ -162,6 +165,8 @@ def jury_agreement(
     # imported HealthBench set numbers every example's items c1, c2, ...)
     where: dict[tuple[str, str], set[str]] = defaultdict(set)
     steady: dict[int, list[tuple[int, bool]]] = defaultdict(list)  # repeats all agreeing
+    tied: Counter[int] = Counter()  # criteria where a juror's answers split evenly
+    answered: list[tuple[int, int]] = []  # per criterion: readable answers, C answers
     for r in results:
         for c in r.criteria:
             votes = _first_votes(c)
@@ -176,8 +181,12 @@ def jury_agreement(
                 yes = sum(said)
                 if 2 * yes != len(said):  # a juror's repeats: their majority; a tie, none
                     row[column[juror]] = 2 * yes > len(said)
+                else:
+                    tied[column[juror]] += 1
                 if len(said) > 1:
                     steady[column[juror]].append((len(unit), len(set(said)) == 1))
+            said_all = [x for said in answers.values() for x in said]
+            answered.append((len(said_all), sum(said_all)))
             first_passed = passes(counted_c(votes, c.criterion.negative), len(votes))
             grid.append(row)
             unit.append(tasks[r.task_id])
@@ -189,16 +198,18 @@ def jury_agreement(
     votes_ = np.vstack(grid)
     units, passed = np.asarray(unit), np.asarray(outcome)
     boot = ClusterBootstrap(len(tasks), rounds, ci, seed)
-    full = (votes_ >= 0).all(axis=1)
+    raters = jury.size * repeats
+    read_all, c_all = np.asarray(answered).reshape(-1, 2).T
+    full = read_all == raters
     fleiss = np.full(rounds + 1, np.nan)
     if full.any():
-        c_count = votes_[full].sum(axis=1)
-        counts = np.column_stack([c_count, len(names) - c_count])
+        counts = np.column_stack([c_all[full], raters - c_all[full]])
         fleiss = fleiss_kappa_rounds(boot, units[full], counts)
     jurors = []
     for name, k in column.items():
         read = votes_[:, k] >= 0
         agree = votes_[read, k] == passed[read]
+        ties = tied[k] if repeats > 1 else None
         read_ids = [key for key, ok in zip(ids, read, strict=True) if ok]
         against = Counter(key for key, ok in zip(read_ids, agree, strict=True) if not ok)
         asked = Counter(read_ids)
@@ -213,7 +224,8 @@ def jury_agreement(
                 "juror": name,
                 "consistency": consistency,
                 "votes": int(read.sum()),
-                "unread": int((~read).sum()),
+                "unread": int((~read).sum()) - (ties or 0),
+                "tied": ties,
                 "agreement_with_outcome": _estimate(boot, agree, units[read]),
                 "most_disagreed": [
                     {

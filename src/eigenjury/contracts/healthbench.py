@@ -151,6 +151,7 @@ def dropped(contract: Contract) -> list[str]:
                 ("its metadata or environment", bool(ex.metadata or ex.environment)),
                 ("its tools", bool(ev.tools)),
                 ("show_ideal", ev.show_ideal),
+                ("batch_criteria", ev.batch_criteria),
                 (
                     "criterion ids or names",
                     any(c.id != f"c{k}" or c.name for k, c in enumerate(ev.criteria, 1)),
@@ -160,6 +161,8 @@ def dropped(contract: Contract) -> list[str]:
         ]
         if lost:
             out.append(f"{where}: HealthBench has no place for {', '.join(lost)}")
+    if contract.repeats > 1:
+        out.append(f"HealthBench has no place for the contract's repeats ({contract.repeats})")
     return out
 
 

@@ -14,6 +14,7 @@ first) where it supports one; each vote keeps how its first reply gave the verdi
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,11 @@ from eigenjury.engine import Call, Engine
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion
 from eigenjury.models.verdict_format import VerdictFormat, VerdictMode, verdict_mode
+
+
+def _seat(spec: ModelSpec) -> str:
+    """A model as the store tells models apart (its identity, without secrets)."""
+    return json.dumps(spec.identity(), sort_keys=True)
 
 
 def juror_names(bases: Sequence[str]) -> list[tuple[str, int]]:
@@ -84,9 +90,9 @@ class Jury:
         bases = [name or str(spec) for name, spec in zip(given, parsed, strict=True)]
         seats: Counter[str] = Counter()
         samples = []
-        for spec in parsed:
-            samples.append(seats[str(spec)])
-            seats[str(spec)] += 1
+        for spec in parsed:  # by what the store keys (two spellings of one endpoint: one)
+            samples.append(seats[_seat(spec)])
+            seats[_seat(spec)] += 1
         jurors = (
             Juror(name, spec, sample)
             for spec, (name, _), sample in zip(parsed, juror_names(bases), samples, strict=True)
@@ -111,21 +117,25 @@ class Jury:
         are one opinion counted several times, and a split between them cannot happen."""
         if self.temperature > 0:
             return []
-        if repeats > 1:
-            return [
+        repeated = (
+            [
                 f"each juror is asked {repeats} times (the contract's repeats) at temperature "
                 "0: greedy decoding gives the same reply each time, so the repeats add no "
                 "information; set a juror temperature above 0"
             ]
-        seats = Counter(str(j.spec) for j in self.jurors)
+            if repeats > 1
+            else []
+        )
+        seats = Counter(_seat(j.spec) for j in self.jurors)
+        named = {_seat(j.spec): str(j.spec) for j in self.jurors}
         return [
-            f"the juror {spec} sits on the jury {n} times at temperature 0: greedy decoding "
-            f"gives its copies the same reply, so their votes are one opinion counted {n} "
-            "times and a unanimous vote is no consensus; use different models, or a "
-            "temperature above 0"
-            for spec, n in seats.items()
+            f"the juror {named[seat]} sits on the jury {n} times at temperature 0: greedy "
+            f"decoding gives its copies the same reply, so their votes are one opinion "
+            f"counted {n} times and a unanimous vote is no consensus; use different models, "
+            "or a temperature above 0"
+            for seat, n in seats.items()
             if n > 1
-        ]
+        ] + repeated
 
 
 @dataclass(frozen=True)

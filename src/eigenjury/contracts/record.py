@@ -37,6 +37,7 @@ class JuryPart(Sparse):
             "batch_criteria",
             "verdict_format",
             "undecided_margin",
+            "repeats",
         }
     )
 
@@ -59,6 +60,9 @@ class JuryPart(Sparse):
     undecided_margin: float | None = None
     """A criterion is undecided where its share of C votes lies within this of 1/2 (0: exact ties;
     left out without a jury, and by older records)."""
+    repeats: int | None = None
+    """How many times each juror was asked about each criterion, where the contract asked for
+    repeats (left out otherwise): every answer is a vote."""
 
 
 class Escalation(JuryPart):
@@ -337,7 +341,7 @@ class Disagreement(Sparse):
 class JurorAgreement(Sparse):
     """One juror of the first jury, over the criteria it voted on readably."""
 
-    OMITTED = frozenset({"consistency"})
+    OMITTED = frozenset({"consistency", "tied"})
 
     juror: str
     """The juror's name."""
@@ -345,6 +349,9 @@ class JurorAgreement(Sparse):
     """Its readable votes."""
     unread: int
     """Criteria it gave no readable vote on (unparseable reply or failed call)."""
+    tied: int | None = None
+    """With repeats: criteria on which its readable answers split evenly, so it has no vote there
+    (left out without repeats)."""
     agreement_with_outcome: EstimatePart
     """Share of its votes that equal the jury's outcome (its own vote among those deciding it),
     with a task-bootstrap interval. With repeats, its vote on a criterion is the majority of its

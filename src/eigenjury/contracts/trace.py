@@ -162,7 +162,7 @@ def grading_record(
     return GradingRecord(
         created=now(),
         contract=contract,
-        jury=_jury_part(jury, margin),
+        jury=_jury_part(jury, margin, repeats),
         candidates=candidates,
         escalate_to=(
             None
@@ -172,23 +172,27 @@ def grading_record(
         summary=summary(results, margin=margin),
         tasks=[task_outcome(r, undecided_margin) for r in results],
         warnings=[*warnings, *(jury.warnings(repeats) if jury is not None else [])],
-        diversity=juror_diversity(results, jury),
-        agreement=jury_agreement(results, jury),
+        diversity=juror_diversity(results, jury, repeats),
+        agreement=jury_agreement(results, jury, repeats=repeats),
         verdicts=verdict_modes(results, (jury, escalate_to)),
         judgements=list(judgements(results)),
     )
 
 
-def juror_diversity(results: Sequence[TaskResult], jury: Jury | None) -> JurorDiversity | None:
-    """Identical replies and Fleiss' kappa of the first jury's votes, over the criteria
-    every one of its jurors gave a readable vote on (None for a jury of one)."""
-    if jury is None or jury.size < 2:
+def juror_diversity(
+    results: Sequence[TaskResult], jury: Jury | None, repeats: int = 1
+) -> JurorDiversity | None:
+    """Identical replies and Fleiss' kappa of the first jury's answers (every answer a
+    rater, a juror's repeats included), over the criteria on which all of them were
+    readable (None for a jury of one asked once)."""
+    if jury is None or jury.size * repeats < 2:
         return None
     counts, identical = [], []
     for r in results:
         for c in r.criteria:
             votes = c.escalated_from or c.votes
-            if not c.by_jury or len(votes) != jury.size or any(v.grade is None for v in votes):
+            every_juror = len({v.juror for v in votes}) == jury.size  # each with its repeats
+            if not c.by_jury or not every_juror or any(v.grade is None for v in votes):
                 continue
             passed = sum(v.grade == "C" for v in votes)
             counts.append((passed, len(votes) - passed))
@@ -216,7 +220,9 @@ def verdict_modes(
     return {name: VerdictModes.tally(found) for name, found in replies.items()} or None
 
 
-def _jury_part(jury: Jury | None, undecided_margin: float | None = None) -> JuryPart:
+def _jury_part(
+    jury: Jury | None, undecided_margin: float | None = None, repeats: int = 1
+) -> JuryPart:
     """The jury's names and settings (no jurors: every criterion has a grader without a model)."""
     if jury is None:
         return JuryPart(jurors=[])
@@ -230,6 +236,7 @@ def _jury_part(jury: Jury | None, undecided_margin: float | None = None) -> Jury
         batch_criteria=jury.batch_criteria,
         verdict_format=None if jury.verdict_format == "auto" else jury.verdict_format,
         undecided_margin=undecided_margin,
+        repeats=repeats if repeats > 1 else None,
     )
 
 

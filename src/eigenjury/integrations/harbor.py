@@ -81,7 +81,9 @@ def export_harbor(
         folder = out / names[task.task_id]
         tests = folder / "tests"
         one = ContractSource(
-            Contract(tasks=(task,), name=source.contract.name), source.path, source.refs_dir
+            Contract(tasks=(task,), name=source.contract.name, repeats=source.contract.repeats),
+            source.path,
+            source.refs_dir,
         )
         write_yaml(one, tests / "contract.yaml")  # copies the reference files to tests/refs
         write_json(tests / "jury.json", _jury_record(jury))

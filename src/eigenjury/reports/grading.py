@@ -219,7 +219,8 @@ def _replies(criterion: Criterion, votes: list[Judgement]) -> str:
             else ""
         )
         parts.append(
-            f"<p><b>{e(v.juror)}</b>: {e(v.grade or 'unread')} · {v.output_tokens} output "
+            f"<p><b>{e(v.juror)}</b>{'' if v.repeat is None else f' (answer {v.repeat + 1})'}: "
+            f"{e(v.grade or 'unread')} · {v.output_tokens} output "
             f"tokens · {v.latency_s or 0:.2f} s · {money(v.cost_usd)}</p><pre>{e(text)}</pre>"
             f"{retry}"
         )

@@ -684,8 +684,9 @@ async function openTask(record, task, box) {
   }
   const jurors = [...new Set([...record.jury.jurors, ...votes.filter((v) => v.juror).map((v) => v.juror)])];
   const cell = (criterion, juror) => { // a juror's repeats side by side
-    const found = votes.filter((v) => v.criterion_id === criterion && (juror === null ? v.stage !== "jury" : v.juror === juror));
-    return el("td", { class: "vote" }, (juror === null ? found.slice(0, 1) : found).map((vote) => tag(vote.error ? "error" : vote.grade || "unparsed")));
+    // the deciding stage's answers only (a cascade's first jury is in the replies below)
+    const found = votes.filter((v) => v.criterion_id === criterion && (juror === null ? v.juror === null : v.juror === juror && v.stage !== "first"));
+    return el("td", { class: "vote" }, found.map((vote) => tag(vote.error ? "error" : vote.grade || "unparsed")));
   };
   const labels = current.data.labels || {}; // short labels of specs (names.short_labels)
   // a negative criterion is met (points lost) or not, as report.html words it
@@ -707,7 +708,7 @@ async function openTask(record, task, box) {
   );
   const replies = votes.map((v) =>
     el("details", { class: "vote-reply" },
-      el("summary", {}, `${v.criterion_id} · ${v.juror || v.stage}`, tag(v.error ? "error" : v.grade || "unparsed"),
+      el("summary", {}, `${v.criterion_id} · ${v.juror || v.stage}${v.repeat === undefined ? "" : ` (answer ${v.repeat + 1})`}${v.stage === "first" ? " · first jury" : ""}`, tag(v.error ? "error" : v.grade || "unparsed"),
         v.cost_usd === undefined ? null : el("span", { class: "muted" }, ` ${money(v.cost_usd)}`)),
       pre(v.text), v.retry_text ? [el("h4", {}, "after the retry"), pre(v.retry_text)] : null,
       v.error ? el("p", { class: "warn" }, v.error) : null),
