@@ -332,41 +332,28 @@ def test_bad_healthbench_lines_are_located(
     assert not (tmp_path / "out.yaml").exists()
 
 
+def _grade(
+    tmp_path: Path, contract: Path, rows: list[dict[str, str]], jury: list[str], *more: str
+) -> tuple[int, Path]:
+    """`eigenjury grade` of `rows` (the submissions) by `jury`: the exit code and --out."""
+    submissions, out = tmp_path / "subs.jsonl", tmp_path / "out"
+    submissions.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    jurors = [arg for spec in jury for arg in ("--jury", spec)]
+    store = ["--store", str(tmp_path / "s.sqlite"), "--out", str(out), "--no-progress"]
+    command = ["grade", str(contract), "--submissions", str(submissions), *jurors, *more]
+    return main([*command, *store]), out
+
+
 def test_a_healthbench_file_is_graded_as_it_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _write(tmp_path / "hb.jsonl", [_example(), _example(prompt_id="hb-2", example_tags=[])])
-    submissions = tmp_path / "subs.jsonl"
-    submissions.write_text(
-        json.dumps(
-            {"task_id": "hb-0001", "submission": "Your stiff neck needs care today. Plain words."}
-        )
-        + "\n"
-        + json.dumps({"task_id": "hb-2", "submission": "It is surely a tension headache."})
-        + "\n"
-    )
-    out = tmp_path / "out"
-    code = main(
-        [
-            "grade",
-            str(path),
-            "--submissions",
-            str(submissions),
-            "--jury",
-            "scripted:juror-keyword",
-            "--jury",
-            "scripted:juror-keyword",
-            "--jury",
-            "scripted:juror-yes",
-            "--juror-temperature",
-            "0.5",
-            "--store",
-            str(tmp_path / "s.sqlite"),
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
-    )
+    rows = [
+        {"task_id": "hb-0001", "submission": "Your stiff neck needs care today. Plain words."},
+        {"task_id": "hb-2", "submission": "It is surely a tension headache."},
+    ]
+    jury = ["scripted:juror-keyword", "scripted:juror-keyword", "scripted:juror-yes"]
+    code, out = _grade(tmp_path, path, rows, jury, "--juror-temperature", "0.5")
     printed = capsys.readouterr().out
     assert code == 0, printed
     record = json.loads((out / "results.json").read_text())
@@ -442,24 +429,8 @@ def test_writing_healthbench_refuses_what_it_cannot_hold(
 def test_report_colours_a_met_negative_criterion_as_bad(tmp_path: Path) -> None:
     path = tmp_path / "triage.yaml"
     path.write_text(CONVERSATION)
-    out = tmp_path / "out"
-    submissions = tmp_path / "s.jsonl"
-    submissions.write_text(json.dumps({"task_id": "stroke", "submission": "just wait"}) + "\n")
-    code = main(
-        [
-            "grade",
-            str(path),
-            "--submissions",
-            str(submissions),
-            "--jury",
-            "scripted:juror-keyword",
-            "--store",
-            str(tmp_path / "s.sqlite"),
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
-    )
+    rows = [{"task_id": "stroke", "submission": "just wait"}]
+    code, out = _grade(tmp_path, path, rows, ["scripted:juror-keyword"])
     assert code == 0
     html = (out / "report.html").read_text()
     assert '<td class="fail">met</td>' in html and '<td class="pass">met</td>' not in html

@@ -29,14 +29,7 @@ import numpy as np
 
 from eigenjury.contracts.grading import CriterionResult, TaskResult
 from eigenjury.contracts.jury import Jury, counted_c
-from eigenjury.contracts.rules import (
-    clip_score,
-    passes,
-    positive_points,
-    score_of_points,
-    tag_score,
-    task_passes,
-)
+from eigenjury.contracts.rules import passes, tag_score
 from eigenjury.stats.agreement import (
     ClusterBootstrap,
     Estimate,
@@ -58,7 +51,7 @@ def jury_pass_probability(c_votes: int, size: int) -> float:
     p = c_votes / size
     return math.fsum(
         math.comb(size, k) * p**k * (1 - p) ** (size - k)
-        for k in range(size // 2 + 1, size + 1)
+        for k in range(size + 1)
         if passes(k, size)
     )
 
@@ -81,13 +74,7 @@ def task_pass_probability(r: TaskResult, *, seed: int = 0) -> float:
     if r.submission.text is None:
         return 0.0
     weights = [c.criterion.weight for c in r.criteria]
-    positive = positive_points(weights)
     chances = [criterion_pass_probability(c) for c in r.criteria]
-
-    def passing(points: float) -> bool:
-        score = clip_score(score_of_points(points, positive, r.scoring), r.scoring)
-        return task_passes(score, r.threshold)
-
     sums: dict[float, float] = {0.0: 1.0}
     for w, q in zip(weights, chances, strict=True):
         if q in (0.0, 1.0):
@@ -102,8 +89,8 @@ def task_pass_probability(r: TaskResult, *, seed: int = 0) -> float:
             rng = np.random.default_rng(seed)
             met = rng.random((_DRAWS, len(weights))) < np.asarray(chances)
             points = met.astype(np.float64) @ np.asarray(weights)
-            return float(np.mean([passing(float(p)) for p in points]))
-    return math.fsum(pr for s, pr in sums.items() if passing(s))
+            return float(np.mean([r.passes_with(float(p)) for p in points]))
+    return math.fsum(pr for s, pr in sums.items() if r.passes_with(s))
 
 
 def task_undecided(r: TaskResult, margin: float) -> bool:
@@ -111,32 +98,16 @@ def task_undecided(r: TaskResult, margin: float) -> bool:
     open_ = [c for c in r.criteria if c.c_share is not None and is_undecided(c.c_share, margin)]
     if not open_ or r.submission.text is None:
         return False
-    weights = [c.criterion.weight for c in r.criteria]
     undecided = {c.criterion.id for c in open_}
     fixed = math.fsum(
         c.criterion.weight for c in r.criteria if c.passed and c.criterion.id not in undecided
     )
     low = fixed + math.fsum(min(c.criterion.weight, 0.0) for c in open_)
     high = fixed + math.fsum(max(c.criterion.weight, 0.0) for c in open_)
-    positive = positive_points(weights)
-    return (
-        len(
-            {
-                task_passes(
-                    clip_score(score_of_points(p, positive, r.scoring), r.scoring), r.threshold
-                )
-                for p in (low, high)
-            }
-        )
-        == 2
-    )
+    return r.passes_with(low) != r.passes_with(high)
 
 
 # --- the jurors ------------------------------------------------------------------------
-
-
-def _first_votes(c: CriterionResult) -> Sequence[Any]:
-    return c.escalated_from or c.votes
 
 
 def jury_agreement(
@@ -169,7 +140,7 @@ def jury_agreement(
     answered: list[tuple[int, int]] = []  # per criterion: readable answers, C answers
     for r in results:
         for c in r.criteria:
-            votes = _first_votes(c)
+            votes = c.first_votes
             if not c.by_jury or not votes:
                 continue
             row = np.full(len(names), -1, dtype=np.int8)  # -1: no readable vote

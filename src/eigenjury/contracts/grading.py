@@ -20,6 +20,8 @@ from eigenjury.contracts.rules import (
     clip_score,
     flip_distance,
     is_split,
+    positive_points,
+    score_of_points,
     task_passes,
     unclipped_score,
 )
@@ -92,6 +94,11 @@ class CriterionResult:
     def all_votes(self) -> tuple[Vote, ...]:
         return self.escalated_from + self.votes
 
+    @property
+    def first_votes(self) -> tuple[Vote, ...]:
+        """The first jury's votes (a cascade's first stage, where it escalated)."""
+        return self.escalated_from or self.votes
+
 
 @dataclass(frozen=True)
 class TaskResult:
@@ -113,6 +120,12 @@ class TaskResult:
         object.__setattr__(self, "unclipped", unclipped)
         object.__setattr__(self, "score", score)
         object.__setattr__(self, "passed", task_passes(score, self.threshold))
+
+    def passes_with(self, points: float) -> bool:
+        """Whether the task would pass with `points` met (by its rule and threshold)."""
+        positive = positive_points(c.criterion.weight for c in self.criteria)
+        score = clip_score(score_of_points(points, positive, self.scoring), self.scoring)
+        return task_passes(score, self.threshold)
 
     @property
     def reward(self) -> float:

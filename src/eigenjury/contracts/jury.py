@@ -14,7 +14,6 @@ first) where it supports one; each vote keeps how its first reply gave the verdi
 from __future__ import annotations
 
 import contextlib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,14 +22,10 @@ from eigenjury.contracts.prompts import juror_request, repair_request
 from eigenjury.contracts.rules import GRADE_CHOICES, parse_grade, parse_grades, passes
 from eigenjury.contracts.schema import Criterion, Task
 from eigenjury.engine import Call, Engine
+from eigenjury.engine.store import spec_json
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion
 from eigenjury.models.verdict_format import VerdictFormat, VerdictMode, verdict_mode
-
-
-def _seat(spec: ModelSpec) -> str:
-    """A model as the store tells models apart (its identity, without secrets)."""
-    return json.dumps(spec.identity(), sort_keys=True)
 
 
 def juror_names(bases: Sequence[str]) -> list[tuple[str, int]]:
@@ -91,8 +86,8 @@ class Jury:
         seats: Counter[str] = Counter()
         samples = []
         for spec in parsed:  # by what the store keys (two spellings of one endpoint: one)
-            samples.append(seats[_seat(spec)])
-            seats[_seat(spec)] += 1
+            samples.append(seats[spec_json(spec)])
+            seats[spec_json(spec)] += 1
         jurors = (
             Juror(name, spec, sample)
             for spec, (name, _), sample in zip(parsed, juror_names(bases), samples, strict=True)
@@ -126,8 +121,8 @@ class Jury:
             if repeats > 1
             else []
         )
-        seats = Counter(_seat(j.spec) for j in self.jurors)
-        named = {_seat(j.spec): str(j.spec) for j in self.jurors}
+        seats = Counter(spec_json(j.spec) for j in self.jurors)
+        named = {spec_json(j.spec): str(j.spec) for j in self.jurors}
         return [
             f"the juror {named[seat]} sits on the jury {n} times at temperature 0: greedy "
             f"decoding gives its copies the same reply, so their votes are one opinion "

@@ -108,7 +108,6 @@ def clip_score(score: float, scoring: Scoring) -> float:
 def task_score(
     weights: Sequence[float], met: Sequence[bool], scoring: Scoring = "weighted"
 ) -> float:
-    weights, met = list(weights), list(met)
     return clip_score(unclipped_score(weights, met, scoring), scoring)
 
 

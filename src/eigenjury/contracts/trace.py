@@ -190,7 +190,7 @@ def juror_diversity(
     counts, identical = [], []
     for r in results:
         for c in r.criteria:
-            votes = c.escalated_from or c.votes
+            votes = c.first_votes
             every_juror = len({v.juror for v in votes}) == jury.size  # each with its repeats
             if not c.by_jury or not every_juror or any(v.grade is None for v in votes):
                 continue

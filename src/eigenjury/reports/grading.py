@@ -356,7 +356,10 @@ def summary_rows(record: GradingRecord) -> list[list[str]]:
     ]
 
 
-def tag_table(record: GradingRecord) -> tuple[list[str], list[list[str]]] | None:
+Rows = tuple[list[str], list[list[str]]]  # a table: its columns and rows
+
+
+def tag_table(record: GradingRecord) -> Rows | None:
     """Scores by tag: a row per tag (criterion tags first), a column per candidate,
     "score [interval] (tasks)"; None where the contract has no tags."""
     found: dict[tuple[str, str], dict[str, str]] = {}
@@ -369,12 +372,9 @@ def tag_table(record: GradingRecord) -> tuple[list[str], list[list[str]]] | None
     candidates = [s.candidate for s in record.summary]
     rows = [
         [tag, level, *(cells.get(c, "-") for c in candidates)]
-        for (level, tag), cells in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1]))
+        for (level, tag), cells in sorted(found.items())
     ]
     return ["tag", "of", *candidates], rows
-
-
-Rows = tuple[list[str], list[list[str]]]  # a table: its columns and rows
 
 
 def agreement_lines(record: GradingRecord) -> tuple[str, Rows, Rows] | None:

@@ -72,7 +72,7 @@ class ClusterBootstrap:
         if unit_of_item is None:
             return weighted_mean(self.weights, np.asarray(x, dtype=np.float64))
         total, count = self.unit_sums(unit_of_item, x)
-        return _ratio(self.weights @ total, self.weights @ count, nan_where_empty=True)
+        return _ratio(self.weights @ total, self.weights @ count)
 
     def ratio(
         self, num: ArrayLike, den: ArrayLike, unit_of_item: ArrayLike | None = None
@@ -90,11 +90,9 @@ class ClusterBootstrap:
         return weighted_pearson(self.weights, np.asarray(x, float), np.asarray(y, float))
 
 
-def _ratio(top: FloatArray, bottom: FloatArray, *, nan_where_empty: bool = False) -> FloatArray:
+def _ratio(top: FloatArray, bottom: FloatArray) -> FloatArray:
     """top / bottom where bottom > 0, else NaN (a NaN in top stays NaN: unknown cost)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        if nan_where_empty:
-            return np.asarray(top / np.where(bottom > 0, bottom, np.nan))
         return np.asarray(np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan))
 
 
