@@ -13,6 +13,7 @@ import re
 import secrets
 import stat
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO, TypeVar
@@ -266,6 +267,21 @@ def check_output_folder(out: Path, what: str = "--out") -> None:
             f"{what} a folder name such as {out.with_suffix('')}",
             path=out,
         )
+
+
+def scratch_file(near: Path) -> BinaryIO:
+    """An unnamed temporary file in the nearest existing folder of `near` (an output's:
+    on the disk the user chose, not a /tmp that may live in memory), for a run's long
+    parts until its outputs are written; gone once closed or the process ends, even by
+    kill -9, where the system lets it be unlinked at once (Linux, macOS)."""
+    folder = near.absolute()
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return tempfile.TemporaryFile(dir=folder)
+    except OSError as exc:
+        problem = f"cannot write a temporary file here: {exc.strerror}"
+        raise InputError(problem, path=folder) from None
 
 
 def json_output(out: Path, what: str = "--out") -> Path:

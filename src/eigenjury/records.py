@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -78,6 +79,7 @@ class Record(BaseModel):
     ALIASES: ClassVar[tuple[str, ...]] = ()  # names this kind had in older versions
     SCHEMA: ClassVar[int] = 1  # this kind's layout, raised when it changes
     SHAPE_0_1: ClassVar[frozenset[str]] = frozenset()  # fields only this kind had in 0.1
+    LONG: ClassVar[str | None] = None  # a list field written an item at a time (record_pieces)
     KINDS: ClassVar[dict[str, type[Record]]] = {}
 
     kind: str
@@ -336,6 +338,25 @@ def read_any_record(path: Path) -> Record:
 def record_text(record: Record) -> str:
     """The record as the JSON text of its file; `kind` and the version come first."""
     return json_text(record.model_dump(mode="json"))
+
+
+def record_pieces(record: Record) -> Iterator[str]:
+    """`record_text` in pieces: the record's `LONG` list an item at a time, so that a
+    large record (a grading's tasks) is written without its whole JSON tree in memory."""
+    long = record.LONG
+    items = getattr(record, long) if long else None
+    if not long or not items:
+        yield record_text(record)
+        return
+    marker = f"eigenjury-{secrets.token_hex(8)}"  # where the list goes; in no user's text
+    head = record.model_copy(update={long: []}).model_dump(mode="json")
+    head[long] = marker  # in the field's place
+    before, after = json_text(head).split(json.dumps(marker), 1)
+    yield before + "["
+    for k, item in enumerate(items):
+        text = json.dumps(item.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        yield ("," if k else "") + "\n    " + text.replace("\n", "\n    ")
+    yield "\n  ]" + after
 
 
 def write_record(path: Path, record: Record) -> None:

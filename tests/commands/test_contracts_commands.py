@@ -133,7 +133,7 @@ def test_the_grading_record_reads_back_old_files_and_refuses_damaged_or_foreign_
     )
     record = read_record(path, GradingRecord)
     assert record.model_dump(mode="json") == written  # the trace is not in results.json
-    assert record.judgements == [] and record.tasks[0].submission == "lovely\nAnswer: Paris"
+    assert not list(record.judgements) and record.tasks[0].submission == "lovely\nAnswer: Paris"
     overview = record.overview()
     assert (overview.name, overview.models) == (str(contract), ("a",))
     assert overview.cost_usd == record.accounting.total.cost_usd  # type: ignore[union-attr]

@@ -558,7 +558,7 @@ def test_cascade_escalates_only_split_or_unread_criteria(
 def test_the_grading_record_and_its_trace_round_trip_and_escape_juror_text(
     contract_path: Path, tmp_path: Path
 ) -> None:
-    from eigenjury.contracts.record import GradingRecord, Judgement
+    from eigenjury.contracts.record import GradingRecord, Judgement, JudgementLines
     from eigenjury.contracts.trace import grading_record
     from eigenjury.models.providers.scripted import register_script
     from eigenjury.records import parse_record
@@ -596,10 +596,10 @@ def test_the_grading_record_and_its_trace_round_trip_and_escape_juror_text(
     assert "error" in data["tasks"][1] and "error" not in data["tasks"][0]
     assert "votes" not in data["tasks"][0]["criteria"][0]  # exact_match has no jury
     again = parse_record(data, tmp_path / "out" / "results.json", GradingRecord)
-    assert again == record.model_copy(update={"judgements": []})
+    assert again == record.model_copy(update={"judgements": JudgementLines()})
     lines = (tmp_path / "out" / "trace.jsonl").read_text().splitlines()
     trace = [Judgement.model_validate_json(line) for line in lines]
-    assert trace == record.judgements
+    assert trace == list(record.judgements)
     grader = json.loads(lines[0])
     assert grader["juror"] is None and "input_tokens" not in grader  # no call behind it
     html = (tmp_path / "out" / "report.html").read_text()

@@ -20,7 +20,7 @@ from eigenjury.commands.options import (
     store_path,
 )
 from eigenjury.errors import InputError
-from eigenjury.files import check_output_folder
+from eigenjury.files import check_output_folder, scratch_file
 
 if TYPE_CHECKING:
     from eigenjury.contracts.bundle import ContractSource
@@ -218,6 +218,7 @@ def declare_grade(commands: Any) -> None:
 
 
 def grade_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.contracts.record import JudgementLines
     from eigenjury.contracts.run import GradingInputs, run
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
@@ -244,15 +245,18 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         grader_timeout_s=args.grader_timeout,
         undecided_margin=args.undecided_margin,
     )
-    ran = run_engine(
-        engine_settings(args),
-        inputs.specs,
-        lambda engine: run(engine, inputs),
-        progress=args.progress,
-    )
-    record = ran.value.model_copy(update={"accounting": ran.accounting})
     out: Path = args.out
-    write_outputs(out, outputs(record, source.contract))
+    # each submission's votes go to disk as soon as it is graded, not held to the end
+    with scratch_file(out) as spill:
+        trace = JudgementLines(spill)
+        ran = run_engine(
+            engine_settings(args),
+            inputs.specs,
+            lambda engine: run(engine, inputs, trace),
+            progress=args.progress,
+        )
+        record = ran.value.model_copy(update={"accounting": ran.accounting})
+        write_outputs(out, outputs(record, source.contract))
     print_summary(console, record)
     print_accounting(console, ran.accounting)
     console.print(
@@ -306,6 +310,7 @@ def declare_compare(juries_commands: Any) -> None:
 
 
 def compare_command(args: argparse.Namespace, console: Console) -> int:
+    from eigenjury.contracts.record import JudgementLines
     from eigenjury.contracts.run import ComparisonInputs, compare
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
@@ -336,21 +341,25 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     )
     for jury in (inputs.pool_a, inputs.pool_b):
         _warn(console, jury.warnings(source.contract.repeats))
-    ran = run_engine(
-        engine_settings(args),
-        inputs.specs,
-        lambda engine: compare(engine, inputs),
-        progress=args.progress,
-    )
-    record = ran.value.record.model_copy(update={"accounting": ran.accounting})
+    near = args.out if args.out else store_path(args)
+    with scratch_file(near) as spill_a, scratch_file(near) as spill_b:
+        traces = (JudgementLines(spill_a), JudgementLines(spill_b))
+        ran = run_engine(
+            engine_settings(args),
+            inputs.specs,
+            lambda engine: compare(engine, inputs, traces),
+            progress=args.progress,
+        )
+        record = ran.value.record.model_copy(update={"accounting": ran.accounting})
+        if args.out:
+            write_outputs(args.out, comparison_outputs(record))
+            for name, pool in (("pool_a", ran.value.pool_a), ("pool_b", ran.value.pool_b)):
+                write_outputs(args.out / name, outputs(pool, source.contract))
     print_comparison(console, record)
     print_verdicts(console, ran.value.pool_a, "Pool A verdicts")
     print_verdicts(console, ran.value.pool_b, "Pool B verdicts")
     print_accounting(console, ran.accounting)
     if args.out:
-        write_outputs(args.out, comparison_outputs(record))
-        for name, pool in (("pool_a", ran.value.pool_a), ("pool_b", ran.value.pool_b)):
-            write_outputs(args.out / name, outputs(pool, source.contract))
         console.print(
             f"wrote {escape(str(args.out / 'comparison.json'))}, "
             f"{escape(str(args.out / 'report.html'))} and each pool's grading"

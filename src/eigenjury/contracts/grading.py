@@ -9,12 +9,21 @@ criterion and the larger one only where the first jury's outcome is within
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from eigenjury.contracts.bundle import ContractSource
 from eigenjury.contracts.graders import check_python_graders, grade_without_model
-from eigenjury.contracts.jury import Ballot, Jury, Vote, c_votes, counted_c, majority, vote
+from eigenjury.contracts.jury import (
+    Ballot,
+    Jury,
+    Poll,
+    Vote,
+    c_votes,
+    counted_c,
+    majority,
+    poll,
+)
 from eigenjury.contracts.prompts import candidate_request
 from eigenjury.contracts.rules import (
     clip_score,
@@ -32,7 +41,7 @@ from eigenjury.errors import InputError
 from eigenjury.models.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Submission:
     task_id: str
     candidate: str
@@ -44,7 +53,7 @@ class Submission:
     cost_usd: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CriterionResult:
     """A criterion's outcome; `passed` is whether it was met (for a negative criterion:
     the reply did what it must not, and loses its points)."""
@@ -100,7 +109,7 @@ class CriterionResult:
         return self.escalated_from or self.votes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskResult:
     task_id: str
     candidate: str
@@ -130,6 +139,18 @@ class TaskResult:
     @property
     def reward(self) -> float:
         return self.score / 100.0
+
+    def without_replies(self) -> TaskResult:
+        """The result without its jurors' reply texts (kept in the trace instead)."""
+        criteria = tuple(
+            replace(
+                c,
+                votes=tuple(v.without_text() for v in c.votes),
+                escalated_from=tuple(v.without_text() for v in c.escalated_from),
+            )
+            for c in self.criteria
+        )
+        return replace(self, criteria=criteria)
 
     @property
     def complete(self) -> bool:
@@ -222,71 +243,106 @@ async def grade(
     escalate_to: Jury | None = None,
     escalate_margin: int = 1,
     grader_timeout_s: float = PYTHON_GRADER_TIMEOUT_S,
+    graded: Callable[[int, TaskResult], TaskResult] | None = None,
 ) -> list[TaskResult]:
     """Grade every submission; the result order follows `submissions`. No jury is needed
     for a contract whose criteria all have graders without a model. Python graders run
-    in a child process, each call within `grader_timeout_s`."""
+    in a child process, each call within `grader_timeout_s`. `graded(i, result)` is
+    called as each submission's grading finishes (in any order), and what it returns is
+    kept in its place: a caller that writes the replies away keeps a slim result, so a
+    large grading does not hold every reply."""
     require_jury(source, jury)
     with GraderSandbox(grader_timeout_s) as sandbox:
         check_python_graders(source.contract, source.path, sandbox)
-        return await _grade(
-            engine, source, submissions, jury, escalate_to, escalate_margin, sandbox
-        )
-
-
-async def _grade(
-    engine: Engine,
-    source: ContractSource,
-    submissions: Sequence[Submission],
-    jury: Jury | None,
-    escalate_to: Jury | None,
-    escalate_margin: int,
-    sandbox: GraderSandbox,
-) -> list[TaskResult]:
-    contract = source.contract
-    ballots: list[Ballot] = []
-    ballot_of: dict[int, int] = {}
-    for i, s in enumerate(submissions):
-        task = contract.task(s.task_id)
-        judged = tuple(c for c in task.evaluation.criteria if c.grader == "llm_judge")
-        if judged and s.text is not None:
-            ballot_of[i] = len(ballots)
-            ballots.append(Ballot(task, source.task_reference(task), s.text, judged))
-    repeats = contract.repeats
-    first = await vote(engine, jury, ballots, repeats) if jury is not None and ballots else []
-    second: list[dict[str, list[Vote]]] = [{} for _ in ballots]
-    if jury is not None and escalate_to is not None and ballots:
-        escalated = [
-            Ballot(
-                b.task,
-                b.reference,
-                b.submission,
-                tuple(
-                    c
-                    for c in b.criteria
-                    if needs_escalation(first[k][c.id], len(first[k][c.id]), escalate_margin)
-                ),
-            )
-            for k, b in enumerate(ballots)
+        decided = [
+            decide_without_model(source.contract.task(s.task_id), s, sandbox) for s in submissions
         ]
-        wanted = [j for j, b in enumerate(escalated) if b.criteria]
-        votes = (
-            await vote(engine, escalate_to, [escalated[j] for j in wanted], repeats)
-            if wanted
-            else []
+    grading = _Grading(source, submissions, decided, escalate_margin, graded)
+    polls = grading.polls(jury)
+    if polls:
+        total = sum(p.size for p in polls)
+        await poll(engine, polls, total=total, finished=lambda p: grading.finished(p, escalate_to))
+    return grading.done()
+
+
+@dataclass
+class _Grading:
+    """Submissions being graded: each assembled as soon as its jury (and its cascade's
+    second jury) has voted, and handed to `graded`."""
+
+    source: ContractSource
+    submissions: Sequence[Submission]
+    decided: list[dict[str, CriterionResult]]  # each submission's criteria decided without a model
+    escalate_margin: int
+    graded: Callable[[int, TaskResult], TaskResult] | None
+    results: dict[int, TaskResult] = field(default_factory=dict)
+    first_votes: dict[int, dict[str, list[Vote]]] = field(default_factory=dict)  # escalated
+
+    def polls(self, jury: Jury | None) -> list[Poll]:
+        """The first jury's poll per submission it has criteria to vote on; every other
+        submission is assembled at once."""
+        contract, out = self.source.contract, []
+        for i, s in enumerate(self.submissions):
+            task = contract.task(s.task_id)
+            judged = tuple(c for c in task.evaluation.criteria if c.grader == "llm_judge")
+            if jury is None or not judged or s.text is None:
+                self._assemble(i, {}, {})
+                continue
+            ballot = Ballot(task, self.source.task_reference(task), s.text, judged)
+            out.append(Poll(ballot, jury, contract.repeats, key=i))
+        return out
+
+    def finished(self, p: Poll, escalate_to: Jury | None) -> list[Poll]:
+        """A poll has every vote: the cascade's second poll where the first jury's
+        outcome on some criterion is close or unread, else the submission's result."""
+        i: int = p.key
+        votes = p.votes()
+        if i in self.first_votes:  # the second jury's
+            self._assemble(i, self.first_votes.pop(i), votes)
+            return []
+        if escalate_to is not None:
+            b = p.ballot
+            close = tuple(
+                c
+                for c in b.criteria
+                if needs_escalation(votes[c.id], len(votes[c.id]), self.escalate_margin)
+            )
+            if close:
+                self.first_votes[i] = votes
+                second = Ballot(b.task, b.reference, b.submission, close)
+                return [Poll(second, escalate_to, p.repeats, key=i)]
+        self._assemble(i, votes, {})
+        return []
+
+    def _assemble(
+        self, i: int, votes: Mapping[str, Sequence[Vote]], escalated: Mapping[str, Sequence[Vote]]
+    ) -> None:
+        s = self.submissions[i]
+        result = assemble(
+            self.source.contract.task(s.task_id), s, votes, escalated, decided=self.decided[i]
         )
-        for j, v in zip(wanted, votes, strict=True):
-            second[j] = v
-    return [
-        assemble(
-            contract.task(s.task_id),
-            s,
-            first[ballot_of[i]] if i in ballot_of else {},
-            second[ballot_of[i]] if i in ballot_of else {},
-            sandbox,
-        )
-        for i, s in enumerate(submissions)
-    ]
+        self.decided[i] = {}
+        self.results[i] = result if self.graded is None else self.graded(i, result)
+
+    def done(self) -> list[TaskResult]:
+        return [self.results[i] for i in range(len(self.submissions))]
+
+
+def decide_without_model(
+    task: Task, submission: Submission, sandbox: GraderSandbox | None = None
+) -> dict[str, CriterionResult]:
+    """The criteria of `task` graded without a model (python graders in `sandbox`),
+    by id; nothing passes without a submission."""
+    out = {}
+    for c in task.evaluation.criteria:
+        if submission.text is None:
+            out[c.id] = CriterionResult(c, False, explanation="no submission")
+        elif c.grader != "llm_judge":
+            got = grade_without_model(c, submission.text, task, sandbox)
+            # a grader that failed to decide never spares the reply a negative criterion
+            met = got.passed or (got.error is not None and c.negative)
+            out[c.id] = CriterionResult(c, met, explanation=got.explanation, grader_error=got.error)
+    return out
 
 
 def assemble(
@@ -295,22 +351,19 @@ def assemble(
     votes: Mapping[str, Sequence[Vote]],
     escalated: Mapping[str, Sequence[Vote]] | None = None,
     sandbox: GraderSandbox | None = None,
+    *,
+    decided: Mapping[str, CriterionResult] | None = None,
 ) -> TaskResult:
-    """The grading rules on one submission: each criterion graded without a model
-    directly (python graders in `sandbox`), each llm_judge one by the majority of its
-    jury's `votes`, or of the `escalated` jury's where a cascade regraded it; nothing
-    passes without a submission."""
+    """The grading rules on one submission: each criterion graded without a model as
+    `decided` (else graded now, python graders in `sandbox`), each llm_judge one by the
+    majority of its jury's `votes`, or of the `escalated` jury's where a cascade
+    regraded it; nothing passes without a submission."""
+    if decided is None:
+        decided = decide_without_model(task, submission, sandbox)
     criteria = []
     for c in task.evaluation.criteria:
-        if submission.text is None:
-            criteria.append(CriterionResult(c, False, explanation="no submission"))
-        elif c.grader != "llm_judge":
-            got = grade_without_model(c, submission.text, task, sandbox)
-            # a grader that failed to decide never spares the reply a negative criterion
-            met = got.passed or (got.error is not None and c.negative)
-            criteria.append(
-                CriterionResult(c, met, explanation=got.explanation, grader_error=got.error)
-            )
+        if c.id in decided:
+            criteria.append(decided[c.id])
         elif escalated and c.id in escalated:
             late = tuple(escalated[c.id])
             criteria.append(

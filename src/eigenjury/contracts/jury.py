@@ -13,15 +13,18 @@ first) where it supports one; each vote keeps how its first reply gave the verdi
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from eigenjury.contracts.prompts import juror_request, repair_request
 from eigenjury.contracts.rules import GRADE_CHOICES, parse_grade, parse_grades, passes
 from eigenjury.contracts.schema import Criterion, Task
-from eigenjury.engine import Call, Engine
+from eigenjury.engine import Call, CallResult, Engine
 from eigenjury.engine.store import spec_json
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion
@@ -133,7 +136,7 @@ class Jury:
         ] + repeated
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Vote:
     """One juror's vote on one criterion, with what it cost.
 
@@ -157,6 +160,16 @@ class Vote:
     verdict_mode: VerdictMode | None = None
     first_read: bool = False
     repeat: int = 0  # which of the juror's answers, where the contract asks for repeats
+    text_digest: int | None = None  # the first reply's hash, where its text was let go
+
+    @property
+    def reply_digest(self) -> int | None:
+        """Tells the first replies apart, with or without their text."""
+        return hash(self.text) if self.text is not None else self.text_digest
+
+    def without_text(self) -> Vote:
+        """The vote without its replies' text (a large grading keeps them in its trace)."""
+        return replace(self, text=None, retry_text=None, text_digest=self.reply_digest)
 
     @property
     def unparsed(self) -> bool:
@@ -222,92 +235,170 @@ def read_grades(text: str, group: tuple[Criterion, ...]) -> dict[str, str | None
 
 @dataclass
 class _Asked:
-    """One juror's question on a group of criteria of a ballot, and its replies (kept
-    without their requests, which are built again for a repair)."""
+    """One juror's question on a group of criteria of a poll's ballot, and its replies
+    (kept without their requests, which are built again for a repair)."""
 
-    ballot: int
+    poll: Poll
     juror: Juror
     group: tuple[Criterion, ...]
     repeat: int = 0
-    sample: int = 0
     first: Completion | None = None
     error: str | None = None
     cached: bool = False
     retry: Completion | None = None
     retried: bool = False
 
+    @property
+    def sample(self) -> int:
+        return repeat_sample(self.juror, self.repeat)
 
-async def vote(
-    engine: Engine, jury: Jury, ballots: Sequence[Ballot], repeats: int = 1
-) -> list[dict[str, list[Vote]]]:
-    """For each ballot, criterion id -> the jury's votes in juror order (each juror's
-    `repeats` answers together). Requests are built as the engine asks for them (a
-    contract's prompts can be long)."""
-    asked = [
-        _Asked(i, juror, group, r, repeat_sample(juror, r))
-        for i, ballot in enumerate(ballots)
-        for group in criterion_groups(ballot.task, ballot.criteria, jury.batch_criteria)
-        for juror in jury.jurors
-        for r in range(repeats)
-    ]
-
-    def request(a: _Asked) -> ChatRequest:
-        ballot = ballots[a.ballot]
+    def request(self) -> ChatRequest:
+        ballot, jury = self.poll.ballot, self.poll.jury
         return juror_request(
             ballot.task,
             ballot.reference,
             ballot.submission,
-            a.group,
-            constrained=a.juror.constrained,
+            self.group,
+            constrained=self.juror.constrained,
             temperature=jury.temperature,
-            seed=jury.seed + a.sample,  # a repeated model or answer draws anew, not one reply
+            seed=jury.seed + self.sample,  # a repeated model or answer draws anew, not one reply
             max_tokens=jury.max_tokens,
-            verdict_format=jury.verdict_format if a.juror.spec.served else None,
+            verdict_format=jury.verdict_format if self.juror.spec.served else None,
         )
 
-    firsts = (Call(a.juror.spec, request(a), a.sample, "juror", tag=a) for a in asked)
-    needs_repair = []
-    async with contextlib.aclosing(engine.stream(firsts, total=len(asked))) as results:
-        async for result in results:
-            a = result.call.tag
-            a.first, a.cached = result.completion, result.cached
-            if result.completion is None:
-                a.error = f"{result.error_kind}: {result.error_message}"
-            elif not a.juror.constrained and None in read_grades(a.first.text, a.group).values():
-                needs_repair.append(a)
-    repairs = (
-        Call(
-            a.juror.spec,
-            repair_request(request(a), a.first.text, a.group),
-            a.sample,
-            "juror-retry",
-            tag=a,
+    def call(self) -> Call:
+        return Call(self.juror.spec, self.request(), self.sample, "juror", tag=self)
+
+    def answered(self, result: CallResult) -> Call | None:
+        """Take the first reply; the repair call to make where it left a grade unread."""
+        self.first, self.cached = result.completion, result.cached
+        if self.first is None:
+            self.error = f"{result.error_kind}: {result.error_message}"
+            return None
+        if self.juror.constrained or None not in read_grades(self.first.text, self.group).values():
+            return None
+        request = repair_request(self.request(), self.first.text, self.group)
+        return Call(self.juror.spec, request, self.sample, "juror-retry", tag=self)
+
+    def repaired(self, result: CallResult) -> None:
+        self.retry, self.retried = result.completion, True
+        self.cached = self.cached and result.cached
+
+    def votes(self) -> dict[str, Vote]:
+        if self.first is None:
+            return votes_from_replies(
+                self.juror.name, self.group, None, error=self.error, repeat=self.repeat
+            )
+        return votes_from_replies(
+            self.juror.name,
+            self.group,
+            self.first,
+            retry=self.retry,
+            retried=self.retried,
+            cached=self.cached,
+            repeat=self.repeat,
         )
-        for a in needs_repair
-    )
-    async with contextlib.aclosing(engine.stream(repairs, total=len(needs_repair))) as results:
+
+
+@dataclass
+class Poll:
+    """A jury's questions on one ballot (each juror, each group of criteria, each
+    repeat), and its votes once every question has its final reply: the first, or the
+    repair of one that left a grade unread. `key` is the caller's."""
+
+    ballot: Ballot
+    jury: Jury
+    repeats: int = 1
+    key: Any = None
+    asked: list[_Asked] = field(default_factory=list)
+    waiting: int = 0  # questions without their final reply
+
+    @property
+    def size(self) -> int:
+        """How many first calls the poll makes."""
+        groups = criterion_groups(self.ballot.task, self.ballot.criteria, self.jury.batch_criteria)
+        return len(groups) * self.jury.size * self.repeats
+
+    def calls(self) -> Iterator[Call]:
+        """The first calls, each request built as the engine reads it (a contract's
+        prompts can be long)."""
+        self.asked = [
+            _Asked(self, juror, group, r)
+            for group in criterion_groups(
+                self.ballot.task, self.ballot.criteria, self.jury.batch_criteria
+            )
+            for juror in self.jury.jurors
+            for r in range(self.repeats)
+        ]
+        self.waiting = len(self.asked)
+        return (a.call() for a in self.asked)
+
+    def votes(self) -> dict[str, list[Vote]]:
+        """Criterion id -> the jury's votes in juror order (each juror's repeats together)."""
+        out: dict[str, list[Vote]] = {c.id: [] for c in self.ballot.criteria}
+        for a in self.asked:
+            for criterion_id, v in a.votes().items():
+                out[criterion_id].append(v)
+        return out
+
+
+async def poll(
+    engine: Engine,
+    polls: Iterable[Poll],
+    *,
+    total: int | None,
+    finished: Callable[[Poll], Iterable[Poll]],
+) -> None:
+    """Every poll through one engine stream: first calls as the engine reads them,
+    a repair as soon as a reply needs one; `finished(p)` is called once poll `p` has
+    every final reply (its votes in `p.votes()`), and the polls it returns (a cascade's
+    second jury) are asked in the same stream. So a poll's replies are held only while
+    it is open, not until every poll is done. `total`: the first calls, for progress."""
+    ready: collections.deque[Call] = collections.deque()  # repairs and follow-up polls
+    wake = asyncio.Event()
+    open_polls = 0
+
+    def opened(p: Poll) -> Iterator[Call]:
+        nonlocal open_polls
+        calls = p.calls()
+        if not p.asked:
+            raise ValueError("a poll needs at least one question")
+        open_polls += 1
+        return calls
+
+    async def calls() -> AsyncIterator[Call]:
+        for p in polls:
+            for call in opened(p):
+                while ready:  # the open polls first: they free their replies sooner
+                    yield ready.popleft()
+                yield call
+        while ready or open_polls:
+            while ready:
+                yield ready.popleft()
+            if open_polls:
+                wake.clear()
+                await wake.wait()
+
+    stream = engine.stream(calls(), ordered=False, total=total)
+    async with contextlib.aclosing(stream) as results:
         async for result in results:
-            a = result.call.tag
-            a.retry, a.retried, a.cached = result.completion, True, a.cached and result.cached
-    out: list[dict[str, list[Vote]]] = [{c.id: [] for c in b.criteria} for b in ballots]
-    for a in asked:
-        for criterion_id, v in _votes(a).items():
-            out[a.ballot][criterion_id].append(v)
-    return out
-
-
-def _votes(a: _Asked) -> dict[str, Vote]:
-    if a.first is None:
-        return votes_from_replies(a.juror.name, a.group, None, error=a.error, repeat=a.repeat)
-    return votes_from_replies(
-        a.juror.name,
-        a.group,
-        a.first,
-        retry=a.retry,
-        retried=a.retried,
-        cached=a.cached,
-        repeat=a.repeat,
-    )
+            a: _Asked = result.call.tag
+            if result.call.role == "juror-retry":
+                a.repaired(result)
+            else:
+                repair = a.answered(result)
+                if repair is not None:
+                    ready.append(repair)
+                    wake.set()
+                    continue
+            a.poll.waiting -= 1
+            if a.poll.waiting:
+                continue
+            for follow in finished(a.poll):
+                ready.extend(opened(follow))
+            a.poll.asked = []  # its replies are the caller's now
+            open_polls -= 1
+            wake.set()
 
 
 def votes_from_replies(

@@ -9,9 +9,12 @@ Pydantic only: the viewer and `read_any_record` import this module.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import io
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO, ClassVar
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from eigenjury.records import (
     AccountingRecord,
@@ -21,6 +24,7 @@ from eigenjury.records import (
     Record,
     Sparse,
     VerdictModes,
+    dump_lines,
 )
 
 
@@ -311,6 +315,61 @@ class Judgement(Part):
         return data
 
 
+class JudgementLines:
+    """A grading's trace: its judgements as JSON lines, kept per submission in a binary
+    file, in memory unless the caller gives one on disk (`eigenjury grade` does, so a
+    large grading holds no juror reply once its submission is graded). Written as
+    submissions finish, in any order; read back in submission order."""
+
+    def __init__(self, file: BinaryIO | None = None) -> None:
+        self._file: BinaryIO = file if file is not None else io.BytesIO()
+        self._spans: dict[int, tuple[int, int]] = {}  # submission -> (offset, bytes)
+        self._end = 0
+
+    def add(self, index: int, judgements: Iterable[Judgement]) -> None:
+        """The judgements of the `index`-th submission (once)."""
+        if index in self._spans:
+            raise ValueError(f"submission {index}'s judgements are kept already")
+        data = dump_lines(judgements).encode("utf-8")
+        self._file.seek(self._end)
+        self._file.write(data)
+        self._spans[index] = (self._end, len(data))
+        self._end += len(data)
+
+    def text(self, index: int) -> str:
+        """The `index`-th submission's lines ("" where it has none)."""
+        if index not in self._spans:
+            return ""
+        offset, size = self._spans[index]
+        self._file.seek(offset)
+        return self._file.read(size).decode("utf-8")
+
+    def of(self, index: int) -> list[Judgement]:
+        # split on newlines only: a reply may hold U+2028 and the like, which JSON
+        # leaves unescaped and str.splitlines would break on
+        return [Judgement.model_validate_json(line) for line in self.text(index).split("\n")[:-1]]
+
+    def pieces(self) -> Iterator[str]:
+        """trace.jsonl's text, a submission at a time."""
+        return (self.text(i) for i in sorted(self._spans))
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Each judgement as its JSON object (for tables), in order."""
+        for piece in self.pieces():
+            yield from (json.loads(line) for line in piece.split("\n")[:-1])
+
+    def __iter__(self) -> Iterator[Judgement]:
+        for i in sorted(self._spans):
+            yield from self.of(i)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JudgementLines):
+            return NotImplemented
+        return list(self.pieces()) == list(other.pieces())
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class JurorDiversity(Part):
     """Whether the jurors were separate opinions, over the jury-graded criteria every
     juror of the (first) jury gave a readable vote on; only for juries of two or more."""
@@ -402,6 +461,8 @@ class GradingRecord(Sparse, Record):
 
     KIND: ClassVar[str] = "grading"
     FILE: ClassVar[str] = "results.json"
+    LONG: ClassVar[str | None] = "tasks"
+    model_config = ConfigDict(arbitrary_types_allowed=True)  # the trace, kept beside
     OMITTED = frozenset(
         {"escalate_to", "accounting", "verdicts", "diversity", "candidates", "agreement"}
     )
@@ -436,7 +497,7 @@ class GradingRecord(Sparse, Record):
     accounting: AccountingRecord | None = None
     """What the run's calls cost (left out where none was added, as in each pool's grading of a jury
     comparison)."""
-    judgements: list[Judgement] = Field(default_factory=list, exclude=True, repr=False)
+    judgements: JudgementLines = Field(default_factory=JudgementLines, exclude=True, repr=False)
     """One per vote or grader decision, written beside as trace.jsonl, not into this file."""
 
     SHAPE_0_1 = frozenset({"contract", "jury", "tasks"})

@@ -11,9 +11,9 @@ from eigenjury.contracts.bundle import ContractSource
 from eigenjury.contracts.compare import compare_pools
 from eigenjury.contracts.grading import Submission, generate_submissions, grade
 from eigenjury.contracts.jury import Jury
-from eigenjury.contracts.record import GradingRecord, JuryComparisonRecord
+from eigenjury.contracts.record import GradingRecord, JudgementLines, JuryComparisonRecord
 from eigenjury.contracts.sandbox import PYTHON_GRADER_TIMEOUT_S
-from eigenjury.contracts.trace import grading_record
+from eigenjury.contracts.trace import grading_record, kept_in
 from eigenjury.engine import Engine
 from eigenjury.models.spec import ModelSpec
 from eigenjury.records import now
@@ -67,8 +67,13 @@ class GradingInputs:
         return [*self.answers.candidates, *(s for jury in juries for s in jury.specs)]
 
 
-async def run(engine: Engine, inputs: GradingInputs) -> GradingRecord:
-    """Grade every submission (cascading where asked); the record, with its judgements."""
+async def run(
+    engine: Engine, inputs: GradingInputs, trace: JudgementLines | None = None
+) -> GradingRecord:
+    """Grade every submission (cascading where asked); the record, with its judgements
+    in `trace` (a file on disk for a large grading; default: in memory), each
+    submission's written as soon as it is graded."""
+    trace = trace if trace is not None else JudgementLines()
     results = await grade(
         engine,
         inputs.source,
@@ -77,6 +82,7 @@ async def run(engine: Engine, inputs: GradingInputs) -> GradingRecord:
         escalate_to=inputs.escalate_to,
         escalate_margin=inputs.escalate_margin,
         grader_timeout_s=inputs.grader_timeout_s,
+        graded=kept_in(trace),
     )
     return grading_record(
         results,
@@ -88,6 +94,7 @@ async def run(engine: Engine, inputs: GradingInputs) -> GradingRecord:
         warnings=inputs.source.contract.warnings(),
         undecided_margin=inputs.undecided_margin,
         repeats=inputs.source.contract.repeats,
+        trace=trace,
     )
 
 
@@ -118,16 +125,32 @@ class Compared:
     pool_b: GradingRecord
 
 
-async def compare(engine: Engine, inputs: ComparisonInputs) -> Compared:
+async def compare(
+    engine: Engine,
+    inputs: ComparisonInputs,
+    traces: tuple[JudgementLines, JudgementLines] | None = None,
+) -> Compared:
     """Both pools grade the same submissions (one after the other: one engine run at a
-    time); their agreement, cost and the cascade, with bootstrap intervals."""
+    time); their agreement, cost and the cascade, with bootstrap intervals. Each pool's
+    judgements go to its trace in `traces` (default: in memory) as it grades."""
     submissions = await inputs.answers.submissions(engine, inputs.source)
     timeout = inputs.grader_timeout_s
+    trace_a, trace_b = traces if traces is not None else (JudgementLines(), JudgementLines())
     results_a = await grade(
-        engine, inputs.source, submissions, inputs.pool_a, grader_timeout_s=timeout
+        engine,
+        inputs.source,
+        submissions,
+        inputs.pool_a,
+        grader_timeout_s=timeout,
+        graded=kept_in(trace_a),
     )
     results_b = await grade(
-        engine, inputs.source, submissions, inputs.pool_b, grader_timeout_s=timeout
+        engine,
+        inputs.source,
+        submissions,
+        inputs.pool_b,
+        grader_timeout_s=timeout,
+        graded=kept_in(trace_b),
     )
     statistics = compare_pools(
         results_a,
@@ -156,7 +179,11 @@ async def compare(engine: Engine, inputs: ComparisonInputs) -> Compared:
                 jury=pool,
                 candidates=inputs.answers.named(),
                 repeats=inputs.source.contract.repeats,
+                trace=trace,
             )
-            for results, pool in ((results_a, inputs.pool_a), (results_b, inputs.pool_b))
+            for results, pool, trace in (
+                (results_a, inputs.pool_a, trace_a),
+                (results_b, inputs.pool_b, trace_b),
+            )
         ),
     )

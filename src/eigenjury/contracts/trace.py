@@ -8,7 +8,7 @@ grader decision. Pure: reports/grading.py writes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from eigenjury.contracts.record import (
     Escalation,
     GradingRecord,
     Judgement,
+    JudgementLines,
     JurorDiversity,
     JuryPart,
     TaskOutcome,
@@ -155,10 +156,16 @@ def grading_record(
     candidates: dict[str, str] | None = None,
     undecided_margin: float = 0.0,
     repeats: int = 1,
+    trace: JudgementLines | None = None,
 ) -> GradingRecord:
-    """The record of graded `results`, with their judgements (no accounting: the
+    """The record of graded `results`, with their judgements: `trace` where they were
+    kept as the grading went (`kept_in`), else from the results (no accounting: the
     command adds what the run's calls cost once the engine has closed)."""
     margin = None if jury is None else undecided_margin
+    if trace is None:
+        trace = JudgementLines()
+        for i, r in enumerate(results):
+            trace.add(i, judgements([r]))
     return GradingRecord(
         created=now(),
         contract=contract,
@@ -175,8 +182,19 @@ def grading_record(
         diversity=juror_diversity(results, jury, repeats),
         agreement=jury_agreement(results, jury, repeats=repeats),
         verdicts=verdict_modes(results, (jury, escalate_to)),
-        judgements=list(judgements(results)),
+        judgements=trace,
     )
+
+
+def kept_in(trace: JudgementLines) -> Callable[[int, TaskResult], TaskResult]:
+    """For `grade(graded=...)`: each submission's judgements written to `trace` as soon
+    as it is graded, and its result kept without the replies."""
+
+    def keep(index: int, result: TaskResult) -> TaskResult:
+        trace.add(index, judgements([result]))
+        return result.without_replies()
+
+    return keep
 
 
 def juror_diversity(
@@ -196,7 +214,7 @@ def juror_diversity(
                 continue
             passed = sum(v.grade == "C" for v in votes)
             counts.append((passed, len(votes) - passed))
-            identical.append(len({v.text for v in votes}) == 1)
+            identical.append(len({v.reply_digest for v in votes}) == 1)
     kappa = fleiss_kappa(counts) if counts else float("nan")
     return JurorDiversity(
         criteria=len(counts),

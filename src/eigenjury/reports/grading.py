@@ -27,7 +27,7 @@ from eigenjury.contracts.record import (
 )
 from eigenjury.contracts.schema import Contract, Criterion
 from eigenjury.names import short_labels
-from eigenjury.records import EstimatePart, dump_lines
+from eigenjury.records import EstimatePart
 from eigenjury.reports.kit import e, estimate_text, money, page, page_ends, table
 from eigenjury.reports.output import Outputs
 
@@ -54,13 +54,14 @@ def outputs(record: GradingRecord, contract: Contract) -> Outputs:
     judgements.csv for spreadsheets; report.html. `contract` names and states the
     criteria the record grades."""
     files = {
-        # written piece by piece: a large grading's replies are not held again as text
-        "trace.jsonl": (dump_lines([j]) for j in record.judgements),
+        # written piece by piece from the trace: a large grading's replies are never
+        # all in memory
+        "trace.jsonl": record.judgements.pieces(),
         "tasks.csv": _csv(
             lambda: (t.model_dump(mode="json", exclude={"criteria"}) for t in record.tasks)
         ),
         "criteria.csv": _csv(lambda: _criterion_rows(record, contract)),
-        "judgements.csv": _csv(lambda: (j.model_dump(mode="json") for j in record.judgements)),
+        "judgements.csv": _csv(record.judgements.rows),
     }
     return Outputs(record, files=files, html=render_parts(record, contract))
 
@@ -82,8 +83,8 @@ def _criteria(contract: Contract, task_id: str) -> dict[str, Criterion]:
 
 
 def _criterion_rows(record: GradingRecord, contract: Contract) -> Iterator[dict[str, Any]]:
-    found = _by_criterion(record.judgements)
-    for t in record.tasks:
+    for k, t in enumerate(record.tasks):
+        found = _by_criterion(record.judgements.of(k))
         named = _criteria(contract, t.task_id)
         for c in t.criteria:
             votes = (
@@ -279,8 +280,8 @@ def render_parts(record: GradingRecord, contract: Contract) -> Iterator[str]:
     out.append("<h2>Tasks</h2>")
     head, tail = page_ends(f"Grading: {record.contract}", css=_MORE_CSS)
     yield head + "".join(out)
-    found = _by_criterion(record.judgements)
-    for t in record.tasks:
+    for k, t in enumerate(record.tasks):
+        found = _by_criterion(record.judgements.of(k))
         verdict = "pass" if t.passed else "fail"
         named = _criteria(contract, t.task_id)
         replies = (

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eigenjury.files import OutputFile
-from eigenjury.records import LinesFile, Record, record_text
+from eigenjury.records import LinesFile, Record, record_pieces
 
 REPORT = "report.html"
 
@@ -40,7 +40,7 @@ def write_outputs(folder: Path, outputs: Outputs) -> list[Path]:
     """Write everything into `folder` (made if missing); the paths written, record first."""
     record_path = folder / (outputs.record_file or outputs.record.FILE)
     contents: list[tuple[Path, Content]] = [
-        (record_path, record_text(outputs.record)),
+        (record_path, record_pieces(outputs.record)),
         *((folder / name, content) for name, content in outputs.files.items()),
     ]
     if outputs.html is not None:

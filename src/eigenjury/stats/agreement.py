@@ -33,6 +33,9 @@ class Estimate:
         return {"value": r(self.value), "ci": [r(self.low), r(self.high)]}  # type: ignore[list-item]
 
 
+_BLOCK = 64  # rounds drawn at once
+
+
 class ClusterBootstrap:
     """Resampling weights for `n_units` clusters: row 0 is the data itself (all ones),
     rows 1.. are multinomial draws. `estimate(values)` turns a (rounds + 1,) array of a
@@ -42,8 +45,14 @@ class ClusterBootstrap:
         if n_units < 1:
             raise ValueError("nothing to resample")
         rng = np.random.default_rng(seed)
-        draws = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=rounds)
-        self.weights: FloatArray = np.vstack([np.ones(n_units), draws]).astype(np.float64)
+        share = np.full(n_units, 1.0 / n_units)
+        self.weights: FloatArray = np.empty((rounds + 1, n_units))
+        self.weights[0] = 1.0
+        # drawn a block of rounds at a time (the same draws as all at once), so no
+        # integer copy of the whole matrix is held beside it
+        for start in range(1, rounds + 1, _BLOCK):
+            stop = min(start + _BLOCK, rounds + 1)
+            self.weights[start:stop] = rng.multinomial(n_units, share, size=stop - start)
         self.ci = ci
 
     def estimate(self, values: FloatArray) -> Estimate:
