@@ -4,6 +4,7 @@ go; the results are those of grading every submission on its own."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -197,3 +198,33 @@ def test_grade_writes_the_trace_in_submission_order_and_leaves_no_scratch_file(
     assert [t["candidate"] for t in trace] == [s.candidate for s in subs for _ in range(per_task)]
     record = json.loads((out / "results.json").read_text())
     assert [t["candidate"] for t in record["tasks"]] == [s.candidate for s in subs]
+
+
+@pytest.mark.parametrize("unusable", ["first", "second"])
+def test_a_juror_that_cannot_be_called_stops_the_grading_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unusable: str
+) -> None:
+    """A juror the engine refuses only when its first call is read (no key; as the
+    Harbor verifier meets it), mid-stream or in a cascade's second jury, ends the
+    grading with the reason: the stream never waits for calls that will not be made."""
+    from eigenjury.contracts.grading import grade
+    from eigenjury.engine import Engine, Store
+    from eigenjury.errors import InputError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    source = _source(tmp_path)
+    keyless = Jury.from_specs(["openai:gpt-4o-mini"])
+    mute = Jury.from_specs(["scripted:juror-mute"])  # unread: every criterion escalates
+    first, second = (keyless, None) if unusable == "first" else (mute, keyless)
+    engine = Engine(Store(tmp_path / "store.sqlite"), progress=False)
+
+    async def go() -> list[TaskResult]:
+        async with engine:
+            work = grade(engine, source, _submissions(3), first, escalate_to=second)
+            return await asyncio.wait_for(work, timeout=30)
+
+    try:
+        with pytest.raises(InputError, match="OPENAI_API_KEY"):
+            asyncio.run(go())
+    finally:
+        engine.store.close()

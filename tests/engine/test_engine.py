@@ -293,6 +293,28 @@ def test_progress_degrades_to_plain_lines() -> None:
     assert "\x1b[" not in stream.getvalue()  # no terminal control codes in a log
 
 
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_stream_longer_than_announced_shows_counts_without_an_end(terminal: bool) -> None:
+    """Repairs and a cascade's second jury add calls to a stream announced with its
+    first calls: past the total, the display counts on rather than showing 15/10."""
+    import io
+
+    from rich.console import Console
+
+    from eigenjury.engine.accounting import Tally
+    from eigenjury.engine.progress import RunProgress
+
+    stream = io.StringIO()
+    console = Console(file=stream, force_terminal=terminal, width=200)
+    progress = RunProgress(10, console=console, plain_every_s=0.0)
+    tally = Tally()
+    tally.calls = 15
+    progress.update(tally)
+    progress.close(tally)
+    assert progress.total is None
+    assert "15 done" in stream.getvalue() and "/10" not in stream.getvalue()
+
+
 def test_one_engine_runs_again_on_a_new_event_loop(tmp_path: Path) -> None:
     """Limiters hold asyncio locks, which belong to one loop: a second `run_sync` (a new
     loop) must not reuse them, even when the first run had to wait on them."""

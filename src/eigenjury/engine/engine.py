@@ -465,11 +465,14 @@ class _Run:
         size = 16
         chunk: list[tuple[int, Call]] = []
 
-        async def dispatch() -> None:
+        async def dispatch() -> bool:
+            """Send the chunk; whether reading must stop (a call that cannot be made:
+            an async source may be waiting on calls that will now never finish)."""
             nonlocal chunk, size
             if chunk:
                 await self._dispatch(chunk)
                 chunk, size = [], min(4 * size, READ_CHUNK)
+            return self.input_error is not None
 
         try:
             async for call in _each(calls, waiting=dispatch):
@@ -655,19 +658,20 @@ class _Run:
 
 
 async def _each(
-    calls: Iterable[Call] | AsyncIterable[Call], *, waiting: Callable[[], Awaitable[None]]
+    calls: Iterable[Call] | AsyncIterable[Call], *, waiting: Callable[[], Awaitable[bool]]
 ) -> AsyncIterator[Call]:
     """The calls of either kind of iterable. A plain one lets the loop run every
     READ_CHUNK calls, so reading a long file never holds up the calls in flight; an
-    async one that has no call ready at once gets `waiting()` awaited meanwhile."""
+    async one that has no call ready at once gets `waiting()` awaited meanwhile, and
+    is read no further when that says to stop."""
     if isinstance(calls, AsyncIterable):
         source = aiter(calls)
         while True:
             ready = asyncio.ensure_future(anext(source))
             try:
                 await asyncio.sleep(0)
-                if not ready.done():
-                    await waiting()
+                if not ready.done() and await waiting():
+                    return
                 call = await ready
             except StopAsyncIteration:
                 return

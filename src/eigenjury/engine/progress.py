@@ -57,6 +57,12 @@ class RunProgress:
         if not self.enabled:
             return
         now = time.monotonic()
+        if self.total is not None and tally.calls > self.total:
+            # a stream longer than announced (repairs, a cascade's second jury): counts
+            # without an end, rather than a full bar while calls go on
+            self.total = None
+            if self._live is not None:
+                self._live.update(self._task, total=None)
         detail = describe(tally, self.total, now - self.start)
         if self._live is not None:
             self._live.update(self._task, completed=tally.calls, detail=detail)
