@@ -315,6 +315,30 @@ def test_agreement_is_the_first_jurys_over_its_readable_votes() -> None:
     assert jury_agreement(results, None) is None
 
 
+def test_a_figure_resting_on_one_task_has_no_interval_among_many() -> None:
+    """j1's calls failed on t2 and t3: its figures, its pair's and Fleiss' kappa rest
+    on t1 alone, and a bootstrap over three tasks would give them a zero-width interval
+    (every round that draws t1 gives the same value); j0's rest on all three."""
+    jury = Jury.from_specs(list(juror_names(2)))
+    results = [
+        task(
+            [judged("k1", 10, "CC"), judged("k2", 10, "CI"), judged("k3", 10, "IC")], task_id="t1"
+        ),
+        task([judged("k1", 10, "Cx"), judged("k2", 10, "Ix")], task_id="t2"),
+        task([judged("k1", 10, "Cx"), judged("k2", 10, "Ix")], task_id="t3"),
+    ]
+    record = jury_agreement(results, jury, rounds=200)
+    assert record is not None
+    j0, j1 = record["jurors"]
+    low, high = j0["agreement_with_outcome"]["ci"]
+    assert low is not None and high is not None and low < high
+    assert j1["votes"] == 3 and j1["agreement_with_outcome"]["value"] == pytest.approx(2 / 3, abs=1e-4)
+    [pair] = record["pairs"]
+    figures = [j1["agreement_with_outcome"], pair["agreement"], pair["cohen_kappa"]]
+    figures.append(record["fleiss_kappa"])
+    assert all(f["value"] is not None and f["ci"] == [None, None] for f in figures)
+
+
 # --- 3. undecided marks ---------------------------------------------------------------
 
 

@@ -222,26 +222,32 @@ def jury_agreement(
                     "b": b,
                     "criteria": int(both.sum()),
                     "agreement": _estimate(boot, x == y, units[both]),
-                    "cohen_kappa": boot.estimate(
-                        cohen_kappa_rounds(boot, units[both], x, y)[1]
-                        if both.any()
-                        else np.full(rounds + 1, np.nan)
+                    "cohen_kappa": _on_tasks(
+                        boot.estimate(
+                            cohen_kappa_rounds(boot, units[both], x, y)[1]
+                            if both.any()
+                            else np.full(rounds + 1, np.nan)
+                        ),
+                        units[both],
                     ).record(),
                 }
             )
     return {
         "criteria": len(grid),
         "criteria_all_read": int(full.sum()),
-        "fleiss_kappa": boot.estimate(fleiss).record(),
+        "fleiss_kappa": _on_tasks(boot.estimate(fleiss), units[full]).record(),
         "jurors": jurors,
         "pairs": pairs,
     }
 
 
 def _estimate(boot: ClusterBootstrap, x: Any, units: Any) -> dict[str, Any]:
+    """The mean of `x` (items in tasks `units`), with no interval where they lie in one
+    task however many tasks the bootstrap resamples."""
     if len(x) == 0:
         return boot.estimate(np.full(boot.weights.shape[0], np.nan)).record()
-    return boot.estimate(boot.mean(np.asarray(x, dtype=np.float64), units)).record()
+    mean = boot.estimate(boot.mean(np.asarray(x, dtype=np.float64), units))
+    return _on_tasks(mean, units).record()
 
 
 # --- scores by tag ---------------------------------------------------------------------
@@ -255,8 +261,9 @@ def mean_score(boot: ClusterBootstrap, mine: Sequence[TaskResult], rows: Any = N
     return boot.mean([r.score for r in mine], rows)
 
 
-def _on_tasks(estimate: Estimate, rows: Sequence[int]) -> Estimate:
-    """No interval from one task: resampling it alone gives a zero-width one."""
+def _on_tasks(estimate: Estimate, rows: Any) -> Estimate:
+    """No interval from one task (`rows`: the tasks the figure rests on): resampling it
+    alone gives a zero-width one."""
     return estimate if len(set(rows)) > 1 else Estimate(estimate.value, np.nan, np.nan)
 
 
