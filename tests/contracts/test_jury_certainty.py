@@ -332,7 +332,8 @@ def test_a_figure_resting_on_one_task_has_no_interval_among_many() -> None:
     j0, j1 = record["jurors"]
     low, high = j0["agreement_with_outcome"]["ci"]
     assert low is not None and high is not None and low < high
-    assert j1["votes"] == 3 and j1["agreement_with_outcome"]["value"] == pytest.approx(2 / 3, abs=1e-4)
+    assert j1["votes"] == 3
+    assert j1["agreement_with_outcome"]["value"] == pytest.approx(2 / 3, abs=1e-4)
     [pair] = record["pairs"]
     figures = [j1["agreement_with_outcome"], pair["agreement"], pair["cohen_kappa"]]
     figures.append(record["fleiss_kappa"])

@@ -153,6 +153,78 @@ def test_concurrency_backs_off_on_429(tmp_path: Path) -> None:
     assert limiter.rate_limited > 0 and limiter.limit < 32
 
 
+def test_the_test_server_throttles_beyond_its_rate_and_says_so_in_headers() -> None:
+    """The throttling the adaptive limits are measured against: within one second, the
+    first `rate` requests are answered and the rest refused with a 429, each answer
+    carrying OpenAI's x-ratelimit headers; a second later the window admits again."""
+    import aiohttp
+
+    from eigenjury.testing.server import Throttle
+
+    throttle = Throttle(rate=20, retry_after_s=0.5, headers=True)
+
+    async def go(base: str, server: FaultServer) -> Any:
+        body = {"model": "test", "messages": [{"role": "user", "content": "hi"}]}
+        async with aiohttp.ClientSession() as session:
+
+            async def ask() -> tuple[int, dict[str, str]]:
+                async with session.post(f"{base}/chat/completions", json=body) as response:
+                    await response.read()
+                    return response.status, dict(response.headers)
+
+            burst = await asyncio.gather(*(ask() for _ in range(50)))
+            await asyncio.sleep(1.05)
+            later = await ask()
+        return burst, later, server.stats()
+
+    burst, later, stats = serve(go, throttle=throttle)
+    statuses = [status for status, _ in burst]
+    assert statuses.count(200) == 20 and statuses.count(429) == 30
+    assert stats["throttled"] == 30 and later[0] == 200
+    refused = next(headers for status, headers in burst if status == 429)
+    assert refused["Retry-After"] == "0.5"
+    assert refused["x-ratelimit-limit-requests"] == "1200"
+    assert refused["x-ratelimit-remaining-requests"] == "0"
+    assert refused["x-ratelimit-reset-requests"].endswith("s")
+    assert later[1]["x-ratelimit-remaining-requests"] == "19"
+
+
+def test_the_throttle_admits_by_a_sliding_second() -> None:
+    from eigenjury.testing.server import Throttle
+
+    throttle = Throttle(rate=3)
+    admitted = [throttle.admit(t) for t in (0.0, 0.1, 0.2, 0.3, 0.99)]
+    assert admitted == [True, True, True, False, False]
+    assert throttle.admit(1.0) and not throttle.admit(1.05) and throttle.admit(1.15)
+
+
+def test_the_throttled_server_answers_slower_the_more_requests_are_in_flight() -> None:
+    """Eight requests held until all are in flight, then let go: each takes 7 x 0.05 s
+    more than one alone would (a lower bound: load on this machine only adds)."""
+    import aiohttp
+
+    from eigenjury.testing.server import Throttle
+
+    async def go(base: str, server: FaultServer) -> float:
+        body = {"model": "test", "messages": [{"role": "user", "content": "hi"}]}
+        async with aiohttp.ClientSession() as session:
+
+            async def ask() -> int:
+                async with session.post(f"{base}/chat/completions", json=body) as response:
+                    return response.status
+
+            server.hold()
+            asked = asyncio.gather(*(ask() for _ in range(8)))
+            while server.held < 8:
+                await asyncio.sleep(0.01)
+            start = time.monotonic()
+            server.release()
+            assert await asked == [200] * 8
+            return time.monotonic() - start
+
+    assert serve(go, throttle=Throttle(rate=1000, per_in_flight_s=0.05)) >= 0.35
+
+
 async def streamed(engine: Engine, calls: Iterator[Call]) -> list[CallResult]:
     async with engine, contextlib.aclosing(engine.stream(calls)) as results:
         return [result async for result in results]

@@ -15,13 +15,18 @@ may have a taste for length (`LengthTaste`): they read the two replies of a peer
 comparison and favour the longer by a planted amount, or the one that makes more
 points, while its evaluees' replies vary in length and points.
 
+It can throttle (`Throttle`), as hosted APIs do at a rate they do not tell: a 429
+beyond so many requests a second, answers slower under load, x-ratelimit headers.
+
     python -m eigenjury.testing.server --port 8000 --latency 0.05 --faults 0.3
+    python -m eigenjury.testing.server --latency 0.05 --throttle 200 --per-in-flight 0.002
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import hashlib
 import ipaddress
@@ -32,7 +37,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from aiohttp import web
@@ -169,6 +174,42 @@ class Judging:
         return {n: w / total for n, w in weights.items()} if total > 0 else {}
 
 
+@dataclass
+class Throttle:
+    """Throttling as hosted APIs do it, at a rate the client is not told: a request
+    beyond `rate` accepted in the last second is refused with a 429 (with Retry-After
+    `retry_after_s` where given), and an answer takes longer the more requests are in
+    flight (`per_in_flight_s` more for each one beside it), as a loaded server does.
+    With `headers`, every answer carries OpenAI's x-ratelimit-limit-requests (per
+    minute), -remaining-requests and -reset-requests."""
+
+    rate: float
+    per_in_flight_s: float = 0.0
+    retry_after_s: float | None = None
+    headers: bool = False
+    accepted: collections.deque[float] = field(default_factory=collections.deque)
+
+    def admit(self, now: float) -> bool:
+        """Whether a request arriving `now` (seconds) is within the rate."""
+        while self.accepted and self.accepted[0] <= now - 1.0:
+            self.accepted.popleft()
+        if len(self.accepted) >= self.rate:
+            return False
+        self.accepted.append(now)
+        return True
+
+    def limits(self, now: float) -> dict[str, str]:
+        if not self.headers:
+            return {}
+        reset = self.accepted[0] + 1.0 - now if self.accepted else 0.0
+        remaining = max(0, math.floor(self.rate) - len(self.accepted))
+        return {
+            "x-ratelimit-limit-requests": f"{self.rate * 60:g}",
+            "x-ratelimit-remaining-requests": str(remaining),
+            "x-ratelimit-reset-requests": f"{max(reset, 0.0):.3f}s",
+        }
+
+
 class RefusedError(Exception):
     """A request the server refuses, with the status and message to answer."""
 
@@ -201,6 +242,7 @@ class FaultServer:
         api_key: str | None = None,
         judging: Judging | None = None,
         keep_bodies: bool = False,
+        throttle: Throttle | None = None,
     ) -> None:
         """With `keep_bodies`, `bodies` lists every request body received, for tests
         that check what was asked. With `api_key`, requests must carry it (Bearer or
@@ -210,6 +252,9 @@ class FaultServer:
         if not _is_loopback(host):
             raise ValueError(f"the test server binds to loopback only, not {host}")
         self.latency_s = latency_s
+        self.throttle = throttle
+        self.in_flight = 0  # requests being answered now
+        self.throttled = 0  # requests refused by the throttle
         self.faults = faults or Faults()
         self.judging = judging or Judging()
         self.host, self.port = host, port
@@ -271,6 +316,7 @@ class FaultServer:
             "successes": sum(self.successes.values()),
             "distinct_successes": len(self.successes),
             "most_successes_for_one_request": max(self.successes.values(), default=0),
+            "throttled": self.throttled,
         }
 
     async def _stats(self, request: web.Request) -> web.Response:
@@ -280,6 +326,16 @@ class FaultServer:
         return web.json_response({"object": "list", "data": [{"id": "test", "object": "model"}]})
 
     async def _serve(self, request: web.Request, answer: Any) -> web.StreamResponse:
+        self.in_flight += 1
+        try:
+            response = await self._answer(request, answer)
+        finally:
+            self.in_flight -= 1
+        if self.throttle is not None:
+            response.headers.update(self.throttle.limits(asyncio.get_running_loop().time()))
+        return response
+
+    async def _answer(self, request: web.Request, answer: Any) -> web.StreamResponse:
         self.requests += 1
         self.paths[request.path_qs] += 1
         if self._passes is not None:
@@ -300,9 +356,20 @@ class FaultServer:
             if sent != self.api_key:
                 message = f"Incorrect API key provided: {sent} (for {request.path_qs})"
                 return web.json_response({"error": {"message": message}}, status=401)
+        latency = self.latency_s
+        if self.throttle is not None:
+            if not self.throttle.admit(asyncio.get_running_loop().time()):
+                self.throttled += 1
+                after = self.throttle.retry_after_s
+                return web.json_response(
+                    {"error": {"message": "rate limit reached", "type": "rate_limit"}},
+                    status=429,
+                    headers={} if after is None else {"Retry-After": f"{after:g}"},
+                )
+            latency += self.throttle.per_in_flight_s * (self.in_flight - 1)
         fault = self.faults.draw(self._rng)
-        if self.latency_s:
-            await asyncio.sleep(self.latency_s)
+        if latency:
+            await asyncio.sleep(latency)
         if fault is not None:
             self.faults_served[fault] += 1
         if fault == "rate_limit":
@@ -540,10 +607,27 @@ def main() -> None:
     for f in fields(Faults):
         if f.name not in FAULT_KINDS:
             parser.add_argument(f"--{f.name.replace('_', '-')}", type=float, default=f.default)
+    parser.add_argument(
+        "--throttle", type=float, help="requests a second answered; more get a 429 (Throttle)"
+    )
+    parser.add_argument(
+        "--per-in-flight", type=float, default=0.0, help="seconds more per request in flight"
+    )
+    parser.add_argument("--ratelimit-headers", action="store_true", help="send x-ratelimit-*")
     args = parser.parse_args()
     faults = Faults.uniform(args.faults, retry_after_s=args.retry_after_s, hang_s=args.hang_s)
+    throttle = (
+        None
+        if args.throttle is None
+        else Throttle(args.throttle, args.per_in_flight, headers=args.ratelimit_headers)
+    )
     server = FaultServer(
-        latency_s=args.latency, faults=faults, seed=args.seed, host=args.host, port=args.port
+        latency_s=args.latency,
+        faults=faults,
+        seed=args.seed,
+        host=args.host,
+        port=args.port,
+        throttle=throttle,
     )
 
     async def serve() -> None:
