@@ -153,6 +153,43 @@ def test_concurrency_backs_off_on_429(tmp_path: Path) -> None:
     assert limiter.rate_limited > 0 and limiter.limit < 32
 
 
+def test_concurrency_adapts_on_the_servers_timescale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 429 cuts the limit by a quarter, once a second however many come; successes
+    raise it by a sixteenth (at least one) at most once a second, a second after a cut,
+    never past the configured concurrency; with `adaptive` off it never moves."""
+    clock = [100.0]
+    monkeypatch.setattr(limits_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    limiter = limits_module.EndpointLimiter(EndpointLimits(concurrency=64))
+    for _ in range(20):  # one burst
+        limiter.on_rate_limit()
+    assert (limiter.limit, limiter.rate_limited) == (48, 20)
+    for _ in range(100):
+        limiter.on_success()
+    assert limiter.limit == 48  # not within the second of the cut
+    clock[0] += 1.0
+    limiter.on_rate_limit()
+    assert limiter.limit == 36
+    limits: list[int] = []
+    for _ in range(8):
+        clock[0] += 1.0
+        for _ in range(50):
+            limiter.on_success()
+        limits.append(limiter.limit)
+    assert limits == [38, 40, 42, 44, 46, 48, 51, 54]
+    small = limits_module.EndpointLimiter(EndpointLimits(concurrency=3))
+    for _ in range(4):
+        small.on_rate_limit()
+        clock[0] += 1.0
+    assert small.limit == 1  # never below one
+    for _ in range(5):
+        clock[0] += 1.0
+        small.on_success()
+    assert small.limit == 3  # back to the configured concurrency, not past it
+    fixed = limits_module.EndpointLimiter(EndpointLimits(concurrency=64, adaptive=False))
+    fixed.on_rate_limit()
+    assert fixed.limit == 64 and fixed.rate_limited == 1
+
+
 def test_the_test_server_throttles_beyond_its_rate_and_says_so_in_headers() -> None:
     """The throttling the adaptive limits are measured against: within one second, the
     first `rate` requests are answered and the rest refused with a 429, each answer

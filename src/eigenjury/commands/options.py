@@ -148,7 +148,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         type=bounded(int, 1),
         default=default.concurrency,
-        help=f"calls in flight per endpoint (default {default.concurrency}; halved on 429)",
+        help=f"calls in flight per endpoint (default {default.concurrency}; lower on 429)",
     )
     group.add_argument(
         "--rpm", type=bounded(float, 0.0, open_low=True), help="requests per minute per endpoint"

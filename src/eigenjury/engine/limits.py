@@ -23,8 +23,9 @@ DEAD_AFTER = 5
 class EndpointLimits:
     """Limits for one endpoint (a base URL, or a local/scripted model).
 
-    concurrency: calls in flight at most; with `adaptive`, halved on each 429 (at most
-    once a second) and raised by one after every `limit` successes, back up to this.
+    concurrency: calls in flight at most; with `adaptive`, cut by a quarter on a 429 (at
+    most once a second) and raised by a sixteenth (at least one) a second while calls
+    succeed, back up to this.
     rpm / tpm: requests and tokens per minute (None: unlimited), at least MIN_PER_MINUTE
     (a slower rate would wait hours per call, silently); tokens are estimated before a
     call (prompt characters / 4 + max_tokens) and corrected after it.
@@ -107,8 +108,8 @@ class EndpointLimiter:
         self._free = asyncio.Condition()
         self._requests = TokenBucket(limits.rpm) if limits.rpm else None
         self._tokens = TokenBucket(limits.tpm) if limits.tpm else None
-        self._successes = 0
-        self._last_cut = 0.0
+        self._cut = -math.inf  # when the limit was last cut, and last changed
+        self._changed = -math.inf
         self.rate_limited = 0
         self.connection_failures = 0
         self.dead: str | None = None
@@ -173,19 +174,24 @@ class EndpointLimiter:
             self._tokens.refund(estimated - actual)
 
     def on_success(self) -> None:
+        """Raise the limit on the server's timescale: at most once a second (and a
+        second after a cut), by a sixteenth (at least one), up to the configured
+        concurrency. Raising it by one a round trip, as TCP does, overshoots a server
+        that counts requests per second far before its next 429 (BENCHMARKS 25)."""
         if not self.limits.adaptive or self.limit >= self.limits.concurrency:
             return
-        self._successes += 1
-        if self._successes >= self.limit:
-            self._successes = 0
-            self.limit += 1
+        now = time.monotonic()
+        if now - self._changed >= 1.0:
+            self._changed = now
+            self.limit = min(self.limits.concurrency, self.limit + max(1, self.limit // 16))
 
     def on_rate_limit(self) -> None:
+        """Cut the limit by a quarter, at most once a second (a burst of 429s is one
+        signal: the calls in flight when the server began refusing)."""
         self.rate_limited += 1
         if not self.limits.adaptive:
             return
         now = time.monotonic()
-        if now - self._last_cut >= 1.0:
-            self._last_cut = now
-            self.limit = max(1, self.limit // 2)
-            self._successes = 0
+        if now - self._cut >= 1.0:
+            self._cut = self._changed = now
+            self.limit = max(1, self.limit * 3 // 4)

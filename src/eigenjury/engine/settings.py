@@ -43,7 +43,7 @@ class EngineSettings(BaseModel):
     store: str | None = Field(
         None, description=f"SQLite store of call results (default {DEFAULT_STORE_SAID})"
     )
-    concurrency: int = Field(16, ge=1, description="calls in flight per endpoint; halved on 429")
+    concurrency: int = Field(16, ge=1, description="calls in flight per endpoint; lower on 429")
     rpm: float | None = Field(None, description="requests per minute per endpoint")
     tpm: float | None = Field(None, description="tokens per minute per endpoint")
     timeout_s: float = Field(120.0, gt=0, description="seconds per attempt")
