@@ -257,11 +257,10 @@ async def grade(
         decided = [
             decide_without_model(source.contract.task(s.task_id), s, sandbox) for s in submissions
         ]
-    grading = _Grading(source, submissions, decided, escalate_margin, graded)
+    grading = _Grading(source, submissions, decided, escalate_to, escalate_margin, graded)
     polls = grading.polls(jury)
     if polls:
-        total = sum(p.size for p in polls)
-        await poll(engine, polls, total=total, finished=lambda p: grading.finished(p, escalate_to))
+        await poll(engine, polls, total=sum(p.size for p in polls), finished=grading.finished)
     return grading.done()
 
 
@@ -273,6 +272,7 @@ class _Grading:
     source: ContractSource
     submissions: Sequence[Submission]
     decided: list[dict[str, CriterionResult]]  # each submission's criteria decided without a model
+    escalate_to: Jury | None
     escalate_margin: int
     graded: Callable[[int, TaskResult], TaskResult] | None
     results: dict[int, TaskResult] = field(default_factory=dict)
@@ -292,7 +292,7 @@ class _Grading:
             out.append(Poll(ballot, jury, contract.repeats, key=i))
         return out
 
-    def finished(self, p: Poll, escalate_to: Jury | None) -> list[Poll]:
+    def finished(self, p: Poll) -> list[Poll]:
         """A poll has every vote: the cascade's second poll where the first jury's
         outcome on some criterion is close or unread, else the submission's result."""
         i: int = p.key
@@ -300,7 +300,7 @@ class _Grading:
         if i in self.first_votes:  # the second jury's
             self._assemble(i, self.first_votes.pop(i), votes)
             return []
-        if escalate_to is not None:
+        if self.escalate_to is not None:
             b = p.ballot
             close = tuple(
                 c
@@ -310,7 +310,7 @@ class _Grading:
             if close:
                 self.first_votes[i] = votes
                 second = Ballot(b.task, b.reference, b.submission, close)
-                return [Poll(second, escalate_to, p.repeats, key=i)]
+                return [Poll(second, self.escalate_to, p.repeats, key=i)]
         self._assemble(i, votes, {})
         return []
 

@@ -314,19 +314,21 @@ class Poll:
     waiting: int = 0  # questions without their final reply
 
     @property
+    def groups(self) -> list[tuple[Criterion, ...]]:
+        """The criteria each call grades."""
+        return criterion_groups(self.ballot.task, self.ballot.criteria, self.jury.batch_criteria)
+
+    @property
     def size(self) -> int:
         """How many first calls the poll makes."""
-        groups = criterion_groups(self.ballot.task, self.ballot.criteria, self.jury.batch_criteria)
-        return len(groups) * self.jury.size * self.repeats
+        return len(self.groups) * self.jury.size * self.repeats
 
     def calls(self) -> Iterator[Call]:
         """The first calls, each request built as the engine reads it (a contract's
         prompts can be long)."""
         self.asked = [
             _Asked(self, juror, group, r)
-            for group in criterion_groups(
-                self.ballot.task, self.ballot.criteria, self.jury.batch_criteria
-            )
+            for group in self.groups
             for juror in self.jury.jurors
             for r in range(self.repeats)
         ]
