@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from eigenjury.engine.runner import run_engine
+from eigenjury.engine.runner import plan_run, refuse_over_budget, run_engine
 from eigenjury.errors import InputError, located
 from eigenjury.peer.run import (
+    Inputs,
     RankRun,
     adopt_run_store,
     assemble,
@@ -19,20 +21,28 @@ from eigenjury.peer.run import (
     member_error,
     prepare,
 )
-from eigenjury.records import LinesFile
+from eigenjury.records import LinesFile, PlanRecord
 from eigenjury.reports.output import write_outputs
 from eigenjury.reports.ranking import outputs
 
 
 def run_rank(
-    config_path: Path, *, out: Path | None = None, progress: bool = True, seed: int | None = None
+    config_path: Path,
+    *,
+    out: Path | None = None,
+    progress: bool = True,
+    seed: int | None = None,
+    go: bool = False,
 ) -> RankRun:
     """A rank config's whole run: check it, collect through the engine, fit once the
     engine has closed (the bootstrap gets the processes and the backend's rounds to
     itself), and write results.json, verdicts.csv, transcripts.jsonl and report.html.
-    `seed` replaces every seed of the config."""
+    `seed` replaces every seed of the config. Where the config sets a budget, the run is
+    planned first and refused if the plan exceeds it, unless `go`."""
     inputs = prepare(config_path, out, seed=seed)
     config = inputs.config
+    if config.engine.budgeted and not go:
+        refuse_over_budget(_plan(inputs, "rank"))
     # the run's output is taken first: a second run writing the same folder is refused
     # before either touches a store
     with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:
@@ -55,7 +65,48 @@ def run_rank(
     return ranked
 
 
+def plan_rank(config_path: Path, *, out: Path | None = None, seed: int | None = None) -> PlanRecord:
+    """What `run_rank` would call and cost (engine/plan.py); nothing is called or written."""
+    return _plan(prepare(config_path, out, seed=seed), "rank")
+
+
+def _plan(inputs: Inputs, command: str) -> PlanRecord:
+    config = inputs.config
+    return plan_run(
+        config.engine,
+        list(first_members(config)),
+        lambda engine: collect(engine, inputs),  # no transcript: nothing is written
+        command=command,
+        base=inputs.path.parent,
+    )
+
+
 def run_judge(
+    answers: list[Path], judges: list[str], *, out: Path, progress: bool = True, **options: Any
+) -> RankRun:
+    """`eigenjury judge`: rank the answers in `answers` (every model each file holds a
+    member) by `judges` (SPEC or NAME=SPEC), with no config to write: the config is
+    written to `out/config.yaml`, where it can be read, edited and run again with
+    `eigenjury rank`, and the run goes as that config's would. `options`: those of
+    `judge_config` (baseline, design, questions, constitution, limit, reflections,
+    bootstrap, seed)."""
+    import yaml
+
+    from eigenjury.files import write_text
+
+    path, _, written = judge_config(answers, judges, out=out, **options)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(path, yaml.safe_dump(written, sort_keys=False, allow_unicode=True))
+    return run_rank(path, progress=progress)
+
+
+def plan_judge(answers: list[Path], judges: list[str], *, out: Path, **options: Any) -> PlanRecord:
+    """What `run_judge` would call and cost; nothing is called or written."""
+    _, inputs, _ = judge_config(answers, judges, out=out, **options)
+    return _plan(inputs, "judge")
+
+
+def judge_config(
     answers: list[Path],
     judges: list[str],
     *,
@@ -68,19 +119,15 @@ def run_judge(
     reflections: bool = False,
     bootstrap: int | None = None,
     seed: int | None = None,
-    progress: bool = True,
-) -> RankRun:
-    """`eigenjury judge`: rank the answers in `answers` (every model each file holds a
-    member) by `judges` (SPEC or NAME=SPEC), with no config to write: the config is
-    written to `out/config.yaml`, where it can be read, edited and run again with
-    `eigenjury rank`, and the run goes as that config's would."""
+) -> tuple[Path, Inputs, dict[str, object]]:
+    """The config `eigenjury judge` runs: where it goes (out/config.yaml), its inputs,
+    every one checked, and the config as written there (paths relative to it). Nothing
+    is written."""
     import os
-
-    import yaml
 
     from eigenjury.config import validate
     from eigenjury.engine.runner import check_engine_specs
-    from eigenjury.files import check_output_folder, write_text
+    from eigenjury.files import check_output_folder
     from eigenjury.models.spec import named_spec
     from eigenjury.peer.answers import read_answers
     from eigenjury.peer.config import RankConfig
@@ -160,7 +207,4 @@ def run_judge(
         checked.engine, list(first_members(checked)), base=out, describe=member_error(inputs)
     )
     folder = out.resolve()
-    written = config(lambda p: os.path.relpath(p.resolve(), folder))  # beside the results
-    out.mkdir(parents=True, exist_ok=True)
-    write_text(path, yaml.safe_dump(written, sort_keys=False, allow_unicode=True))
-    return run_rank(path, progress=progress)
+    return path, inputs, config(lambda p: os.path.relpath(p.resolve(), folder))

@@ -233,6 +233,109 @@ class AccountingRecord(Part):
     """The same calls per model and role, sorted by model, then role."""
 
 
+class Spread(Part):
+    """A planned figure and its range (engine.plan.Spread)."""
+
+    low: float
+    """The low end: what the calls use if they run short."""
+    planned: float
+    """The estimate."""
+    high: float
+    """The high end: what the calls use if they run long."""
+
+
+class _PlanCounts(Part):
+    calls: int
+    """Calls the run makes for certain (allowances apart)."""
+    stored: int
+    """Of them, those the store already answers (or an identical call earlier in the run)."""
+    to_send: int
+    """Of them, those to send."""
+
+
+class PlanRow(_PlanCounts):
+    """One model in one role of a plan."""
+
+    model: str
+    """The model, as its spec."""
+    role: str
+    """What its calls are for ("evaluee", "comparison", "juror", ...; "-": not said)."""
+    allowance: bool
+    """Whether these calls are made only as the replies require (a repair of a reply that
+    cannot be read, a cascade's escalation): counted at the most the run can make."""
+    input_tokens: Spread
+    """Prompt tokens of the calls to send."""
+    output_tokens: Spread
+    """Reply tokens of the calls to send."""
+    cost_usd: Spread | None
+    """US dollars of the calls to send; None when the model has no known price."""
+    from_history: bool
+    """Whether the tokens are estimated from the model's own calls in the store (else from a
+    stated proxy: four characters a token, and the reply at its max_tokens)."""
+
+
+class PlanTotal(_PlanCounts):
+    """Calls and cost of several models and roles of a plan."""
+
+    allowance_calls: int
+    """Calls made only as the replies require, at most."""
+    input_tokens: Spread | None
+    """Prompt tokens of the certain calls to send."""
+    output_tokens: Spread | None
+    """Reply tokens of the certain calls to send."""
+    cost_usd: Spread | None
+    """US dollars of the certain calls to send; None when a model has no known price."""
+    cost_usd_most: float | None
+    """The most the calls can cost: the high end with every allowance used."""
+
+
+class PlanModel(PlanTotal):
+    """One model's share of a plan."""
+
+    model: str
+    """The model, as its spec."""
+    history_calls: int
+    """Its successful calls in the store that the estimates learn from."""
+    priced: bool
+    """Whether the price table knows it."""
+    latency_s: float | None
+    """Its mean seconds per call in the store; None with too few calls (an assumed latency is
+    used)."""
+
+
+class PlanRecord(Record):
+    """What a run would call and cost, with nothing called or written (`--plan`;
+    engine/plan.py says how each figure is estimated)."""
+
+    KIND: ClassVar[str] = "plan"
+    FILE: ClassVar[str] = "plan.json"
+    kind: str = KIND
+    """Always "plan"."""
+
+    command: str
+    """The command planned ("rank", "grade", ...)."""
+    by_model_and_role: list[PlanRow]
+    """The calls per model and role, sorted by model, then role."""
+    models: list[PlanModel]
+    """The calls and cost per model."""
+    total: PlanTotal
+    """Every model's calls and cost."""
+    time_s: Spread
+    """Seconds the calls to send take under the configured limits (the high end at the slower of
+    each model's own and an assumed latency)."""
+    budgets: list[str]
+    """Where the plan exceeds a budget: a sentence each (empty when within every budget or none is
+    set)."""
+
+    def overview(self) -> Overview:
+        cost = self.total.cost_usd
+        return Overview(
+            name=f"plan of {self.command}",
+            models=tuple(m.model for m in self.models),
+            cost_usd=None if cost is None else cost.planned,
+        )
+
+
 @dataclass(frozen=True)
 class Overview:
     """A record as one row of a run list."""

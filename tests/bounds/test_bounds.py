@@ -631,7 +631,8 @@ def test_measure_stopped_by_its_budget_exits_1_and_a_rerun_finishes_it(
     argv = ["bound", "measure", str(data), "--judge", "scripted:bounds-biased", "--m", "10",
             "--generators", "identity", "--out", str(out), "--store", str(store),
             "--no-progress"]  # fmt: skip
-    code, text, err = run_cli([*argv, "--budget-tokens", "800"], capsys)
+    # --go: the plan sees the budget short; the run is started anyway, to be stopped by it
+    code, text, err = run_cli([*argv, "--budget-tokens", "800", "--go"], capsys)
     flat = " ".join((text + err).split())
     assert code == 1, flat
     assert "call(s) were not made or failed (a budget stop" in flat

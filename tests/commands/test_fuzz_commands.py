@@ -933,7 +933,8 @@ def test_batch_stopped_by_its_budget_resumes_from_the_store(
     fz.write(cwd / "requests.jsonl", "jsonl", requests)
     base = ["batch", "requests.jsonl", "--model", "scripted:echo", "--out", "results.jsonl",
             "--no-progress", "--concurrency", "1"]  # fmt: skip
-    first = run_cli([*base, "--budget-tokens", "12"], capsys)  # about 5 tokens a call
+    # about 5 tokens a call; --go: started although its plan sees the budget short
+    first = run_cli([*base, "--budget-tokens", "12", "--go"], capsys)
     check(first, 1, allowed=fz.COMMANDS["batch"].outputs)
     done = {r["id"] for r in _rows(cwd / "results.jsonl") if r["error"] is None}
     assert 0 < len(done) < 6, first.describe()
@@ -956,7 +957,7 @@ def test_a_run_stopped_by_its_budget_resumes_from_the_store(
 ) -> None:
     """What the budget paid for is kept; the rerun sends only the rest."""
     base = setup(command, cwd)
-    first = run_cli([*base, *budget, "--concurrency", "1"], capsys)
+    first = run_cli([*base, *budget, "--concurrency", "1", "--go"], capsys)
     check(first, None, allowed=fz.COMMANDS[command].outputs, also=(1,))
     stored = _stored(cwd / fz.STORE / "store.sqlite")
     assert stored > 0, f"the budget paid for nothing:\n{first.describe()}"

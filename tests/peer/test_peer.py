@@ -169,8 +169,11 @@ def test_interrupted_collection_resumes(tmp_path: Path) -> None:
         judging={"reflections": False},
         engine={"budget_tokens": 1500},
     )
-    with pytest.raises(InputError, match="rerun to resume"):
+    with pytest.raises(InputError, match="by its plan"):  # refused before any call
         run_rank(path, progress=False)
+    assert not default_store().exists()
+    with pytest.raises(InputError, match="rerun to resume"):
+        run_rank(path, progress=False, go=True)
     with Store(default_store()) as store:  # the per-user store
         kept = store.counts()["ok"]
     data = yaml.safe_load(path.read_text())

@@ -200,7 +200,8 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.bounds.judges import JudgeProtocol
     from eigenjury.bounds.measure import MeasureInputs, MeasureSettings, read_dataset
     from eigenjury.bounds.neighbours import LOCAL_GENERATORS, PARAPHRASE, Paraphraser
-    from eigenjury.commands.options import store_path
+    from eigenjury.commands.options import plan_first, store_path
+    from eigenjury.engine.engine import Engine
     from eigenjury.engine.runner import run_engine
     from eigenjury.models.spec import ModelSpec
     from eigenjury.reports.bounds import failures_text, print_profile
@@ -240,8 +241,15 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
     )
     inputs = MeasureInputs(items, str(args.dataset), settings)
     specs = [judge, *([settings.paraphraser] if settings.paraphraser else [])]
+    engine = engine_settings(args)
+
+    async def plan(engine: Engine) -> None:
+        await measure_sensitivity(engine, inputs)
+
+    if plan_first(args, console, engine, specs, plan, command="bound measure"):
+        return 0
     profile = run_engine(
-        engine_settings(args),
+        engine,
         specs,
         lambda engine: measure_sensitivity(engine, inputs),
         progress=args.progress,

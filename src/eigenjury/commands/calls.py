@@ -13,6 +13,7 @@ from eigenjury.commands.options import (
     add_engine_options,
     check_output,
     engine_settings,
+    plan_first,
     store_path,
 )
 from eigenjury.engine.settings import DEFAULT_STORE_SAID
@@ -73,10 +74,20 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
 
     check_output(args.out, {"request file": args.requests, "store": store_path(args)})
     spec = ModelSpec.parse(args.model)
+    settings = engine_settings(args)
     requests = batch_calls(args.requests, spec)
     # the first line read now: an empty file or a bad first line is refused before the
     # store opens; the rest is read as the engine takes calls
     calls = itertools.chain([next(requests)], requests)
+
+    async def every_call(engine: Engine) -> None:  # the plan: the whole file, read again
+        stream = engine.stream(batch_calls(args.requests, spec), ordered=False)
+        async with contextlib.aclosing(stream) as results:
+            async for _ in results:
+                pass
+
+    if plan_first(args, console, settings, [spec], every_call, command="batch"):
+        return 0
 
     # the output is taken before the store opens: a second batch writing it is refused
     # before it spends anything
@@ -87,7 +98,7 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
             async with contextlib.aclosing(stream) as results:
                 return await write_results(out, results)
 
-        ran = run_engine(engine_settings(args), [spec], work, progress=args.progress)
+        ran = run_engine(settings, [spec], work, progress=args.progress)
         out.commit()
     written = ran.value
     print_accounting(console, ran.accounting)

@@ -16,6 +16,7 @@ from eigenjury.commands.options import (
     bounded,
     check_output,
     engine_settings,
+    plan_first,
     seed,
     store_path,
 )
@@ -220,6 +221,7 @@ def declare_grade(commands: Any) -> None:
 def grade_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.record import JudgementLines
     from eigenjury.contracts.run import GradingInputs, run
+    from eigenjury.engine.engine import Engine
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
     from eigenjury.reports.accounting import print_accounting
@@ -246,11 +248,19 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         undecided_margin=args.undecided_margin,
     )
     out: Path = args.out
+    settings = engine_settings(args)
+
+    async def plan(engine: Engine) -> None:
+        with scratch_file(out) as spill:  # the plan's trace: placeholders, thrown away
+            await run(engine, inputs, JudgementLines(spill))
+
+    if plan_first(args, console, settings, inputs.specs, plan, command="grade"):
+        return 0
     # each submission's votes go to disk as soon as it is graded, not held to the end
     with scratch_file(out) as spill:
         trace = JudgementLines(spill)
         ran = run_engine(
-            engine_settings(args),
+            settings,
             inputs.specs,
             lambda engine: run(engine, inputs, trace),
             progress=args.progress,
@@ -312,6 +322,7 @@ def declare_compare(juries_commands: Any) -> None:
 def compare_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.contracts.record import JudgementLines
     from eigenjury.contracts.run import ComparisonInputs, compare
+    from eigenjury.engine.engine import Engine
     from eigenjury.engine.runner import run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
     from eigenjury.reports.accounting import print_accounting
@@ -342,10 +353,18 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     for jury in (inputs.pool_a, inputs.pool_b):
         _warn(console, jury.warnings(source.contract.repeats))
     near = args.out if args.out else store_path(args)
+    settings = engine_settings(args)
+
+    async def plan(engine: Engine) -> None:
+        with scratch_file(near) as spill_a, scratch_file(near) as spill_b:
+            await compare(engine, inputs, (JudgementLines(spill_a), JudgementLines(spill_b)))
+
+    if plan_first(args, console, settings, inputs.specs, plan, command="juries compare"):
+        return 0
     with scratch_file(near) as spill_a, scratch_file(near) as spill_b:
         traces = (JudgementLines(spill_a), JudgementLines(spill_b))
         ran = run_engine(
-            engine_settings(args),
+            settings,
             inputs.specs,
             lambda engine: compare(engine, inputs, traces),
             progress=args.progress,

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
 
 from eigenjury.engine.backends import backend_names
 from eigenjury.engine.settings import DEFAULT_STORE_SAID, EngineSettings, default_store
@@ -21,6 +23,9 @@ from eigenjury.errors import InputError, located
 from eigenjury.files import blocking_file, output_target
 
 if TYPE_CHECKING:
+    from eigenjury.engine.engine import Engine
+    from eigenjury.models.spec import ModelSpec
+    from eigenjury.records import PlanRecord
     from eigenjury.stats.verdicts import VerdictTable
     from eigenjury.verdict_files import Collapse, Features
 
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
 # Bootstrap rounds beyond this move a percentile interval by less than its own noise;
 # every round's estimates are held at once.
 MAX_ROUNDS = 100_000
+PLAN_FILE = "plan.json"  # where --plan writes the plan unless given a file
 
 
 def bounded(
@@ -175,6 +181,14 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         help="stop sending calls before using more tokens than this",
     )
     group.add_argument(
+        "--budget-model",
+        dest="budget_usd_by_model",
+        type=model_budget,
+        action="append",
+        metavar="SPEC=USD",
+        help="stop sending a model's calls before it costs more than this (repeatable)",
+    )
+    group.add_argument(
         "--prices", type=Path, help="price table (TOML or JSON) extending the built-in one"
     )
     group.add_argument(
@@ -185,6 +199,83 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--no-progress", dest="progress", action="store_false")
     add_backend_options(group)
+    add_plan_options(parser)
+
+
+def add_plan_options(parser: argparse.ArgumentParser, *, go: bool = True) -> None:
+    """`--plan`, and `--go` where the command can set a budget, of every command that
+    calls models."""
+    group = parser.add_argument_group("cost control")
+    group.add_argument(
+        "--plan",
+        nargs="?",
+        type=Path,
+        const=Path(PLAN_FILE),
+        metavar="FILE",
+        help="call nothing: print what the run would call, already holds and cost, and "
+        f"write it as JSON (default {PLAN_FILE}); the store is only read",
+    )
+    if not go:
+        return
+    group.add_argument(
+        "--go",
+        action="store_true",
+        help="start even where the plan says a budget would be exceeded (the budget still "
+        "stops the calls when it is reached)",
+    )
+
+
+def model_budget(text: str) -> tuple[str, float]:
+    """SPEC=USD: a model's own cost cap (the last '=' splits: a spec may hold one)."""
+    spec, sign, usd = text.rpartition("=")
+    try:
+        value = float(usd)
+    except ValueError:
+        value = math.nan
+    if not sign or not spec.strip() or not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not SPEC=USD (a model spec and its budget in US dollars, 0 or more, "
+            "e.g. openai:gpt-4o=5)"
+        )
+    return spec.strip(), value
+
+
+def plan_first(
+    args: argparse.Namespace,
+    console: Console,
+    settings: EngineSettings,
+    specs: Sequence[ModelSpec],
+    work: Callable[[Engine], Awaitable[object]],
+    *,
+    command: str,
+    base: Path | None = None,
+) -> bool:
+    """With --plan: plan the run (`work` on an engine that sends nothing; it must write
+    nothing either), print the plan and write it; True: the command ends there. Without
+    it, a run with a budget is planned first and refused where the plan exceeds a
+    budget, unless --go; False: go on and run."""
+    if args.plan is None and (args.go or not settings.budgeted):
+        return False
+    from eigenjury.engine.runner import plan_run, refuse_over_budget
+
+    if args.plan is not None:
+        check_output(args.plan, {"store": settings.store_path(base)})
+    plan = plan_run(settings, specs, work, command=command, base=base)
+    if args.plan is None:
+        refuse_over_budget(plan)
+        return False
+    show_plan(console, plan, args.plan)
+    return True
+
+
+def show_plan(console: Console, plan: PlanRecord, path: Path) -> None:
+    """The plan printed, and written to `path`."""
+    from eigenjury.records import write_record
+    from eigenjury.reports.accounting import print_plan
+
+    print_plan(console, plan)
+    write_record(path, plan)
+    console.print(f"wrote the plan to {escape(str(path))}; nothing was called", highlight=False)
 
 
 def backend_name(text: str) -> str:
@@ -211,6 +302,7 @@ def add_backend_options(group: Any) -> None:
 def engine_settings(args: argparse.Namespace) -> EngineSettings:
     """The engine options of a command as settings (their ranges were checked by argparse)."""
     given = {k: v for k, v in vars(args).items() if k in EngineSettings.model_fields}
+    given["budget_usd_by_model"] = dict(given.get("budget_usd_by_model") or ())
     paths = {k: str(given[k]) for k in ("store", "prices") if given.get(k) is not None}
     try:
         return EngineSettings(**{**given, **paths})

@@ -16,12 +16,14 @@ from eigenjury.commands.options import (
     add_backend_options,
     add_ci_option,
     add_judgment_options,
+    add_plan_options,
     bounded,
     check_output,
     folds,
     prior_scales,
     read_judgments,
     seed,
+    show_plan,
     style_features,
 )
 from eigenjury.errors import InputError, located
@@ -513,13 +515,18 @@ def declare_rank(commands: Any) -> None:
     rank.add_argument("--out", type=Path, help="output folder (default: the config's output)")
     rank.add_argument("--seed", type=seed, help=SEED_HELP)
     rank.add_argument("--no-progress", dest="progress", action="store_false")
+    add_plan_options(rank)
     rank.set_defaults(handler=rank_command)
 
 
 def rank_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.jobs import run_rank
+    from eigenjury.jobs import plan_rank, run_rank
 
-    run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed)
+    if args.plan is not None:
+        check_output(args.plan, {"config": args.config})
+        show_plan(console, plan_rank(args.config, out=args.out, seed=args.seed), args.plan)
+        return 0
+    run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed, go=args.go)
     return _report(run, console)
 
 
@@ -578,26 +585,29 @@ def declare_judge(commands: Any) -> None:
     judge.add_argument("--out", type=Path, default=Path("eigenjury-judge"), help="output folder")
     judge.add_argument("--seed", type=seed, help=SEED_HELP)
     judge.add_argument("--no-progress", dest="progress", action="store_false")
+    add_plan_options(judge, go=False)
     judge.set_defaults(handler=judge_command)
 
 
 def judge_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.jobs import run_judge
+    from eigenjury.jobs import plan_judge, run_judge
 
-    run = run_judge(
-        args.answers,
-        args.judges,
-        out=args.out,
-        baseline=args.baseline,
-        design=args.design,
-        questions=args.questions,
-        constitution=args.constitution,
-        limit=args.limit,
-        reflections=args.reflections,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        progress=args.progress,
-    )
+    options = {
+        "baseline": args.baseline,
+        "design": args.design,
+        "questions": args.questions,
+        "constitution": args.constitution,
+        "limit": args.limit,
+        "reflections": args.reflections,
+        "bootstrap": args.bootstrap,
+        "seed": args.seed,
+    }
+    if args.plan is not None:
+        check_output(args.plan, {"answers": args.answers[0]})
+        plan = plan_judge(args.answers, args.judges, out=args.out, **options)
+        show_plan(console, plan, args.plan)
+        return 0
+    run = run_judge(args.answers, args.judges, out=args.out, progress=args.progress, **options)
     return _report(run, console)
 
 
@@ -703,16 +713,21 @@ def declare_demo(commands: Any) -> None:
         help="output folder (default: eigenjury-demo)",
     )
     demo.add_argument("--no-progress", dest="progress", action="store_false")
+    add_plan_options(demo, go=False)
     demo.set_defaults(handler=demo_command)
 
 
 def demo_command(args: argparse.Namespace, console: Console) -> int:
     from importlib import resources
 
-    from eigenjury.jobs import run_rank
+    from eigenjury.jobs import plan_rank, run_rank
 
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:
+        if args.plan is not None:
+            check_output(args.plan, {})
+            show_plan(console, plan_rank(path, out=args.out, seed=args.seed), args.plan)
+            return 0
         run = run_rank(path, out=args.out, progress=args.progress, seed=args.seed)
     return _report(run, console)
 

@@ -310,7 +310,7 @@ class _Grading:
             if close:
                 self.first_votes[i] = votes
                 second = Ballot(b.task, b.reference, b.submission, close)
-                return [Poll(second, self.escalate_to, p.repeats, key=i)]
+                return [Poll(second, self.escalate_to, p.repeats, key=i, role="escalation")]
         self._assemble(i, votes, {})
         return []
 

@@ -267,7 +267,7 @@ class _Asked:
         )
 
     def call(self) -> Call:
-        return Call(self.juror.spec, self.request(), self.sample, "juror", tag=self)
+        return Call(self.juror.spec, self.request(), self.sample, self.poll.role, tag=self)
 
     def answered(self, result: CallResult) -> Call | None:
         """Take the first reply; the repair call to make where it left a grade unread."""
@@ -310,6 +310,7 @@ class Poll:
     jury: Jury
     repeats: int = 1
     key: Any = None
+    role: str = "juror"  # "escalation": a cascade's second jury, asked where the first was unsure
     asked: list[_Asked] = field(default_factory=list)
     waiting: int = 0  # questions without their final reply
 

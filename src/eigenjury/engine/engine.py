@@ -29,12 +29,13 @@ from collections.abc import (
     Sized,
 )
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.caller import Caller, WorkItem
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
+from eigenjury.engine.plan import DEFAULT_OUTPUT_TOKENS, Planner
 from eigenjury.engine.progress import RunProgress
 from eigenjury.engine.store import (
     SQLITE_INTEGER_MAX,
@@ -56,7 +57,6 @@ from eigenjury.models.types import ChatRequest, Completion, Provider, Usage
 
 T = TypeVar("T")
 NOT_STORED = "store"  # the kind of error of a result the store could not hold
-DEFAULT_OUTPUT_TOKENS = 256  # planning estimate when a request sets no max_tokens
 LOCAL_LIMITS = EndpointLimits(concurrency=1, adaptive=False)
 WINDOW = 8192  # calls read ahead of the oldest result not yet handed over
 READ_CHUNK = 2048  # calls keyed and looked up in the store at a time
@@ -116,10 +116,13 @@ class CallResult:
 class Budget:
     """Caps for one run. A call is sent only if its estimated cost and tokens still fit
     beside everything spent and in flight, so the caps are not overshot; calls that
-    do not fit are returned as `budget` errors and not stored (a later run can make them)."""
+    do not fit are returned as `budget` errors and not stored (a later run can make them).
+    `by_model`: a cost cap per model (its spec, `spec_json`), beside the run's: a model
+    that reaches its own stops alone, the others go on."""
 
     max_cost_usd: float | None = None
     max_tokens: int | None = None
+    by_model: Mapping[str, float] = field(default_factory=dict)
 
 
 class _BudgetTracker:
@@ -127,8 +130,12 @@ class _BudgetTracker:
         self.budget = budget
         self.cost = self.tokens = 0.0
         self.exhausted = False
+        self.model_cost: dict[str, float] = dict.fromkeys(budget.by_model, 0.0)
+        self.models_exhausted: set[str] = set()
 
-    def reserve(self, cost: float, tokens: float) -> bool:
+    def reserve(self, cost: float, tokens: float, model: str) -> bool:
+        """Whether a call of `model` (its spec JSON) estimated at `cost` and `tokens`
+        fits; if so, they are reserved."""
         b = self.budget
         if self.exhausted or (
             (b.max_cost_usd is not None and self.cost + cost > b.max_cost_usd)
@@ -136,13 +143,23 @@ class _BudgetTracker:
         ):
             self.exhausted = True
             return False
+        own = b.by_model.get(model)
+        if own is not None:
+            if model in self.models_exhausted or self.model_cost[model] + cost > own:
+                self.models_exhausted.add(model)
+                return False
+            self.model_cost[model] += cost
         self.cost += cost
         self.tokens += tokens
         return True
 
-    def settle(self, reserved: tuple[float, float], actual: tuple[float, float]) -> None:
+    def settle(
+        self, reserved: tuple[float, float], actual: tuple[float, float], model: str
+    ) -> None:
         self.cost += actual[0] - reserved[0]
         self.tokens += actual[1] - reserved[1]
+        if model in self.model_cost:
+            self.model_cost[model] += actual[0] - reserved[0]
 
 
 def check_specs(
@@ -156,7 +173,8 @@ def check_specs(
     store) exists, so that a refused command leaves no store behind."""
     for spec in dict.fromkeys(specs):
         provider(spec)
-        if budget.max_cost_usd is not None and prices.lookup(spec) is None:
+        capped = budget.max_cost_usd is not None or spec_json(spec) in budget.by_model
+        if capped and prices.lookup(spec) is None:
             raise InputError(
                 f"a cost cap is set but no price is known for {spec}; give one in a "
                 "price table (--prices FILE) or cap tokens instead"
@@ -176,7 +194,9 @@ class Engine:
     retry policy; budget; prices; providers (spec string -> provider, to inject test
     doubles); retry_errors (try again calls stored as errors; default yes); progress;
     window (how many calls a stream reads ahead of the results it has handed over:
-    memory grows with it, not with the number of calls).
+    memory grows with it, not with the number of calls); planner (a plan: nothing is
+    sent or written, and every call the store does not answer is counted by the planner
+    and answered with its placeholder, engine/plan.py).
 
     Use as an async context manager, or `run_sync` from plain code.
     """
@@ -197,8 +217,10 @@ class Engine:
         seed: int = 0,
         backend: Backend | None = None,
         window: int = WINDOW,
+        planner: Planner | None = None,
     ) -> None:
         self.store = store
+        self.planner = planner
         self.limits = limits or EndpointLimits()
         self.retry = retry or RetryPolicy()
         self.budget = budget or Budget()
@@ -241,7 +263,10 @@ class Engine:
         return asyncio.run(run_and_close())
 
     def prepare(self, specs: Sequence[ModelSpec]) -> None:
-        """Check every spec can be used (see check_specs) before any call is made."""
+        """Check every spec can be used (see check_specs) before any call is made; a plan
+        makes no call, so needs no key or local model."""
+        if self.planner is not None:
+            return
         check_specs(specs, self.prices, self.budget, self._provider)
 
     async def check_endpoints(self, specs: Sequence[ModelSpec]) -> None:
@@ -261,6 +286,8 @@ class Engine:
     def _keep_features(self) -> None:
         """Store what the providers found out about their endpoints (on the store's
         thread), so the next run does not ask again."""
+        if self.planner is not None:  # it found nothing out, and writes nothing
+            return
         for spec, found in self.caller.learned_features().items():
             self._io.submit(self.store.put_features, spec_json(spec), found).result()
 
@@ -310,6 +337,8 @@ class Engine:
         finished, and a rerun sends only the rest."""
         if total is None and isinstance(calls, Sized):
             total = len(calls)
+        if self.planner is not None:
+            self.planner.stage()
         run = _Run(self, ordered=ordered, total=total)
         try:
             async for result in run.results(calls):
@@ -353,7 +382,7 @@ def _budget_result(call: Call, key: str) -> CallResult:
         key,
         None,
         BudgetExhaustedError.kind,
-        "not sent: the run's budget cap was reached",
+        "not sent: the run's budget cap (or its model's) was reached",
         cached=False,
         attempts=0,
     )
@@ -530,11 +559,23 @@ class _Run:
                 self._hand(index, replace(earlier, call=call, cached=True))
             elif hit is not None and (hit.ok or not self.engine.retry_errors):
                 self._hand(index, _from_stored(call, hit, cached=True))
+            elif self.engine.planner is not None:
+                self._plan(index, call, key, encoded, self.engine.planner)
             else:
                 self.in_flight[key] = [(index, call)]
                 item = WorkItem(key, call.spec, call.request, call.sample, encoded)
                 self.sent[key] = item
                 self._lane(endpoint_of(call.spec)).queue.put_nowait(item)
+
+    def _plan(self, index: int, call: Call, key: str, encoded: str, planner: Planner) -> None:
+        """A plan's call the store does not answer: counted, and answered with the
+        planner's placeholder (a second identical call of the run as a hit of it)."""
+        if planner.seen_before(key):
+            completion = planner.placeholder(call.spec, call.request, len(encoded), key)
+            self._hand(index, CallResult(call, key, completion, cached=True))
+        else:
+            completion = planner.planned(call.spec, call.role, call.request, len(encoded), key)
+            self._hand(index, CallResult(call, key, completion))
 
     def _lane(self, endpoint: str) -> _Lane:
         lane = self.lanes.get(endpoint)
@@ -559,6 +600,8 @@ class _Run:
     def _hand(self, index: int, result: CallResult) -> None:
         """A result, committed or not to be stored, to the caller's side of the stream."""
         self.engine._account(result)
+        if result.cached and self.engine.planner is not None:
+            self.engine.planner.stored(result.call.spec, result.call.role)
         if self.ordered:
             self.ready[index] = result
             if index == self.handed:
@@ -601,7 +644,7 @@ class _Run:
         """Reserve the call's estimated cost and tokens; a call that does not fit is
         reported as not sent (and never stored)."""
         item.estimate = self.engine._estimate(item.spec, item.request)
-        if self.budget.reserve(*item.estimate):
+        if self.budget.reserve(*item.estimate, spec_json(item.spec)):
             return True
         self._settled(item.key, _budget_result(self.in_flight[item.key][0][1], item.key))
         return False
@@ -610,7 +653,7 @@ class _Run:
         actual = (0.0, 0.0)
         if result.completion is not None:
             actual = (result.completion.cost_usd or 0.0, result.completion.usage.total)
-        self.budget.settle(item.estimate, actual)
+        self.budget.settle(item.estimate, actual, spec_json(item.spec))
         if result.attempts == 0:  # not sent (its endpoint was given up on): not stored
             call = self.in_flight[item.key][0][1]
             self._settled(item.key, _from_stored(call, result, cached=False))

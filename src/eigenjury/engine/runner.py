@@ -20,14 +20,15 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from eigenjury.engine.backends import RoundMap, connect
-from eigenjury.engine.engine import Budget, Engine, check_specs
+from eigenjury.engine.engine import Backend, Budget, Engine, check_specs, endpoint_of
 from eigenjury.engine.limits import EndpointLimits, RetryPolicy
+from eigenjury.engine.plan import Planner, history_of
 from eigenjury.engine.settings import EngineSettings
-from eigenjury.engine.store import Store, adopt_directory_store
-from eigenjury.errors import InputError, Interrupted
+from eigenjury.engine.store import Store, adopt_directory_store, spec_json
+from eigenjury.errors import InputError, Interrupted, located
 from eigenjury.models.prices import PriceTable
 from eigenjury.models.spec import ModelSpec
-from eigenjury.records import AccountingRecord
+from eigenjury.records import AccountingRecord, PlanRecord, now
 
 T = TypeVar("T")
 
@@ -60,13 +61,31 @@ def check_engine_specs(
     be used under them (keys, local models, prices for a cost cap); nothing is opened
     or written."""
     prices = settings.price_table(base)
-    budget = Budget(max_cost_usd=settings.budget_usd, max_tokens=settings.budget_tokens)
+    budget = run_budget(settings, specs)
     for spec in dict.fromkeys(specs):
         try:
             check_specs([spec], prices, budget)
         except InputError as exc:
             raise describe(spec, exc) from None
     return prices, budget
+
+
+def run_budget(settings: EngineSettings, specs: Sequence[ModelSpec]) -> Budget:
+    """The budget of `settings`; a model budget must name a model of the run (`specs`)."""
+    by_model: dict[str, float] = {}
+    known = {spec_json(spec): spec for spec in specs}
+    for text, usd in settings.budget_usd_by_model.items():
+        with located(field=f"budget_usd_by_model[{text}]"):
+            key = spec_json(ModelSpec.parse(text))
+        if key not in known:
+            models = ", ".join(dict.fromkeys(str(spec) for spec in specs))
+            raise InputError(
+                f"a budget is set for {text}, which this run does not call; its models are "
+                f"{models}",
+                field="budget_usd_by_model",
+            )
+        by_model[key] = usd
+    return Budget(settings.budget_usd, settings.budget_tokens, by_model)
 
 
 def open_engine(
@@ -90,7 +109,20 @@ def open_engine(
         if backend is not None:
             backend.close()
         raise
-    engine = Engine(
+    engine = _engine(settings, store, prices, budget, progress=progress, backend=backend)
+    return engine, map_rounds
+
+
+def _engine(
+    settings: EngineSettings,
+    store: Store,
+    prices: PriceTable,
+    budget: Budget,
+    *,
+    progress: bool,
+    backend: Backend | None = None,
+) -> Engine:
+    return Engine(
         store,
         limits=EndpointLimits(concurrency=settings.concurrency, rpm=settings.rpm, tpm=settings.tpm),
         retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=settings.timeout_s),
@@ -100,7 +132,96 @@ def open_engine(
         progress=progress,
         backend=backend,
     )
-    return engine, map_rounds
+
+
+def plan_run(
+    settings: EngineSettings,
+    specs: Sequence[ModelSpec],
+    work: Callable[[Engine], Awaitable[object]],
+    *,
+    command: str,
+    base: Path | None = None,
+) -> PlanRecord:
+    """What `work` would call and cost on the engine `settings` describe, with nothing
+    called or written (engine/plan.py): no key or endpoint is needed, and the store is
+    only read, where it exists. `budgets` in the plan names every budget the plan
+    exceeds. `work` must write nothing either (give it throwaway outputs)."""
+    prices = settings.price_table(base)
+    budget = run_budget(settings, specs)
+    path = settings.store_path(base)
+    store = Store(path, create=False) if path.is_file() else Store(":memory:")
+    engine = _engine(settings, store, prices, budget, progress=False)
+    planner = engine.planner = Planner(
+        lambda spec: history_of(engine._io.submit(store.history, str(spec)).result()),
+        prices,
+        limits_for=engine._limits_for,
+        endpoint_of=endpoint_of,
+    )
+
+    async def run() -> None:
+        async with engine:
+            await work(engine)
+
+    try:
+        asyncio.run(run())
+        planned = planner.record()  # (it reads the history of models only found stored)
+    finally:
+        store.close()
+    plan = PlanRecord.model_validate(
+        {"command": command, "created": now(), "budgets": [], **planned}
+    )
+    plan.budgets = over_budget(plan, settings, budget, specs)
+    return plan
+
+
+def refuse_over_budget(plan: PlanRecord) -> None:
+    """An InputError naming each budget the plan exceeds (the run is not started)."""
+    if plan.budgets:
+        raise InputError(
+            "by its plan, " + "; ".join(plan.budgets) + ". Give less work or more budget, "
+            "see the plan with --plan, or start anyway with --go (the budget still stops "
+            "the calls when it is reached)",
+            field="--go",
+        )
+
+
+def over_budget(
+    plan: PlanRecord, settings: EngineSettings, budget: Budget, specs: Sequence[ModelSpec]
+) -> list[str]:
+    """A sentence for each budget the plan's estimate exceeds."""
+    over = []
+    cost, tokens_in, tokens_out = (
+        plan.total.cost_usd,
+        plan.total.input_tokens,
+        plan.total.output_tokens,
+    )
+    if settings.budget_usd is not None and cost is not None and cost.planned > settings.budget_usd:
+        over.append(
+            f"the run would cost ${cost.planned:.2f} (${cost.low:.2f} to ${cost.high:.2f}) "
+            f"against its budget of ${settings.budget_usd:.2f} (--budget-usd; budget_usd in a "
+            f"config): ${cost.planned - settings.budget_usd:.2f} over"
+        )
+    if settings.budget_tokens is not None and tokens_in is not None and tokens_out is not None:
+        used = tokens_in.planned + tokens_out.planned
+        if used > settings.budget_tokens:
+            over.append(
+                f"the run would use {used:,.0f} tokens against its budget of "
+                f"{settings.budget_tokens:,} (--budget-tokens; budget_tokens in a config): "
+                f"{used - settings.budget_tokens:,.0f} over"
+            )
+    by_spec = {spec_json(spec): spec for spec in specs}
+    for model in plan.models:
+        key = spec_json(ModelSpec.parse(model.model))
+        cap = budget.by_model.get(key)
+        if cap is None or model.cost_usd is None or model.cost_usd.planned <= cap:
+            continue
+        c = model.cost_usd
+        over.append(
+            f"{by_spec.get(key, model.model)} would cost ${c.planned:.2f} (${c.low:.2f} to "
+            f"${c.high:.2f}) against its budget of ${cap:.2f} (--budget-model; "
+            f"budget_usd_by_model in a config): ${c.planned - cap:.2f} over"
+        )
+    return over
 
 
 def run_engine(

@@ -50,10 +50,32 @@ class EngineSettings(BaseModel):
     max_attempts: int = Field(6, ge=1)
     budget_usd: float | None = Field(None, ge=0)
     budget_tokens: int | None = Field(None, gt=0)  # 0 would stop the run before any call
+    budget_usd_by_model: dict[str, float] = Field(
+        default_factory=dict,
+        description="per model spec (as written for the run), the most its calls may cost",
+    )
     prices: str | None = Field(None, description="price table (TOML or JSON)")
     retry_errors: bool = True  # try again calls stored as errors
     backend: str = "local"  # or a registered backend such as "ray"
     ray_address: str | None = None  # a cluster to join; none starts a local one
+
+    @field_validator("budget_usd_by_model")
+    @classmethod
+    def _model_budgets(cls, budgets: dict[str, float]) -> dict[str, float]:
+        for spec, usd in budgets.items():
+            if usd < 0:
+                raise ValueError(f"the budget of {spec} must be 0 or more US dollars, got {usd:g}")
+        return budgets
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether any budget is set (a run then plans first, and refuses one that would
+        exceed it unless told to go)."""
+        return (
+            self.budget_usd is not None
+            or self.budget_tokens is not None
+            or bool(self.budget_usd_by_model)
+        )
 
     @field_validator("rpm", "tpm")
     @classmethod

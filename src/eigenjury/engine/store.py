@@ -498,6 +498,27 @@ class Store:
 
         self._patiently("save what endpoints support", write)
 
+    def history(self, spec: str) -> list[tuple[Any, ...]]:
+        """What the store's successes of one model (`str(spec)`, as results hold it) used,
+        for a plan:
+        per requested max_tokens (None where unset), the calls, their request characters
+        (canonical JSON) and input tokens, their reply characters and output tokens (with
+        the sum of squares, for a spread), and their total latency. One pass over the
+        results (the store has no index by model)."""
+
+        def read() -> list[tuple[Any, ...]]:
+            return list(
+                self._db.execute(
+                    "SELECT spec, json_extract(request, '$.max_tokens') AS cap, COUNT(*), "
+                    "SUM(LENGTH(request)), SUM(input_tokens), SUM(LENGTH(text)), "
+                    "SUM(output_tokens), SUM(output_tokens * output_tokens), SUM(latency_s) "
+                    "FROM results WHERE status = 'ok' AND spec = ? GROUP BY cap",
+                    (spec,),
+                )
+            )
+
+        return self._patiently("read it", read)
+
     def counts(self) -> dict[str, int]:
         def count() -> dict[str, int]:
             rows = self._db.execute("SELECT status, COUNT(*) FROM results GROUP BY status")

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from eigenjury.records import AccountingRecord
+from eigenjury.records import AccountingRecord, PlanRecord, Spread
 
 
 def _rows(accounting: AccountingRecord) -> list[dict[str, Any]]:
@@ -63,3 +63,100 @@ def print_accounting(console: Console, accounting: AccountingRecord) -> None:
     for cells in accounting_cells(accounting):
         table.add_row(*(escape(c) for c in cells))  # model names are the user's: never markup
     console.print(table)
+
+
+def _usd(spread: Spread | None) -> str:
+    if spread is None:
+        return "unknown (no price)"
+    return f"{spread.planned:.4f} ({spread.low:.4f}-{spread.high:.4f})"
+
+
+def _tokens(spread: Spread | None) -> str:
+    return "-" if spread is None else f"{spread.planned:,.0f}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def print_plan(console: Console, plan: PlanRecord) -> None:
+    """The plan as a table per model and role, then the totals, the time and what each
+    estimate rests on."""
+    table = Table(title="Plan: calls and cost (nothing called)", title_justify="left")
+    for name in PLAN_COLUMNS:
+        table.add_column(name, justify="left" if name in ("model", "role") else "right")
+    for row in plan.by_model_and_role:
+        role = f"{row.role} (at most)" if row.allowance else row.role
+        table.add_row(
+            *(
+                escape(c)
+                for c in (
+                    row.model,
+                    role,
+                    str(row.calls if not row.allowance else row.to_send),
+                    "-" if row.allowance else str(row.stored),
+                    str(row.to_send),
+                    _tokens(row.input_tokens),
+                    _tokens(row.output_tokens),
+                    _usd(row.cost_usd),
+                )
+            )
+        )
+    total = plan.total
+    table.add_row(
+        "total",
+        "",
+        str(total.calls),
+        str(total.stored),
+        str(total.to_send),
+        _tokens(total.input_tokens),
+        _tokens(total.output_tokens),
+        escape(_usd(total.cost_usd)),
+    )
+    console.print(table)
+    most = total.cost_usd_most
+    if total.allowance_calls:
+        console.print(
+            f"calls made only as the replies require (repairs, escalations): at most "
+            f"{total.allowance_calls}"
+            + ("" if most is None else f"; with every one, at most ${most:.4f} in all"),
+            highlight=False,
+        )
+    time = plan.time_s
+    console.print(
+        f"time under the configured limits: about {_duration(time.planned)}"
+        + (f" (up to {_duration(time.high)})" if time.high > time.planned * 1.05 else ""),
+        highlight=False,
+    )
+    for model in plan.models:
+        basis = (
+            f"its {model.history_calls} calls in the store"
+            if any(r.from_history for r in plan.by_model_and_role if r.model == model.model)
+            else "a proxy: four characters a token, replies at their max_tokens (no history "
+            "in the store)"
+        )
+        latency = (
+            f"{model.latency_s:.2f} s a call" if model.latency_s is not None else "assumed latency"
+        )
+        price = "" if model.priced else "; no price known: give one with --prices"
+        console.print(
+            f"  {escape(model.model)}: tokens from {basis}; {latency}{price}", highlight=False
+        )
+    for sentence in plan.budgets:
+        console.print(f"[yellow]over budget:[/] {escape(sentence)}", highlight=False)
+
+
+PLAN_COLUMNS = (
+    "model",
+    "role",
+    "calls",
+    "stored",
+    "to send",
+    "tokens in",
+    "tokens out",
+    "cost USD (range)",
+)

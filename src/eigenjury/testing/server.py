@@ -152,7 +152,10 @@ class Judging:
     infinity) replaces every log-probability at the label, as a broken server sends
     them. With `echo`, a free-text verdict is followed by the format the judge was
     shown, repeated as some models do: the last paragraph of the request's system
-    message and of its last user message, where every protocol puts its format.
+    message and of its last user message, where every protocol puts its format. With
+    `words`, replies are written as a model writes them rather than echoed: a length
+    drawn from the request's hash (half to one and a half times `words`), whatever the
+    prompt's, and different words for every request (its persona, temperature, seed).
     """
 
     response_format: Literal["ignore", "enforce", "refuse", "json_object"] = "ignore"
@@ -161,6 +164,15 @@ class Judging:
     broken_logprob: float | None = None
     echo: bool = False
     length: LengthTaste | None = None
+    words: int | None = None
+
+    def reply(self, body: dict[str, Any]) -> str:
+        messages = body.get("messages") or []
+        if self.words is None:
+            return reply_text(messages)
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        n = self.words // 2 + int(digest[:8], 16) % (self.words + 1)
+        return " ".join(f"w{digest[k % 56 : k % 56 + 8]}" for k in range(n))
 
     def labels(self, enum: list[str] | None = None) -> dict[str, float]:
         """The labels to draw from (a schema's `enum`, else those of `verdicts`) and their
@@ -496,7 +508,7 @@ def _logprobs(
 
 def _judged_text(body: dict[str, Any], judging: Judging) -> tuple[str, int, dict[str, float]]:
     """The reply, where its label starts (-1: none) and the labels drawn from."""
-    reply = reply_text(body.get("messages") or [])
+    reply = judging.reply(body)
     enum = _schema_enum(body.get("response_format"), judging)
     if judging.length is not None:
         return judging.length.answer(body, enum)
@@ -549,7 +561,7 @@ def _chat_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[st
 
 def _messages_answer(body: dict[str, Any], empty: bool, judging: Judging) -> dict[str, Any]:
     messages = body.get("messages") or []
-    text = reply_text(messages)
+    text = judging.reply(body)
     block: dict[str, Any] = {"type": "text", "text": text}
     forced = (body.get("tool_choice") or {}).get("name")
     tool = next((t for t in body.get("tools") or [] if t.get("name") == forced), None)
@@ -614,6 +626,11 @@ def main() -> None:
         "--per-in-flight", type=float, default=0.0, help="seconds more per request in flight"
     )
     parser.add_argument("--ratelimit-headers", action="store_true", help="send x-ratelimit-*")
+    parser.add_argument(
+        "--reply-words",
+        type=int,
+        help="write replies of about this many words, as a model would (default: echo)",
+    )
     args = parser.parse_args()
     faults = Faults.uniform(args.faults, retry_after_s=args.retry_after_s, hang_s=args.hang_s)
     throttle = (
@@ -628,6 +645,7 @@ def main() -> None:
         host=args.host,
         port=args.port,
         throttle=throttle,
+        judging=Judging(words=args.reply_words),
     )
 
     async def serve() -> None:
