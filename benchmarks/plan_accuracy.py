@@ -22,6 +22,7 @@ token, every reply at its cap).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -33,12 +34,14 @@ from typing import Any
 import yaml
 
 from _common import environment, table
-from rubric_scale import write_rubrics
 from eigenjury.cli import main
 from eigenjury.records import PlanRecord, read_record
 from eigenjury.testing.server import Judging, ServerThread
+from rubric_scale import write_rubrics
 
 PRICES = {"input": 2.5, "output": 10.0}  # USD per million tokens, for every test model
+MODELS = ("b", "m-kind", "m-curt", "m-plain", "m-wry", "j1", "j2", "j3", "c1", "c2", "c3", "c4",
+          "e1", "e2", "e3", "e4", "e5", "a1", "a2", "b1", "b2", "b3")  # fmt: skip
 
 
 def added(store: Path, since: float) -> tuple[int, int, int, float]:
@@ -159,21 +162,18 @@ def ratio(planned: Any, used: float) -> str:
 
 
 def one(name: str, case: Callable[[Path, str], tuple[list[str], list[str]]]) -> list[Any]:
-    with tempfile.TemporaryDirectory() as tmp, ServerThread(
-        judging=Judging("enforce", words=120)
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ServerThread(judging=Judging("enforce", words=120)) as server,
+    ):
         folder = Path(tmp)
         (folder / "prices.toml").write_text(
             "".join(
                 f'"openai-compatible:{m}" = {{input = {PRICES["input"]}, output = '
-                f'{PRICES["output"]}}}\n'
-                for m in ("b", "m-kind", "m-curt", "m-plain", "m-wry", "j1", "j2", "j3",
-                          "c1", "c2", "c3", "c4", "e1", "e2", "e3", "e4", "e5", "a1", "a2",
-                          "b1", "b2", "b3")
-            )  # fmt: skip
+                f"{PRICES['output']}}}\n"
+                for m in MODELS
+            )
         )
-        import os
-
         os.chdir(folder)
         os.environ["EIGENJURY_DATA_DIR"] = str(folder / "data")
         pilot, run = case(folder, server.base_url)
@@ -191,8 +191,10 @@ def one(name: str, case: Callable[[Path, str], tuple[list[str], list[str]]]) -> 
         first = read_record(folder / "first.json", PlanRecord)
         total = plan.total
         low = total.cost_usd.low if total.cost_usd else None
-        high = total.cost_usd_most if total.allowance_calls else (
-            total.cost_usd.high if total.cost_usd else None
+        high = (
+            total.cost_usd_most
+            if total.allowance_calls
+            else (total.cost_usd.high if total.cost_usd else None)
         )
         inside = low is not None and high is not None and low <= cost <= high
         return [

@@ -42,7 +42,7 @@ def run_rank(
     inputs = prepare(config_path, out, seed=seed)
     config = inputs.config
     if config.engine.budgeted and not go:
-        refuse_over_budget(_plan(inputs, "rank"))
+        refuse_over_budget(_plan(inputs, "rank"), path=inputs.path)
     # the run's output is taken first: a second run writing the same folder is refused
     # before either touches a store
     with LinesFile(inputs.out / "transcripts.jsonl") as transcripts:

@@ -337,3 +337,25 @@ def test_the_planner_counts_allowances_apart_and_times_stages_by_their_slowest_e
     # 8 calls of 100 input tokens (400 characters) and 100 output tokens (the cap)
     assert cost.planned == pytest.approx(8 * (100 * 1.0 + 100 * 2.0) / 1e6)
     assert record.total.cost_usd_most is not None and record.total.cost_usd_most > cost.high
+
+
+def test_an_adaptive_design_is_planned_at_its_budget_of_comparisons(tmp_path: Path) -> None:
+    """A plan has no verdicts to choose pairs by: it counts the budget, on random pairs."""
+    with ServerThread(judging=Judging("enforce", words=30)) as server:
+        config = served_config(tmp_path, server.base_url)
+        data = yaml.safe_load(config.read_text())
+        data["sampling"] = {"design": "adaptive", "comparisons": 30, "rounds": 3}
+        data["judging"]["reflections"] = False
+        config.write_text(yaml.safe_dump(data))
+        plan = plan_rank(config, out=tmp_path / "out")
+        assert server.requests == 0
+        run = run_rank(config, out=tmp_path / "out", progress=False)
+    roles: dict[str, int] = {}
+    for row in plan.by_model_and_role:
+        roles[row.role] = roles.get(row.role, 0) + row.calls
+    assert roles["comparison"] == 30 and roles["evaluee"] == 3 * 4
+    assert run.record.run is not None and run.record.run.accounting is not None
+    made: dict[str, int] = {}
+    for tally in run.record.run.accounting.by_model_and_role:
+        made[tally.role] = made.get(tally.role, 0) + tally.calls
+    assert made == {"comparison": 30, "evaluee": 12}

@@ -174,14 +174,15 @@ def plan_run(
     return plan
 
 
-def refuse_over_budget(plan: PlanRecord) -> None:
-    """An InputError naming each budget the plan exceeds (the run is not started)."""
+def refuse_over_budget(plan: PlanRecord, *, path: Path | None = None) -> None:
+    """An InputError naming each budget the plan exceeds (the run is not started);
+    `path`: the config that sets the budgets, where one does."""
     if plan.budgets:
         raise InputError(
             "by its plan, " + "; ".join(plan.budgets) + ". Give less work or more budget, "
             "see the plan with --plan, or start anyway with --go (the budget still stops "
             "the calls when it is reached)",
-            field="--go",
+            path=path,
         )
 
 

@@ -14,6 +14,7 @@ to its folder.
 from __future__ import annotations
 
 import os
+import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -242,6 +243,21 @@ async def _adaptive(
         seed_batch.append(c)
     comparisons = list(seed_batch)
     outcomes = await collector.collect(seed_batch)
+    if collector.engine.planner is not None:
+        # a plan has no verdicts to choose by: each round's batch is counted as the
+        # rounds size it (whole pairs, both orders), on pairs not yet judged
+        chosen = set(seed_batch)
+        pool = [c for c in design_all(names, scenario_ids) if c not in chosen]
+        random.Random(s.seed).shuffle(pool)
+        for r in range(s.rounds):
+            remaining = budget - len(comparisons)
+            size = 2 * (remaining // (s.rounds - r) // 2)
+            batch, pool = pool[:size], pool[size:]
+            if remaining < 2 or not batch:
+                break
+            comparisons += batch
+            await collector.collect(batch, outcomes)
+        return outcomes, comparisons
     per_criterion = config.judging.mode == "criteria"
     for r in range(s.rounds):
         remaining = budget - len(comparisons)
