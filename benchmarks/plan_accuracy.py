@@ -190,21 +190,20 @@ def one(name: str, case: Callable[[Path, str], tuple[list[str], list[str]]]) -> 
         plan = read_record(folder / "plan.json", PlanRecord)
         first = read_record(folder / "first.json", PlanRecord)
         total = plan.total
-        low = total.cost_usd.low if total.cost_usd else None
-        high = (
-            total.cost_usd_most
-            if total.allowance_calls
-            else (total.cost_usd.high if total.cost_usd else None)
-        )
-        inside = low is not None and high is not None and low <= cost <= high
+        cost_plan = total.cost_usd
+        assert cost_plan is not None and total.cost_usd_most is not None
+        # the certain calls' range, or up to the most where allowances were used
+        high = cost_plan.high if calls == total.to_send else total.cost_usd_most
+        inside = cost_plan.low <= cost <= high
         return [
             name,
             f"{total.to_send} + {total.allowance_calls}",
             calls,
             ratio(total.input_tokens, tokens_in),
             ratio(total.output_tokens, tokens_out),
-            f"{cost:.4f}",
-            f"{low:.4f}-{high:.4f}" if low is not None and high is not None else "-",
+            f"{cost:.2f}",
+            f"{cost_plan.planned:.2f} ({cost_plan.low:.2f}-{cost_plan.high:.2f})",
+            f"{total.cost_usd_most:.2f}",
             "yes" if inside else "NO",
             f"{ratio(first.total.input_tokens, tokens_in)} / "
             f"{ratio(first.total.output_tokens, tokens_out)}",
@@ -224,7 +223,8 @@ def run_all() -> None:
                 "tokens in planned/used",
                 "tokens out planned/used",
                 "USD used",
-                "USD planned range",
+                "USD planned (range)",
+                "USD at most",
                 "in range",
                 "no history: in / out",
             ],
