@@ -727,7 +727,7 @@ ROLE_OVERRIDES = {("export", "store"): "input"}
 def _role(command: str, action: argparse.Action) -> str:
     if (command, action.dest) in ROLE_OVERRIDES:
         return ROLE_OVERRIDES[command, action.dest]
-    return {"out": "output", "store": "store"}.get(action.dest, "input")
+    return {"out": "output", "store": "store", "plan": "output"}.get(action.dest, "input")
 
 
 def _path_cases() -> Iterator[Any]:
@@ -755,7 +755,7 @@ def test_path_option_values(
     (cwd / "afile").write_text("a regular file\n")
     role = _role(command, action)
     current = value_of(base, flag)
-    folder_out = role == "output" and spec.out_kind == "folder"
+    folder_out = role == "output" and spec.out_kind == "folder" and action.dest == "out"
     # a folder never takes a file's name (files.check_output_folder)
     default = "store.sqlite" if role == "store" else "x" if folder_out else "x.json"
     leaf = Path(current).name if current else default

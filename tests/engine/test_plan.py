@@ -79,6 +79,9 @@ def test_a_batch_plan_calls_nothing_writes_nothing_and_counts_what_the_run_sends
         first = read_record(plan_file, PlanRecord)
         assert (first.total.calls, first.total.stored, first.total.to_send) == (40, 0, 40)
         assert "nothing was called" in capsys.readouterr().out
+        # a plan never goes over the command's own files
+        assert main([*args, "--plan", str(requests)]) == 2
+        assert "this is also the request file" in capsys.readouterr().err
         assert main(args) == 0
         assert server.requests == 40
         before = store_rows(tmp_path / "s.sqlite")

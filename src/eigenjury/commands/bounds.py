@@ -246,7 +246,8 @@ def measure_command(args: argparse.Namespace, console: Console) -> int:
     async def plan(engine: Engine) -> None:
         await measure_sensitivity(engine, inputs)
 
-    if plan_first(args, console, engine, specs, plan, command="bound measure"):
+    files = {"dataset": args.dataset, "output": args.out}
+    if plan_first(args, console, engine, specs, plan, command="bound measure", files=files):
         return 0
     profile = run_engine(
         engine,

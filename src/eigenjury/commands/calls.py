@@ -86,7 +86,8 @@ def batch_command(args: argparse.Namespace, console: Console) -> int:
             async for _ in results:
                 pass
 
-    if plan_first(args, console, settings, [spec], every_call, command="batch"):
+    files = {"request file": args.requests, "output": args.out}
+    if plan_first(args, console, settings, [spec], every_call, command="batch", files=files):
         return 0
 
     # the output is taken before the store opens: a second batch writing it is refused

@@ -254,7 +254,8 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         with scratch_file(out) as spill:  # the plan's trace: placeholders, thrown away
             await run(engine, inputs, JudgementLines(spill))
 
-    if plan_first(args, console, settings, inputs.specs, plan, command="grade"):
+    files = _files(args, out / "results.json")
+    if plan_first(args, console, settings, inputs.specs, plan, command="grade", files=files):
         return 0
     # each submission's votes go to disk as soon as it is graded, not held to the end
     with scratch_file(out) as spill:
@@ -288,6 +289,17 @@ def grade_command(args: argparse.Namespace, console: Console) -> int:
         )
         return EXIT_SOME_FAILED
     return 0
+
+
+def _files(args: argparse.Namespace, output: Path | None) -> dict[str, Path | None]:
+    """The files a plan must not be written over: the contract, the submissions, the
+    output."""
+    contract = Path(args.contract)
+    return {
+        "contract": contract if contract.is_file() else None,
+        "submissions file": args.submissions,
+        "output": output,
+    }
 
 
 def declare_compare(juries_commands: Any) -> None:
@@ -359,7 +371,10 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
         with scratch_file(near) as spill_a, scratch_file(near) as spill_b:
             await compare(engine, inputs, (JudgementLines(spill_a), JudgementLines(spill_b)))
 
-    if plan_first(args, console, settings, inputs.specs, plan, command="juries compare"):
+    files = _files(args, args.out / "comparison.json" if args.out else None)
+    if plan_first(
+        args, console, settings, inputs.specs, plan, command="juries compare", files=files
+    ):
         return 0
     with scratch_file(near) as spill_a, scratch_file(near) as spill_b:
         traces = (JudgementLines(spill_a), JudgementLines(spill_b))

@@ -248,18 +248,20 @@ def plan_first(
     work: Callable[[Engine], Awaitable[object]],
     *,
     command: str,
+    files: dict[str, Path | None],
     base: Path | None = None,
 ) -> bool:
     """With --plan: plan the run (`work` on an engine that sends nothing; it must write
-    nothing either), print the plan and write it; True: the command ends there. Without
-    it, a run with a budget is planned first and refused where the plan exceeds a
-    budget, unless --go; False: go on and run."""
+    nothing either), print the plan and write it (never over one of the command's
+    `files`, its inputs and outputs by what they are); True: the command ends there.
+    Without it, a run with a budget is planned first and refused where the plan exceeds
+    a budget, unless --go; False: go on and run."""
     if args.plan is None and (args.go or not settings.budgeted):
         return False
     from eigenjury.engine.runner import plan_run, refuse_over_budget
 
     if args.plan is not None:
-        check_output(args.plan, {"store": settings.store_path(base)})
+        check_output(args.plan, {**files, "store": settings.store_path(base)}, "--plan")
     plan = plan_run(settings, specs, work, command=command, base=base)
     if args.plan is None:
         refuse_over_budget(plan)
@@ -327,26 +329,27 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_output(out: Path, inputs: dict[str, Path | None]) -> None:
+def check_output(out: Path, inputs: dict[str, Path | None], option: str = "--out") -> None:
     """Refuse, before any call is made, an output path that is a folder, a named pipe or
     a device (files.output_target), or that would overwrite one of the command's inputs
     (named by what they are in `inputs`; an input not given is None)."""
     if out.is_dir():
         raise InputError(
-            "this is a folder where a file is to be written; give --out another path", path=out
+            f"this is a folder where a file is to be written; give {option} another path",
+            path=out,
         )
     output_target(out)
     above = blocking_file(out.absolute().parent)
     if above is not None:
         raise InputError(
-            f"{above} is a file, so nothing can be written under it; give --out another path",
+            f"{above} is a file, so nothing can be written under it; give {option} another path",
             path=out,
         )
     for what, path in inputs.items():
         if path is not None and _same_file(out, path):
             raise InputError(
                 f"this is also the {what}: writing the results here would overwrite it; "
-                "give --out another path",
+                f"give {option} another path",
                 path=out,
             )
 

@@ -523,7 +523,7 @@ def rank_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.jobs import plan_rank, run_rank
 
     if args.plan is not None:
-        check_output(args.plan, {"config": args.config})
+        check_output(args.plan, {"config": args.config}, "--plan")
         show_plan(console, plan_rank(args.config, out=args.out, seed=args.seed), args.plan)
         return 0
     run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed, go=args.go)
@@ -603,7 +603,7 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
         "seed": args.seed,
     }
     if args.plan is not None:
-        check_output(args.plan, {"answers": args.answers[0]})
+        check_output(args.plan, {f"answers {a}": a for a in args.answers}, "--plan")
         plan = plan_judge(args.answers, args.judges, out=args.out, **options)
         show_plan(console, plan, args.plan)
         return 0
@@ -725,7 +725,7 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:
         if args.plan is not None:
-            check_output(args.plan, {})
+            check_output(args.plan, {}, "--plan")
             show_plan(console, plan_rank(path, out=args.out, seed=args.seed), args.plan)
             return 0
         run = run_rank(path, out=args.out, progress=args.progress, seed=args.seed)
