@@ -224,6 +224,35 @@ class TallyByRole(_Counts, _Labels):
     """A tally of one model in one role (model and role first, as they are written)."""
 
 
+class EndpointLimitsPart(Part):
+    """How one served endpoint's limits went in a run (engine.limits.EndpointLimiter)."""
+
+    endpoint: str
+    """The endpoint's URL, its secrets hidden."""
+    concurrency: int
+    """Calls in flight at most, as configured."""
+    started_at: int
+    """The limit the run started from: the configured one, or lower where an earlier run
+    found the endpoint bears less (kept in the store)."""
+    ended_at: int
+    """The limit at the end of the run (cut on 429s, raised while calls succeed); kept for
+    the next run where the run was refused."""
+    rate_limited: int
+    """Answers that were 429s (each retried)."""
+    paced_from: float | None = None
+    """Requests a second the run was paced at from its start, as an earlier run found the
+    endpoint throttles; None: not paced."""
+    paced_at: float | None = None
+    """Requests a second it was paced at in the end: the share of what the endpoint accepted
+    when it throttled, raised while calls succeed; kept for the next run. None: never
+    throttled."""
+    stated_rpm: float | None
+    """Requests a minute the server's headers said it allows (the rate's ceiling); None:
+    not said."""
+    stated_tpm: float | None
+    """Tokens a minute the server's headers said it allows; None: not said."""
+
+
 class AccountingRecord(Part):
     """What a run's calls cost, in total and per model and role (Accounting.record())."""
 
@@ -231,6 +260,9 @@ class AccountingRecord(Part):
     """Every call of the run."""
     by_model_and_role: list[TallyByRole]
     """The same calls per model and role, sorted by model, then role."""
+    endpoints: list[EndpointLimitsPart] = []
+    """The served endpoints' limits as the run found them (empty in older records, and where
+    the calls ran on a cluster)."""
 
 
 class Spread(Part):

@@ -269,7 +269,7 @@ async def run(engine: Engine, inputs: MeasureInputs) -> SensitivityProfile:
         generators=generators,
         verdict_format=None if asked == "auto" else asked,
         verdicts=None if asked is None else VerdictModes.tally(modes),
-        accounting=AccountingRecord.model_validate(engine.session_accounting.record()),
+        accounting=AccountingRecord.model_validate(engine.accounting_record()),
         unit_sizes=sizes or None,
     )
 

@@ -149,6 +149,7 @@ class Caller:
             except Exception as exc:  # a provider bug is recorded, not raised: errors are data
                 error = ProviderError(f"{type(exc).__name__}: {exc}")
             else:
+                _heed(provider, limiter)
                 limiter.on_success()
                 limiter.on_reply()
                 await limiter.release()
@@ -161,6 +162,7 @@ class Caller:
             elif not isinstance(error, CallTimeoutError):
                 limiter.on_reply()  # whatever the answer was, the server gave one
             if isinstance(error, RateLimitError):
+                _heed(provider, limiter)
                 limiter.on_rate_limit()
             await limiter.release()
             if not error.retryable or attempt == policy.max_attempts:
@@ -191,3 +193,11 @@ class Caller:
             attempts=attempts,
             created_at=time.time(),
         )
+
+
+def _heed(provider: Provider, limiter: EndpointLimiter) -> None:
+    """The limits the provider's server stated (HTTP providers read them from every
+    answer's headers), as the endpoint's ceiling."""
+    stated = getattr(provider, "stated_limits", None)
+    if stated:
+        limiter.heed(stated)

@@ -17,6 +17,7 @@ import asyncio
 import collections
 import contextlib
 import functools
+import math
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -181,6 +182,12 @@ def check_specs(
             )
 
 
+def endpoint_key(endpoint: str) -> str:
+    """Where the store keeps what was learned of an endpoint (its features table, beside
+    the models'), without the secrets its URL may hold."""
+    return canonical_json({"endpoint": shown_url(endpoint)})
+
+
 def endpoint_of(spec: ModelSpec) -> str:
     """What limits are shared by: the base URL, or the model itself when in-process."""
     return spec.base_url or f"{spec.provider}:{spec.model}"
@@ -242,6 +249,7 @@ class Engine:
         self.accounting = Accounting()  # the latest run's
         self.session_accounting = Accounting()  # every run of this engine's
         self.limiters: dict[str, EndpointLimiter] = {}
+        self._endpoints: dict[str, dict[str, Any]] = {}  # reports of closed limiters
 
     async def __aenter__(self) -> Engine:
         return self
@@ -251,6 +259,7 @@ class Engine:
 
     async def aclose(self) -> None:
         await self.caller.aclose()  # a backend belongs to whoever made it, who closes it
+        self._endpoints = {e["endpoint"]: e for e in self.endpoint_report()}
         self.limiters.clear()  # their locks belong to this event loop
 
     def run_sync(self, calls: Sequence[Call]) -> list[CallResult]:
@@ -284,12 +293,45 @@ class Engine:
         return self._io.submit(self.store.features, spec_json(spec)).result()
 
     def _keep_features(self) -> None:
-        """Store what the providers found out about their endpoints (on the store's
-        thread), so the next run does not ask again."""
+        """Store what the providers found out about their endpoints, and the limits the
+        endpoints were found to bear (on the store's thread), so the next run does not
+        ask again and starts where this one ended."""
         if self.planner is not None:  # it found nothing out, and writes nothing
             return
         for spec, found in self.caller.learned_features().items():
             self._io.submit(self.store.put_features, spec_json(spec), found).result()
+        for endpoint, limiter in self.limiters.items():
+            learned = limiter.learned()
+            if learned:
+                self._io.submit(self.store.put_features, endpoint_key(endpoint), learned).result()
+
+    def _learned_limits(self, endpoint: str) -> tuple[int | None, float | None]:
+        """The concurrency and the pace (requests a second) an earlier run found this
+        endpoint bears, where one did."""
+        found = self._io.submit(self.store.features, endpoint_key(endpoint)).result()
+        concurrency = found.get("concurrency", "")
+        try:
+            pace: float | None = float(found.get("pace", ""))
+        except ValueError:
+            pace = None
+        if pace is not None and not (math.isfinite(pace) and pace > 0):
+            pace = None
+        return (int(concurrency) if concurrency.isdigit() else None), pace
+
+    def endpoint_report(self) -> list[dict[str, Any]]:
+        """Per endpoint called here: its concurrency as configured, at the start (an
+        earlier run's) and at the end, its 429s, and the rates it stated."""
+        current = {
+            shown_url(endpoint): {"endpoint": shown_url(endpoint), **limiter.report()}
+            for endpoint, limiter in self.limiters.items()
+            if limiter.limits.adaptive
+        }
+        return [row for _, row in sorted({**self._endpoints, **current}.items())]
+
+    def accounting_record(self) -> dict[str, Any]:
+        """Every run's calls of this engine, and its endpoints' limits (an
+        `AccountingRecord`)."""
+        return {**self.session_accounting.record(), "endpoints": self.endpoint_report()}
 
     def _provider(self, spec: ModelSpec) -> Provider:
         return self.caller.provider(spec)
@@ -590,7 +632,8 @@ class _Run:
             return lane
         limiter = engine.limiters.get(endpoint)
         if limiter is None:
-            limiter = engine.limiters[endpoint] = EndpointLimiter(limits)
+            start, pace = engine._learned_limits(endpoint) if limits.adaptive else (None, None)
+            limiter = engine.limiters[endpoint] = EndpointLimiter(limits, start=start, pace=pace)
         limiter.revive()  # an endpoint given up on in an earlier run gets a new chance
         # no more calls can be in flight than the window holds, whatever the limit says
         workers = min(limits.concurrency, engine.window)

@@ -4,11 +4,14 @@ and the retry policy with backoff that honours Retry-After."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import math
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from eigenjury.engine.settings import MIN_PER_MINUTE
 from eigenjury.errors import InputError
@@ -17,6 +20,14 @@ from eigenjury.errors import InputError
 # after which an endpoint counts as down for the rest of the run: its remaining calls
 # end at once as connection errors instead of each retrying with backoff for minutes.
 DEAD_AFTER = 5
+# The share of a server's stated rate (its x-ratelimit headers) the engine keeps to.
+STATED_SHARE = 0.95
+# A throttled endpoint is paced at this share of the answers it accepted in the last
+# second; throttled means refusals (429s) were at least THROTTLED_SHARE of the answers
+# of that second (and two or more), not a stray one.
+PACE_SHARE = 0.9
+THROTTLED_SHARE = 0.1
+MIN_PACE = 1 / 60  # requests a second: the pace never falls below one a minute
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,12 @@ class TokenBucket:
                     return
                 await asyncio.sleep((amount - self.level) / self.rate)
 
+    def set_rate(self, per_minute: float) -> None:
+        """A new rate (a server's stated limit), from now on."""
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = min(self.level, self.capacity)
+
     def refund(self, amount: float) -> None:
         """Give back (or, negative, charge) the difference between estimate and actual.
         A debt is capped at one full bucket: a call far bigger than its estimate delays
@@ -101,15 +118,26 @@ class EndpointLimiter:
     `dead` says why the endpoint is given up on (DEAD_AFTER connection failures in a
     row); from then on `acquire` refuses and `pause` ends early."""
 
-    def __init__(self, limits: EndpointLimits) -> None:
+    def __init__(
+        self, limits: EndpointLimits, *, start: int | None = None, pace: float | None = None
+    ) -> None:
         self.limits = limits
-        self.limit = limits.concurrency
+        # where an earlier run found the endpoint's limits (kept in the store), this one
+        # starts: its concurrency, and its pace (requests a second) where it was throttled
+        self.start = limits.concurrency if start is None else max(1, min(start, limits.concurrency))
+        self.limit = self.start
+        self.pace = pace if limits.adaptive else None
+        self.start_pace = self.pace
+        self.stated: dict[str, float] = {}  # the rates the server says it allows
         self.active = 0
         self._free = asyncio.Condition()
-        self._requests = TokenBucket(limits.rpm) if limits.rpm else None
+        self._requests: TokenBucket | None = None
         self._tokens = TokenBucket(limits.tpm) if limits.tpm else None
+        self._answers: collections.deque[tuple[float, bool]] = collections.deque()  # last second
         self._cut = -math.inf  # when the limit was last cut, and last changed
         self._changed = -math.inf
+        self._pace_cut = self._pace_changed = -math.inf
+        self._pace_requests()
         self.rate_limited = 0
         self.connection_failures = 0
         self.dead: str | None = None
@@ -178,12 +206,95 @@ class EndpointLimiter:
         second after a cut), by a sixteenth (at least one), up to the configured
         concurrency. Raising it by one a round trip, as TCP does, overshoots a server
         that counts requests per second far before its next 429 (BENCHMARKS 25)."""
-        if not self.limits.adaptive or self.limit >= self.limits.concurrency:
+        if not self.limits.adaptive:
             return
         now = time.monotonic()
-        if now - self._changed >= 1.0:
+        self._answered(now, False)
+        if (
+            self.pace is not None
+            and now - self._pace_cut >= 1.0
+            and now - self._pace_changed >= 1.0
+        ):
+            self._pace_changed = now
+            self.pace += max(1.0, self.pace / 16)
+            self._pace_requests()
+        if self.limit < self.limits.concurrency and now - self._changed >= 1.0:
             self._changed = now
             self.limit = min(self.limits.concurrency, self.limit + max(1, self.limit // 16))
+
+    def learned(self) -> dict[str, str]:
+        """What the next run at this endpoint should start from: the limit a run
+        refused by 429s came to; where a run started from a learned limit and was never
+        refused, the limit it rose to ("" once back at the configured one: forgotten).
+        A server that sends 429s at random leaves a lower start, which the next run
+        raises again within seconds."""
+        if not self.limits.adaptive:
+            return {}
+        pace = "" if self.pace is None else f"{self.pace:.6g}"
+        if self.rate_limited:
+            return {"concurrency": str(self.limit), "pace": pace}
+        if self.start < self.limits.concurrency or self.start_pace is not None:
+            back = self.limit >= self.limits.concurrency
+            return {"concurrency": "" if back else str(self.limit), "pace": pace}
+        return {}
+
+    def report(self) -> dict[str, Any]:
+        """The limits as the run found them, for the accounting."""
+        return {
+            "concurrency": self.limits.concurrency,
+            "started_at": self.start,
+            "ended_at": self.limit,
+            "rate_limited": self.rate_limited,
+            "paced_from": self.start_pace,
+            "paced_at": self.pace,
+            "stated_rpm": self.stated.get("rpm"),
+            "stated_tpm": self.stated.get("tpm"),
+        }
+
+    def heed(self, stated: Mapping[str, float]) -> None:
+        """A server's stated limits (its rate-limit headers: requests and tokens a
+        minute) as the ceiling of the rates, a little under them (STATED_SHARE) as the
+        server's clock and window are not ours; a configured rate below stays."""
+        if stated == self.stated:
+            return
+        self.stated = dict(stated)
+        self._pace_requests()
+        tpm = stated.get("tpm")
+        if tpm is not None and (self.limits.tpm is None or self.limits.tpm > tpm * STATED_SHARE):
+            if self._tokens is None:
+                self._tokens = TokenBucket(tpm * STATED_SHARE)
+            else:
+                self._tokens.set_rate(tpm * STATED_SHARE)
+
+    def _pace_requests(self) -> None:
+        """The request bucket at the lowest of the configured rate, the server's stated
+        one and the pace found; none while all three are open."""
+        rates = [
+            rate
+            for rate in (
+                self.limits.rpm,
+                None if "rpm" not in self.stated else self.stated["rpm"] * STATED_SHARE,
+                None if self.pace is None else self.pace * 60.0,
+            )
+            if rate is not None
+        ]
+        if not rates:
+            return
+        per_minute = min(rates)
+        if self._requests is None:
+            self._requests = TokenBucket(per_minute)
+            # the calls in flight were sent within this second
+            self._requests.level = min(self._requests.level, -float(self.active))
+            self._requests.level = max(self._requests.level, -self._requests.capacity)
+        elif self._requests.rate * 60.0 != per_minute:
+            self._requests.set_rate(per_minute)
+
+    def _answered(self, now: float, refused: bool) -> tuple[int, int]:
+        """Note an answer; the answers and the refusals of the last second."""
+        self._answers.append((now, refused))
+        while self._answers and self._answers[0][0] <= now - 1.0:
+            self._answers.popleft()
+        return len(self._answers), sum(r for _, r in self._answers)
 
     def on_rate_limit(self) -> None:
         """Cut the limit by a quarter, at most once a second (a burst of 429s is one
@@ -192,6 +303,17 @@ class EndpointLimiter:
         if not self.limits.adaptive:
             return
         now = time.monotonic()
+        answers, refused = self._answered(now, True)
         if now - self._cut >= 1.0:
             self._cut = self._changed = now
             self.limit = max(1, self.limit * 3 // 4)
+        # "too fast": refusals are a share of the last second's answers, not a stray
+        # one (a server that refuses at random is not slowed down by it)
+        throttled = refused >= max(2, THROTTLED_SHARE * answers)
+        if throttled and now - self._pace_cut >= 1.0:
+            accepted = answers - refused
+            pace = max(MIN_PACE, PACE_SHARE * accepted)
+            if self.pace is None or pace < self.pace:
+                self._pace_cut = self._pace_changed = now
+                self.pace = pace
+                self._pace_requests()

@@ -258,5 +258,5 @@ def run_engine(
         engine.store.close()
         if engine.backend is not None:
             engine.backend.close()
-    accounting = AccountingRecord.model_validate(engine.session_accounting.record())
+    accounting = AccountingRecord.model_validate(engine.accounting_record())
     return Ran(value, accounting, map_rounds)

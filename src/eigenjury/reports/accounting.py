@@ -63,6 +63,36 @@ def print_accounting(console: Console, accounting: AccountingRecord) -> None:
     for cells in accounting_cells(accounting):
         table.add_row(*(escape(c) for c in cells))  # model names are the user's: never markup
     console.print(table)
+    for line in endpoint_lines(accounting):
+        console.print(escape(line), highlight=False)
+
+
+def endpoint_lines(accounting: AccountingRecord) -> list[str]:
+    """A sentence per endpoint whose limits did more than hold: refused calls, a
+    concurrency learned or changed, rates the server stated."""
+    lines = []
+    for e in accounting.endpoints:
+        said = []
+        if e.rate_limited:
+            said.append(f"{e.rate_limited} answers were 429s")
+        if e.started_at != e.concurrency:
+            said.append(f"started at {e.started_at} in flight, as an earlier run found")
+        if e.ended_at != e.started_at:
+            kept = " (kept for the next run)" if e.rate_limited else ""
+            said.append(f"concurrency {e.started_at} -> {e.ended_at}{kept}")
+        if e.paced_at is not None and e.paced_at != e.paced_from:
+            start = "" if e.paced_from is None else f"{e.paced_from:.3g} -> "
+            said.append(f"paced at {start}{e.paced_at:.3g} requests a second")
+        stated = [
+            f"{value:g} {what} a minute"
+            for value, what in ((e.stated_rpm, "requests"), (e.stated_tpm, "tokens"))
+            if value is not None
+        ]
+        if stated:
+            said.append(f"the server allows {' and '.join(stated)} (kept under)")
+        if said:
+            lines.append(f"limits at {e.endpoint}: {'; '.join(said)}")
+    return lines
 
 
 def _usd(spread: Spread | None) -> str:

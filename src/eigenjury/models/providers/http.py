@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -83,6 +84,8 @@ class HttpProvider:
         self.url_credentials = "@" in urlsplit(self.base_url).netloc
         self._shared = sessions
         self._own: aiohttp.ClientSession | None = None
+        # the rates the server says it allows (rate_limit_headers), as it last said them
+        self.stated_limits: dict[str, float] = {}
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -145,6 +148,7 @@ class HttpProvider:
             async with self.session.post(self.url(path), json=payload, headers=headers) as response:
                 body = await response.read()
                 status, reply_headers = response.status, response.headers
+                self.stated_limits.update(stated_limits(reply_headers))
         except aiohttp.ClientPayloadError as exc:
             raise MalformedResponseError(
                 f"truncated response from {self.public_base} ({self._redact(str(exc))})"
@@ -210,6 +214,34 @@ def _error_detail(body: bytes, limit: int = 300) -> str:
         text = body.decode("utf-8", "replace")
     text = " ".join(str(text or "").split())
     return text[:limit] + ("..." if len(text) > limit else "")
+
+
+# Where hosted APIs state their limits, per minute: OpenAI's x-ratelimit-limit-*, and
+# Anthropic's anthropic-ratelimit-*-limit (its tokens limit, else its input tokens').
+_STATED = {
+    "rpm": ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"),
+    "tpm": (
+        "x-ratelimit-limit-tokens",
+        "anthropic-ratelimit-tokens-limit",
+        "anthropic-ratelimit-input-tokens-limit",
+    ),
+}
+
+
+def stated_limits(headers: Mapping[str, str]) -> dict[str, float]:
+    """The requests and tokens a minute a server's headers say it allows ("rpm",
+    "tpm"); a value that is not a positive finite number is left out."""
+    found: dict[str, float] = {}
+    for name, keys in _STATED.items():
+        for key in keys:
+            try:
+                value = float(headers.get(key, ""))
+            except ValueError:
+                continue
+            if math.isfinite(value) and value > 0:
+                found[name] = value
+                break
+    return found
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -1,0 +1,127 @@
+"""Limits a server states (x-ratelimit headers) as the ceiling, and the concurrency an
+endpoint was found to bear, kept in the store for the next run and shown in the
+accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from eigenjury.engine import Call, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine.engine import endpoint_key
+from eigenjury.engine.limits import STATED_SHARE, EndpointLimiter
+from eigenjury.models import ChatRequest, ModelSpec
+from eigenjury.models.providers.http import stated_limits
+from eigenjury.records import AccountingRecord
+from eigenjury.reports.accounting import print_accounting
+from eigenjury.testing.server import FaultServer, Throttle
+
+RETRY = RetryPolicy(max_attempts=30, timeout_s=5.0, backoff_s=0.05, backoff_max_s=1.0)
+
+
+def test_stated_limits_are_read_from_openai_and_anthropic_headers() -> None:
+    assert stated_limits(
+        {"x-ratelimit-limit-requests": "500", "x-ratelimit-limit-tokens": "200000"}
+    ) == {"rpm": 500.0, "tpm": 200000.0}
+    anthropic = {
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-input-tokens-limit": "4e4",
+    }
+    assert stated_limits(anthropic) == {"rpm": 50.0, "tpm": 40000.0}
+    # junk, zero, negative and infinite values are not limits
+    for junk in ("", "many", "0", "-5", "inf", "nan"):
+        assert stated_limits({"x-ratelimit-limit-requests": junk}) == {}
+
+
+def test_a_stated_rate_becomes_the_ceiling_unless_a_lower_one_is_configured() -> None:
+    async def go() -> tuple[Any, ...]:
+        free = EndpointLimiter(EndpointLimits(concurrency=8))
+        free.heed({"rpm": 600.0})
+        lower = EndpointLimiter(EndpointLimits(concurrency=8, rpm=100))
+        lower.heed({"rpm": 600.0})
+        higher = EndpointLimiter(EndpointLimits(concurrency=8, rpm=6000))
+        higher.heed({"rpm": 600.0, "tpm": 60000.0})
+        return free, lower, higher
+
+    free, lower, higher = asyncio.run(go())
+    assert free._requests is not None and free._requests.rate == 600 * STATED_SHARE / 60
+    assert lower._requests is not None and lower._requests.rate == 100 / 60
+    assert higher._requests is not None and higher._requests.rate == 600 * STATED_SHARE / 60
+    assert higher._tokens is not None and higher._tokens.rate == 60000 * STATED_SHARE / 60
+
+
+def run_calls(base: str, store: Path, n: int, concurrency: int, prefix: str) -> dict[str, Any]:
+    """`n` distinct calls through a fresh engine on `store`; its accounting record."""
+    spec = ModelSpec.parse(f"openai-compatible:m@{base}")
+
+    async def go() -> dict[str, Any]:
+        engine = Engine(
+            Store(store), limits=EndpointLimits(concurrency=concurrency), retry=RETRY,
+            progress=False,
+        )  # fmt: skip
+        async with engine:
+            calls = (Call(spec, ChatRequest.chat(("user", f"{prefix} {k}"))) for k in range(n))
+            async with contextlib.aclosing(engine.stream(calls, ordered=False)) as results:
+                assert all([r.ok async for r in results])
+        engine.store.close()
+        return engine.accounting_record()
+
+    return asyncio.run(go())
+
+
+def serve(work: Any, throttle: Throttle) -> Any:
+    async def go() -> Any:
+        server = FaultServer(throttle=throttle)
+        base = await server.start()
+        try:
+            return await asyncio.to_thread(work, base, server)
+        finally:
+            await server.stop()
+
+    return asyncio.run(go())
+
+
+def test_a_server_stating_its_rate_is_kept_under_it(tmp_path: Path) -> None:
+    """At 40 requests a second, stated in x-ratelimit headers: the engine paces itself
+    under it after the first answer, so almost nothing is refused; the accounting says
+    what the server stated."""
+
+    def work(base: str, server: FaultServer) -> tuple[dict[str, Any], int, int]:
+        record = run_calls(base, tmp_path / "s.sqlite", 160, 32, "q")
+        return record, server.throttled, server.requests
+
+    record, refused, requests = serve(work, Throttle(rate=40, retry_after_s=0.2, headers=True))
+    (endpoint,) = AccountingRecord.model_validate(record).endpoints
+    assert endpoint.stated_rpm == 2400 and endpoint.rate_limited == refused
+    # the first burst (before any header was read) may be refused; then none
+    assert refused <= 40 and requests == 160 + refused
+
+
+def test_the_concurrency_a_throttling_server_bears_is_kept_for_the_next_run(
+    tmp_path: Path,
+) -> None:
+    def work(base: str, server: FaultServer) -> tuple[dict[str, Any], dict[str, Any], Any]:
+        first = run_calls(base, tmp_path / "s.sqlite", 300, 64, "a")
+        with Store(tmp_path / "s.sqlite") as store:
+            kept = store.features(endpoint_key(base))
+        second = run_calls(base, tmp_path / "s.sqlite", 100, 64, "b")
+        return first, second, kept
+
+    throttle = Throttle(rate=100, per_in_flight_s=0.002, retry_after_s=0.3)
+    first, second, kept = serve(work, throttle)
+    (one,) = AccountingRecord.model_validate(first).endpoints
+    (two,) = AccountingRecord.model_validate(second).endpoints
+    assert one.rate_limited > 0 and one.started_at == 64 and one.ended_at < 64
+    assert kept["concurrency"] == str(one.ended_at)
+    assert one.paced_at is not None and kept["pace"] == f"{one.paced_at:.6g}"
+    # the second run starts where the first ended
+    assert two.started_at == one.ended_at and two.paced_from == float(kept["pace"])
+    console = Console(record=True, width=200)
+    print_accounting(console, AccountingRecord.model_validate(first))
+    text = console.export_text()
+    assert f"concurrency 64 -> {one.ended_at} (kept for the next run)" in text
+    assert f"{one.rate_limited} answers were 429s" in text
