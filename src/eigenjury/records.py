@@ -304,6 +304,9 @@ class PlanRow(_PlanCounts):
     from_history: bool
     """Whether the tokens are estimated from the model's own calls in the store (else from a
     stated proxy: four characters a token, and the reply at its max_tokens)."""
+    uncapped: int = 0
+    """Of the calls to send, those whose requests set no max_tokens: their replies have no upper
+    bound, so the high end is not one (planned at 256 tokens, or the model's history)."""
 
 
 class PlanTotal(_PlanCounts):
@@ -570,6 +573,18 @@ def looks_like_record(path: Path) -> bool:
     if head.lstrip()[:1] != b"{":
         return False
     return _usual_name(path) or b'"kind"' in head or b'"eigenjury"' in head
+
+
+def is_kind(path: Path, kind: str) -> bool:
+    """Whether the file is a record of `kind`, from its first bytes (where every record
+    written by eigenjury 0.2 on names its kind): a plan may be written over only an
+    earlier plan."""
+    try:
+        with open_regular(path) as f:
+            head = f.read(_HEAD_BYTES)
+    except OSError:
+        return False
+    return head.lstrip()[:1] == b"{" and f'"kind": {json.dumps(kind)}'.encode() in head
 
 
 def _usual_name(path: Path) -> bool:

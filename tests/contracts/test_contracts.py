@@ -154,6 +154,9 @@ def test_numbers_and_tolerances() -> None:
     assert parse_number("about 1,234.5 units") == 1234.5
     assert parse_number("-3e2") == -300
     assert parse_number("none") is None
+    # an exponent is no number without a mantissa ("e92" in a word once crashed a grading)
+    assert parse_number("code e92") == 92 and parse_number("e") is None
+    assert parse_number("x .5") == 0.5 and parse_number("1.5e3 units") == 1500
     c = crit(grader="numeric", prompt="5", tolerance=0.01)
     assert numeric(c, "so 2.5 + 2.5 = 5.0")[0]
     assert not numeric(c, "Answer: 5.02")[0]

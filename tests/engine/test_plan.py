@@ -218,7 +218,7 @@ def test_a_cascade_plans_its_escalation_as_an_allowance(
             if key[1] in ALLOWANCE_ROLES:
                 assert n <= escalation[key]
     out = capsys.readouterr().out
-    assert "escalation (at most)" in out
+    assert "calls made only as the replies require (repairs, escalations): at most" in out
 
 
 def _accounting(results: dict[str, Any]) -> Any:
@@ -362,3 +362,76 @@ def test_an_adaptive_design_is_planned_at_its_budget_of_comparisons(tmp_path: Pa
     for tally in run.record.run.accounting.by_model_and_role:
         made[tally.role] = made.get(tally.role, 0) + tally.calls
     assert made == {"comparison": 30, "evaluee": 12}
+
+
+def test_a_plan_is_written_only_over_an_earlier_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Never over the run's store, results, config or prices: a plan file that exists
+    and is not a plan is refused, before anything is planned."""
+    requests = write_requests(tmp_path / "req.jsonl", 5)
+    (tmp_path / "prices.toml").write_text('"scripted:echo" = {input = 1.0, output = 1.0}\n')
+    args = [
+        "batch", str(requests), "--model", "scripted:echo", "--out", str(tmp_path / "o.jsonl"),
+        "--store", str(tmp_path / "s.sqlite"), "--prices", str(tmp_path / "prices.toml"),
+        "--no-progress",
+    ]  # fmt: skip
+    assert main(args) == 0
+    for victim in (tmp_path / "s.sqlite", tmp_path / "prices.toml", tmp_path / "o.jsonl"):
+        before = victim.read_bytes()
+        assert main([*args, "--plan", str(victim)]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert "give --plan" in err and str(victim) in err
+        assert victim.read_bytes() == before
+    assert main([*args, "--plan", str(tmp_path / "p.json")]) == 0
+    assert main([*args, "--plan", str(tmp_path / "p.json")]) == 0  # over the earlier plan
+
+
+def test_a_budget_holds_across_every_stream_of_a_run(tmp_path: Path) -> None:
+    """A command's stages are streams of one engine: each does not get the budget anew."""
+    from eigenjury.engine.store import spec_json
+    from eigenjury.models.providers.scripted import ScriptedProvider
+
+    dear = ModelSpec("openai-compatible", "dear", "http://127.0.0.1:9/v1")
+    engine = Engine(
+        Store(tmp_path / "s.sqlite"),
+        budget=Budget(max_cost_usd=0.05, by_model={spec_json(dear): 0.01}),
+        prices=PriceTable(PRICES),
+        providers={str(dear): ScriptedProvider(lambda r: "a short reply")},
+        progress=False,
+    )
+
+    async def three_streams() -> float:
+        spent = 0.0
+        async with engine:
+            for stage in range(3):
+                calls = [
+                    Call(dear, ChatRequest.chat(("user", f"{stage} {i} " * 20), max_tokens=10))
+                    for i in range(20)
+                ]
+                for r in await engine.run(calls):
+                    spent += r.completion.cost_usd or 0.0 if r.completion else 0.0
+        return spent
+
+    import asyncio
+
+    assert 0.0 < asyncio.run(three_streams()) <= 0.01
+
+
+def test_a_model_budget_on_an_endpoint_with_hidden_query_values_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    requests = write_requests(tmp_path / "req.jsonl", 30)
+    prices = tmp_path / "prices.toml"
+    prices.write_text('"openai-compatible:m" = {input = 100.0, output = 400.0}\n')
+    with ServerThread() as server:
+        spec = f"openai-compatible:m@{server.base_url}?deployment=x&api-key=secret1"
+        args = [
+            "batch", str(requests), "--model", spec, "--out", str(tmp_path / "o.jsonl"),
+            "--store", str(tmp_path / "s.sqlite"), "--prices", str(prices), "--no-progress",
+            "--budget-model", f"{spec}=0.0001",
+        ]  # fmt: skip
+        assert main(args) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert "against its budget of $0.0001" in err and "secret1" not in err
+        assert server.requests == 0

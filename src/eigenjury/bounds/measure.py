@@ -352,6 +352,8 @@ async def _paraphrased(
             failures[PARAPHRASE_ERROR] += 1
             continue
         text = settings.paraphrase.accept(reply.text, result.completion.text)
+        if engine.planner is not None:  # a plan's placeholder stands for an accepted one
+            text = result.completion.text
         if text is None:
             failures["rejected"] += 1
             continue

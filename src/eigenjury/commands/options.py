@@ -261,13 +261,28 @@ def plan_first(
     from eigenjury.engine.runner import plan_run, refuse_over_budget
 
     if args.plan is not None:
-        check_output(args.plan, {**files, "store": settings.store_path(base)}, "--plan")
+        check_plan_file(args.plan, {**files, "store": settings.store_path(base)})
     plan = plan_run(settings, specs, work, command=command, base=base)
     if args.plan is None:
         refuse_over_budget(plan)
         return False
     show_plan(console, plan, args.plan)
     return True
+
+
+def check_plan_file(path: Path, files: dict[str, Path | None]) -> None:
+    """Refuse a --plan file that is one of the command's `files` (named by what they
+    are), a folder, or an existing file that is not an earlier plan: a plan never
+    replaces a store, a result or an input."""
+    from eigenjury.records import is_kind
+
+    check_output(path, files, "--plan")
+    if path.exists() and not is_kind(path, "plan"):
+        raise InputError(
+            "this file exists and is not an earlier plan; give --plan a new file (a plan "
+            "is written only over a plan)",
+            path=path,
+        )
 
 
 def show_plan(console: Console, plan: PlanRecord, path: Path) -> None:
@@ -304,7 +319,11 @@ def add_backend_options(group: Any) -> None:
 def engine_settings(args: argparse.Namespace) -> EngineSettings:
     """The engine options of a command as settings (their ranges were checked by argparse)."""
     given = {k: v for k, v in vars(args).items() if k in EngineSettings.model_fields}
-    given["budget_usd_by_model"] = dict(given.get("budget_usd_by_model") or ())
+    budgets = given.get("budget_usd_by_model") or ()
+    given["budget_usd_by_model"] = dict(budgets)
+    if len(given["budget_usd_by_model"]) < len(budgets):
+        twice = next(s for s, _ in budgets if sum(t == s for t, _ in budgets) > 1)
+        raise InputError(f"{twice} has two budgets; give each model one", field="--budget-model")
     paths = {k: str(given[k]) for k in ("store", "prices") if given.get(k) is not None}
     try:
         return EngineSettings(**{**given, **paths})

@@ -19,6 +19,7 @@ from eigenjury.commands.options import (
     add_plan_options,
     bounded,
     check_output,
+    check_plan_file,
     folds,
     prior_scales,
     read_judgments,
@@ -523,7 +524,7 @@ def rank_command(args: argparse.Namespace, console: Console) -> int:
     from eigenjury.jobs import plan_rank, run_rank
 
     if args.plan is not None:
-        check_output(args.plan, {"config": args.config}, "--plan")
+        check_plan_file(args.plan, {"config": args.config})
         show_plan(console, plan_rank(args.config, out=args.out, seed=args.seed), args.plan)
         return 0
     run = run_rank(args.config, out=args.out, progress=args.progress, seed=args.seed, go=args.go)
@@ -603,7 +604,7 @@ def judge_command(args: argparse.Namespace, console: Console) -> int:
         "seed": args.seed,
     }
     if args.plan is not None:
-        check_output(args.plan, {f"answers {a}": a for a in args.answers}, "--plan")
+        check_plan_file(args.plan, {f"answers {a}": a for a in args.answers})
         plan = plan_judge(args.answers, args.judges, out=args.out, **options)
         show_plan(console, plan, args.plan)
         return 0
@@ -658,11 +659,12 @@ def declare_style_check(commands: Any) -> None:
         "--out", type=Path, help="folder for style-check.json (default: the run's folder)"
     )
     check.add_argument("--no-progress", dest="progress", action="store_false")
+    add_plan_options(check, go=False)
     check.set_defaults(handler=style_check_command)
 
 
 def style_check_command(args: argparse.Namespace, console: Console) -> int:
-    from eigenjury.engine.runner import run_engine
+    from eigenjury.engine.runner import budgets_of, plan_run, run_engine
     from eigenjury.exit_codes import EXIT_SOME_FAILED
     from eigenjury.peer.run import member_error
     from eigenjury.peer.style_check import CheckSettings, assemble, collect, prepare_check
@@ -678,9 +680,24 @@ def style_check_command(args: argparse.Namespace, console: Console) -> int:
     out = args.out if args.out is not None else args.run
     check_output_folder(out)
     judges = [m.spec for m in config.population if m.judges]
+    # the run's budgets for the models a style check calls: its judges
+    engine = config.engine.model_copy(
+        update={"budget_usd_by_model": budgets_of(config.engine.budget_usd_by_model, judges)}
+    )
+    if args.plan is not None:
+        check_plan_file(args.plan, {"output": out / "style-check.json"})
+        plan = plan_run(
+            engine,
+            judges,
+            lambda engine: collect(engine, check),
+            command="style-check",
+            base=check.run.path.parent,
+        )
+        show_plan(console, plan, args.plan)
+        return 0
     with LinesFile(out / "style-check-transcripts.jsonl") as transcripts:
         ran = run_engine(
-            config.engine,
+            engine,
             judges,
             lambda engine: collect(engine, check, transcripts),
             base=check.run.path.parent,
@@ -725,7 +742,7 @@ def demo_command(args: argparse.Namespace, console: Console) -> int:
     config = resources.files("eigenjury") / "data" / "configs" / "demo.yaml"
     with resources.as_file(config) as path:
         if args.plan is not None:
-            check_output(args.plan, {}, "--plan")
+            check_plan_file(args.plan, {})
             show_plan(console, plan_rank(path, out=args.out, seed=args.seed), args.plan)
             return 0
         run = run_rank(path, out=args.out, progress=args.progress, seed=args.seed)

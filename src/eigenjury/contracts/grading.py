@@ -252,11 +252,15 @@ async def grade(
     kept in its place: a caller that writes the replies away keeps a slim result, so a
     large grading does not hold every reply."""
     require_jury(source, jury)
-    with GraderSandbox(grader_timeout_s) as sandbox:
-        check_python_graders(source.contract, source.path, sandbox)
-        decided = [
-            decide_without_model(source.contract.task(s.task_id), s, sandbox) for s in submissions
-        ]
+    if engine.planner is not None:  # a plan grades nothing: no user code runs for it
+        decided = [_planned(source.contract.task(s.task_id)) for s in submissions]
+    else:
+        with GraderSandbox(grader_timeout_s) as sandbox:
+            check_python_graders(source.contract, source.path, sandbox)
+            decided = [
+                decide_without_model(source.contract.task(s.task_id), s, sandbox)
+                for s in submissions
+            ]
     grading = _Grading(source, submissions, decided, escalate_to, escalate_margin, graded)
     polls = grading.polls(jury)
     if polls:
@@ -326,6 +330,15 @@ class _Grading:
 
     def done(self) -> list[TaskResult]:
         return [self.results[i] for i in range(len(self.submissions))]
+
+
+def _planned(task: Task) -> dict[str, CriterionResult]:
+    """A plan's stand-in for the criteria graded without a model (never run by it)."""
+    return {
+        c.id: CriterionResult(c, False, explanation="not graded: a plan")
+        for c in task.evaluation.criteria
+        if c.grader != "llm_judge"
+    }
 
 
 def decide_without_model(

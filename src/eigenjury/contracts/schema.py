@@ -48,7 +48,8 @@ DEFAULT_PASS_THRESHOLD = 100.0  # one default everywhere (the reference tool mix
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?")
+# a mantissa always (an exponent alone, as in "e92", is no number: "92" is read)
+_NUMBER = re.compile(r"[-+−]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def parse_number(text: str) -> float | None:

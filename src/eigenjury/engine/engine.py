@@ -115,9 +115,10 @@ class CallResult:
 
 @dataclass(frozen=True)
 class Budget:
-    """Caps for one run. A call is sent only if its estimated cost and tokens still fit
-    beside everything spent and in flight, so the caps are not overshot; calls that
-    do not fit are returned as `budget` errors and not stored (a later run can make them).
+    """Caps for one engine: a command's run, every stream of it. A call is sent only if
+    its estimated cost and tokens still fit beside everything spent and in flight, so
+    the caps are not overshot; calls that do not fit are returned as `budget` errors and
+    not stored (a later run can make them).
     `by_model`: a cost cap per model (its spec, `spec_json`), beside the run's: a model
     that reaches its own stops alone, the others go on."""
 
@@ -231,6 +232,9 @@ class Engine:
         self.limits = limits or EndpointLimits()
         self.retry = retry or RetryPolicy()
         self.budget = budget or Budget()
+        # what every run of this engine spent: a command's stages (evaluees, then judges)
+        # share its budget, they do not each get it anew
+        self.spent = _BudgetTracker(self.budget)
         self.prices = prices or PriceTable()
         self.retry_errors = retry_errors
         self.progress = progress
@@ -453,7 +457,7 @@ class _Run:
         self.ordered = ordered
         self.slots = asyncio.Semaphore(engine.window)
         self.progress = RunProgress(total, enabled=engine.progress)
-        self.budget = _BudgetTracker(engine.budget)
+        self.budget = engine.spent
         self.writer = _Writer(engine, self.progress, self._committed)
         engine.accounting = Accounting()
         self.read = 0  # calls read so far; each one's index in the stream

@@ -17,7 +17,9 @@ The estimates, per model (documented for users in docs/cost.md):
 - output tokens: per model and max_tokens, the mean of its stored calls with that cap
   where it has at least HISTORY, the range two standard errors of the total and 10%
   either side; else the cap itself (max_tokens, else DEFAULT_OUTPUT_TOKENS), the range
-  a quarter of it to all of it.
+  a quarter of it to all of it. A call without max_tokens has no upper bound: the plan
+  counts them (`uncapped`). An in-process model scoring `choices` replies with one of
+  them: the longest, at four characters a token.
 - dollars: the price table on the low, planned and high tokens; unknown without a price.
 - time: each stream of calls (a stage: evaluees, then judges) lasts as long as its
   slowest endpoint, calls x mean latency / concurrency, or what its rpm and tpm allow
@@ -39,7 +41,9 @@ from eigenjury.models.types import ChatRequest, Completion, Usage
 DEFAULT_OUTPUT_TOKENS = 256  # a request without max_tokens: what the budget assumes too
 CHARS_PER_TOKEN = 4.0  # the proxy without history: about four characters a token (English)
 HISTORY = 20  # stored calls of a model (and cap) before its own figures are used
-ASSUMED_LATENCY_S = 5.0  # seconds a call of a model with no stored calls is assumed to take
+# seconds a call of a model with no stored calls is assumed to take: a served model's
+# (a hosted API's reply of a few hundred tokens), an in-process small model's, a script's
+ASSUMED_LATENCY_S = {"served": 5.0, "local": 1.0, "scripted": 0.0}
 FILLER = "plan "  # placeholder reply text: reads as no verdict and no grade
 # Roles whose calls depend on the replies: made only when a reply cannot be read or a
 # first jury is unsure. The plan counts them apart, as the most the run can make.
@@ -132,7 +136,11 @@ class _Tally:
     calls: int = 0
     stored: int = 0
     request_chars: int = 0  # of the calls to send
-    by_cap: dict[int | None, int] = field(default_factory=dict)  # calls to send per max_tokens
+    # calls to send per max_tokens; an in-process model's with choices apart (it scores
+    # the choices, so its reply is one of them)
+    by_cap: dict[int | None, int] = field(default_factory=dict)
+    choices: int = 0
+    choice_tokens: float = 0.0
 
     @property
     def to_send(self) -> int:
@@ -212,8 +220,11 @@ class Planner:
         tally = self._tally(spec, role)
         tally.calls += 1
         tally.request_chars += chars
-        cap = request.max_tokens
-        tally.by_cap[cap] = tally.by_cap.get(cap, 0) + 1
+        if request.choices and not spec.served:  # option scoring: the reply is a choice
+            tally.choices += 1
+            tally.choice_tokens += _choice_tokens(request.choices)
+        else:
+            tally.by_cap[request.max_tokens] = tally.by_cap.get(request.max_tokens, 0) + 1
         completion = self.placeholder(spec, request, chars, key)
         if (role or "-") not in ALLOWANCE_ROLES:
             if not self.stages:
@@ -232,7 +243,8 @@ class Planner:
         their comparisons one call)."""
         history = self._history(spec)
         rate = history.tokens_per_char or 1 / CHARS_PER_TOKEN
-        output = _output_tokens(history, request.max_tokens, 1).point
+        choices = None if spec.served else request.choices
+        output = _output_tokens(history, request.max_tokens, 1, choices).point
         usage = Usage(round(chars * rate), round(output))
         price = self.prices.lookup(spec)
         return Completion(
@@ -252,9 +264,7 @@ class Planner:
         for (spec, role), tally in ordered:
             history = self._history(spec)
             inputs = _input_tokens(history, tally.request_chars)
-            outputs = sum(
-                (_output_tokens(history, cap, n) for cap, n in tally.by_cap.items()), ZERO
-            )
+            outputs = _outputs(history, tally)
             rows.append(
                 {
                     "model": str(spec),
@@ -267,6 +277,7 @@ class Planner:
                     "output_tokens": _dump(outputs),
                     "cost_usd": self._cost(spec, inputs, outputs),
                     "from_history": history.calls >= HISTORY,
+                    "uncapped": tally.by_cap.get(None, 0),
                 }
             )
         return {
@@ -276,19 +287,34 @@ class Planner:
             "time_s": _dump(self._time()),
         }
 
+    def model_costs(self) -> dict[ModelSpec, Spread | None]:
+        """Each model's dollars for its certain calls to send (None: no known price)."""
+        costs: dict[ModelSpec, Spread | None] = {}
+        for (spec, role), tally in self.tallies.items():
+            if role in ALLOWANCE_ROLES:
+                continue
+            history = self._history(spec)
+            outputs = _outputs(history, tally)
+            cost = self._spread_cost(spec, _input_tokens(history, tally.request_chars), outputs)
+            before = costs.get(spec, ZERO)
+            costs[spec] = None if cost is None or before is None else before + cost
+        return costs
+
     def _cost(self, spec: ModelSpec, inputs: Spread, outputs: Spread) -> dict[str, float] | None:
+        cost = self._spread_cost(spec, inputs, outputs)
+        return None if cost is None else _dump(cost)
+
+    def _spread_cost(self, spec: ModelSpec, inputs: Spread, outputs: Spread) -> Spread | None:
         price = self.prices.lookup(spec)
         if price is None:
             return None
-        return _dump(
-            Spread(
-                *(
-                    price.cost(Usage(round(i), round(o)))
-                    for i, o in zip(
-                        (inputs.low, inputs.point, inputs.high),
-                        (outputs.low, outputs.point, outputs.high),
-                        strict=True,
-                    )
+        return Spread(
+            *(
+                price.cost(Usage(round(i), round(o)))
+                for i, o in zip(
+                    (inputs.low, inputs.point, inputs.high),
+                    (outputs.low, outputs.point, outputs.high),
+                    strict=True,
                 )
             )
         )
@@ -341,8 +367,9 @@ class Planner:
         work = slow = 0.0
         for spec, count, _ in calls:
             latency = self._history(spec).latency
-            work += count * (latency if latency is not None else ASSUMED_LATENCY_S)
-            slow += count * max(latency or 0.0, ASSUMED_LATENCY_S)
+            assumed = ASSUMED_LATENCY_S.get(spec.provider, ASSUMED_LATENCY_S["served"])
+            work += count * (latency if latency is not None else assumed)
+            slow += count * max(latency or 0.0, assumed)
         concurrency = limits.concurrency
         return max(floor, work / concurrency), max(floor, slow / concurrency)
 
@@ -355,8 +382,25 @@ def _input_tokens(history: ModelHistory, chars: int) -> Spread:
     return Spread(chars * rate, chars * rate, chars * rate).scaled(0.9, 1.1)
 
 
-def _output_tokens(history: ModelHistory, cap: int | None, n: int) -> Spread:
-    """The output tokens of `n` calls at max_tokens `cap` (see the module's note)."""
+def _choice_tokens(choices: tuple[str, ...]) -> float:
+    return max(1.0, max(len(c) for c in choices) / CHARS_PER_TOKEN)
+
+
+def _outputs(history: ModelHistory, tally: _Tally) -> Spread:
+    """The output tokens of a tally's calls to send: option scoring at the longest
+    choice, the rest by their caps."""
+    capped = sum((_output_tokens(history, cap, n) for cap, n in tally.by_cap.items()), ZERO)
+    return capped + Spread(tally.choice_tokens, tally.choice_tokens, tally.choice_tokens)
+
+
+def _output_tokens(
+    history: ModelHistory, cap: int | None, n: int, choices: tuple[str, ...] | None = None
+) -> Spread:
+    """The output tokens of `n` calls at max_tokens `cap` (see the module's note); a call
+    scored over `choices` (an in-process model's) replies with one of them."""
+    if choices:
+        each = _choice_tokens(choices)
+        return Spread(n * each, n * each, n * each)
     limit = cap if cap is not None else DEFAULT_OUTPUT_TOKENS
     seen = history.output(cap)
     if seen is None:
@@ -369,10 +413,15 @@ def _output_tokens(history: ModelHistory, cap: int | None, n: int) -> Spread:
     return Spread(max(0.0, (point - error) * 0.9), point, max(high, point))
 
 
+_LETTERS = str.maketrans("0123456789abcdef", "ghijklmnopqrstuv")
+
+
 def _placeholder(key: str, chars: float) -> str:
-    n = max(len(key) + 1, round(chars))
-    text = key[:16] + " " + FILLER * (n // len(FILLER) + 1)
-    return text[:n].rstrip()
+    """Filler of about `chars` characters that begins with the call's key, spelt in
+    letters: a placeholder holds no number, so no grader reads one in it."""
+    head = key[:16].translate(_LETTERS)
+    n = max(len(head) + 1, round(chars))
+    return (head + " " + FILLER * (n // len(FILLER) + 1))[:n].rstrip()
 
 
 def _dump(spread: Spread) -> dict[str, float]:

@@ -25,7 +25,7 @@ from eigenjury.engine.limits import EndpointLimits, RetryPolicy
 from eigenjury.engine.plan import Planner, history_of
 from eigenjury.engine.settings import EngineSettings
 from eigenjury.engine.store import Store, adopt_directory_store, spec_json
-from eigenjury.errors import InputError, Interrupted, located
+from eigenjury.errors import InputError, Interrupted
 from eigenjury.models.prices import PriceTable
 from eigenjury.models.spec import ModelSpec
 from eigenjury.records import AccountingRecord, PlanRecord, now
@@ -70,13 +70,32 @@ def check_engine_specs(
     return prices, budget
 
 
+def _budget_key(text: str) -> str:
+    """The spec JSON a model budget's name stands for, or an InputError saying budgets
+    name models by their spec, not members or jurors by their names."""
+    try:
+        return spec_json(ModelSpec.parse(text))
+    except InputError:
+        raise InputError(
+            f"a model budget names the model by its spec (provider:model, with its endpoint "
+            f"where it has one), as the run gives it; '{text}' is not one",
+            field="budget_usd_by_model",
+        ) from None
+
+
+def budgets_of(budgets: dict[str, float], specs: Sequence[ModelSpec]) -> dict[str, float]:
+    """The model budgets of the models in `specs` (a command that calls some of a run's
+    models: a style check calls only its judges)."""
+    known = {spec_json(spec) for spec in specs}
+    return {text: usd for text, usd in budgets.items() if _budget_key(text) in known}
+
+
 def run_budget(settings: EngineSettings, specs: Sequence[ModelSpec]) -> Budget:
     """The budget of `settings`; a model budget must name a model of the run (`specs`)."""
     by_model: dict[str, float] = {}
     known = {spec_json(spec): spec for spec in specs}
     for text, usd in settings.budget_usd_by_model.items():
-        with located(field=f"budget_usd_by_model[{text}]"):
-            key = spec_json(ModelSpec.parse(text))
+        key = _budget_key(text)
         if key not in known:
             models = ", ".join(dict.fromkeys(str(spec) for spec in specs))
             raise InputError(
@@ -170,7 +189,7 @@ def plan_run(
     plan = PlanRecord.model_validate(
         {"command": command, "created": now(), "budgets": [], **planned}
     )
-    plan.budgets = over_budget(plan, settings, budget, specs)
+    plan.budgets = over_budget(plan, settings, budget, planner)
     return plan
 
 
@@ -187,9 +206,10 @@ def refuse_over_budget(plan: PlanRecord, *, path: Path | None = None) -> None:
 
 
 def over_budget(
-    plan: PlanRecord, settings: EngineSettings, budget: Budget, specs: Sequence[ModelSpec]
+    plan: PlanRecord, settings: EngineSettings, budget: Budget, planner: Planner
 ) -> list[str]:
-    """A sentence for each budget the plan's estimate exceeds."""
+    """A sentence for each budget the plan's estimate exceeds, or that cannot hold (a
+    cost cap on a model with no known price)."""
     over = []
     cost, tokens_in, tokens_out = (
         plan.total.cost_usd,
@@ -198,9 +218,9 @@ def over_budget(
     )
     if settings.budget_usd is not None and cost is not None and cost.planned > settings.budget_usd:
         over.append(
-            f"the run would cost ${cost.planned:.2f} (${cost.low:.2f} to ${cost.high:.2f}) "
-            f"against its budget of ${settings.budget_usd:.2f} (--budget-usd; budget_usd in a "
-            f"config): ${cost.planned - settings.budget_usd:.2f} over"
+            f"the run would cost {usd(cost.planned)} ({usd(cost.low)} to {usd(cost.high)}) "
+            f"against its budget of {usd(settings.budget_usd)} (--budget-usd; budget_usd in "
+            f"a config): {usd(cost.planned - settings.budget_usd)} over"
         )
     if settings.budget_tokens is not None and tokens_in is not None and tokens_out is not None:
         used = tokens_in.planned + tokens_out.planned
@@ -210,19 +230,25 @@ def over_budget(
                 f"{settings.budget_tokens:,} (--budget-tokens; budget_tokens in a config): "
                 f"{used - settings.budget_tokens:,.0f} over"
             )
-    by_spec = {spec_json(spec): spec for spec in specs}
-    for model in plan.models:
-        key = spec_json(ModelSpec.parse(model.model))
-        cap = budget.by_model.get(key)
-        if cap is None or model.cost_usd is None or model.cost_usd.planned <= cap:
-            continue
-        c = model.cost_usd
-        over.append(
-            f"{by_spec.get(key, model.model)} would cost ${c.planned:.2f} (${c.low:.2f} to "
-            f"${c.high:.2f}) against its budget of ${cap:.2f} (--budget-model; "
-            f"budget_usd_by_model in a config): ${c.planned - cap:.2f} over"
-        )
+    for spec, spread in planner.model_costs().items():
+        cap = budget.by_model.get(spec_json(spec))
+        if spread is None and (cap is not None or settings.budget_usd is not None):
+            over.append(
+                f"no price is known for {spec}, so a cost cap cannot hold: give its price "
+                "(--prices FILE) or cap tokens instead"
+            )
+        elif cap is not None and spread is not None and spread.point > cap:
+            over.append(
+                f"{spec} would cost {usd(spread.point)} ({usd(spread.low)} to "
+                f"{usd(spread.high)}) against its budget of {usd(cap)} (--budget-model; "
+                f"budget_usd_by_model in a config): {usd(spread.point - cap)} over"
+            )
     return over
+
+
+def usd(value: float) -> str:
+    """Dollars to the cent, or to four digits where that would show nothing."""
+    return f"${value:.2f}" if abs(value) >= 0.1 or value == 0 else f"${value:.4g}"
 
 
 def run_engine(

@@ -118,7 +118,9 @@ def print_plan(console: Console, plan: PlanRecord) -> None:
     estimate rests on."""
     table = Table(title="Plan: calls and cost (nothing called)", title_justify="left")
     for name in PLAN_COLUMNS:
-        table.add_column(name, justify="left" if name in ("model", "role") else "right")
+        # the role is never cut short (a narrow terminal folds it): it says what calls are
+        fold: dict[str, Any] = {"overflow": "fold", "min_width": 10} if name == "role" else {}
+        table.add_column(name, justify="left" if name in ("model", "role") else "right", **fold)
     for row in plan.by_model_and_role:
         role = f"{row.role} (at most)" if row.allowance else row.role
         table.add_row(
@@ -156,6 +158,13 @@ def print_plan(console: Console, plan: PlanRecord) -> None:
             + ("" if most is None else f"; with every one, at most ${most:.4f} in all"),
             highlight=False,
         )
+    uncapped = sum(row.uncapped for row in plan.by_model_and_role)
+    if uncapped:
+        console.print(
+            f"[yellow]note:[/] {uncapped} calls set no max_tokens: their replies have no upper "
+            "bound, so neither has the cost (set max_tokens for a firm one)",
+            highlight=False,
+        )
     time = plan.time_s
     console.print(
         f"time under the configured limits: about {_duration(time.planned)}"
@@ -184,7 +193,7 @@ PLAN_COLUMNS = (
     "model",
     "role",
     "calls",
-    "stored",
+    "stored/repeat",
     "to send",
     "tokens in",
     "tokens out",
