@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import types
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from eigenjury.engine import Call, EndpointLimits, Engine, RetryPolicy, Store
+from eigenjury.engine import limits as limits_module
 from eigenjury.engine.engine import endpoint_key
 from eigenjury.engine.limits import STATED_SHARE, EndpointLimiter
 from eigenjury.models import ChatRequest, ModelSpec
@@ -125,3 +128,41 @@ def test_the_concurrency_a_throttling_server_bears_is_kept_for_the_next_run(
     text = console.export_text()
     assert f"concurrency 64 -> {one.ended_at} (kept for the next run)" in text
     assert f"{one.rate_limited} answers were 429s" in text
+
+
+def test_a_throttling_server_is_paced_and_a_stray_429_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """429s that are a share of the last second's answers pace the requests at 0.9 of
+    those the server accepted, and from then on the pace (not the calls in flight)
+    answers them; it rises by a sixty-fourth a second. One 429 among many answers, or
+    429s with nothing accepted (a closed quota), set no pace."""
+    clock = [100.0]
+    monkeypatch.setattr(limits_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+
+    async def go() -> None:
+        limiter = EndpointLimiter(EndpointLimits(concurrency=32))
+        for _ in range(80):
+            limiter.on_success()
+        limiter.on_rate_limit()  # one among 81: a stray refusal
+        assert limiter.pace is None and limiter.limit == 24  # the calls in flight are cut
+        for _ in range(9):
+            limiter.on_rate_limit()  # ten of ninety: throttled
+        assert limiter.pace == pytest.approx(0.9 * 80)
+        assert limiter._requests is not None and limiter._requests.rate == pytest.approx(72)
+        clock[0] += 1.5
+        limiter.on_rate_limit()
+        limiter.on_rate_limit()
+        assert limiter.limit == 24  # paced: the calls in flight stay
+        paces = []
+        for _ in range(3):
+            clock[0] += 1.0
+            limiter.on_success()
+            paces.append(limiter.pace)
+        assert paces == pytest.approx([73.125, 74.2676, 75.4280], abs=1e-3)
+        closed = EndpointLimiter(EndpointLimits(concurrency=8))
+        for _ in range(20):
+            closed.on_rate_limit()
+        assert closed.pace is None and closed.limit == 6
+
+    asyncio.run(go())

@@ -31,6 +31,8 @@ from eigenjury.models.providers.http import HttpProvider, new_session
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Provider, unusable_scores
 
+OVERLOADED = (503, 529)  # statuses of a server too busy to answer now
+
 
 @dataclass
 class WorkItem:
@@ -161,7 +163,8 @@ class Caller:
                 limiter.on_connection_failure(error.message)
             elif not isinstance(error, CallTimeoutError):
                 limiter.on_reply()  # whatever the answer was, the server gave one
-            if isinstance(error, RateLimitError):
+            # a 503 is an overloaded server's 429 (Anthropic's 529 too): both say "slower"
+            if isinstance(error, RateLimitError) or error.status in OVERLOADED:
                 _heed(provider, limiter)
                 limiter.on_rate_limit()
             await limiter.release()

@@ -205,7 +205,9 @@ class EndpointLimiter:
         """Raise the limit on the server's timescale: at most once a second (and a
         second after a cut), by a sixteenth (at least one), up to the configured
         concurrency. Raising it by one a round trip, as TCP does, overshoots a server
-        that counts requests per second far before its next 429 (BENCHMARKS 25)."""
+        that counts requests per second far before its next 429 (BENCHMARKS 25). A
+        pace rises by a sixty-fourth a second (at least one request a second): near
+        the server's rate, slowly, so its 429s stay few."""
         if not self.limits.adaptive:
             return
         now = time.monotonic()
@@ -216,7 +218,7 @@ class EndpointLimiter:
             and now - self._pace_changed >= 1.0
         ):
             self._pace_changed = now
-            self.pace += max(1.0, self.pace / 16)
+            self.pace += max(1.0, self.pace / 64)
             self._pace_requests()
         if self.limit < self.limits.concurrency and now - self._changed >= 1.0:
             self._changed = now
@@ -298,20 +300,24 @@ class EndpointLimiter:
 
     def on_rate_limit(self) -> None:
         """Cut the limit by a quarter, at most once a second (a burst of 429s is one
-        signal: the calls in flight when the server began refusing)."""
+        signal: the calls in flight when the server began refusing); where the 429s
+        are a share of the last second's answers, pace the requests at PACE_SHARE of
+        those it accepted, from then on in place of cutting the calls in flight."""
         self.rate_limited += 1
         if not self.limits.adaptive:
             return
         now = time.monotonic()
         answers, refused = self._answered(now, True)
-        if now - self._cut >= 1.0:
+        # once paced, the pace answers a throttling server: cutting the calls in flight
+        # too would take it well below what the server allows
+        if self.pace is None and now - self._cut >= 1.0:
             self._cut = self._changed = now
             self.limit = max(1, self.limit * 3 // 4)
         # "too fast": refusals are a share of the last second's answers, not a stray
         # one (a server that refuses at random is not slowed down by it)
         throttled = refused >= max(2, THROTTLED_SHARE * answers)
-        if throttled and now - self._pace_cut >= 1.0:
-            accepted = answers - refused
+        accepted = answers - refused  # none: a closed quota, for Retry-After to wait out
+        if throttled and accepted and now - self._pace_cut >= 1.0:
             pace = max(MIN_PACE, PACE_SHARE * accepted)
             if self.pace is None or pace < self.pace:
                 self._pace_cut = self._pace_changed = now

@@ -7,7 +7,10 @@ judge reading an evaluee's reply) are counted and sized as in the run. The place
 is filler text that reads as no verdict (with even label scores where the request asks
 for them), so calls made only when a reply cannot be read (repairs) or when a first
 jury is unsure (a cascade's escalation) are each made once, and counted apart: the most
-the run can make (ALLOWANCE_ROLES).
+the run can make (ALLOWANCE_ROLES). Method code knows a plan in three places only,
+where a placeholder cannot stand for a reply: an adaptive design's rounds are sized
+without verdicts (peer.run._adaptive), a paraphrase is taken as accepted
+(bounds.measure._paraphrased), and no python grader runs (contracts.grading.grade).
 
 The estimates, per model (documented for users in docs/cost.md):
 - input tokens: the request's characters (its canonical JSON, as the store keys it)
@@ -52,6 +55,8 @@ ALLOWANCE_ROLES = frozenset({"repair", "juror-retry", "escalation"})
 
 @dataclass(frozen=True)
 class Spread:
+    """A planned figure with its low and high ends."""
+
     low: float
     point: float
     high: float
@@ -139,7 +144,6 @@ class _Tally:
     # calls to send per max_tokens; an in-process model's with choices apart (it scores
     # the choices, so its reply is one of them)
     by_cap: dict[int | None, int] = field(default_factory=dict)
-    choices: int = 0
     choice_tokens: float = 0.0
 
     @property
@@ -221,7 +225,6 @@ class Planner:
         tally.calls += 1
         tally.request_chars += chars
         if request.choices and not spec.served:  # option scoring: the reply is a choice
-            tally.choices += 1
             tally.choice_tokens += _choice_tokens(request.choices)
         else:
             tally.by_cap[request.max_tokens] = tally.by_cap.get(request.max_tokens, 0) + 1
