@@ -134,14 +134,22 @@ def test_a_throttling_server_is_paced_and_a_stray_429_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """429s that are a share of the last second's answers pace the requests at 0.9 of
-    those the server accepted, and from then on the pace (not the calls in flight)
-    answers them; it rises by a sixty-fourth a second. One 429 among many answers, or
-    429s with nothing accepted (a closed quota), set no pace."""
+    those the server accepted (read off a whole second: the first burst sets none), and
+    from then on the pace (not the calls in flight) answers them; it rises by a
+    sixty-fourth a second. One 429 among many answers, or 429s with nothing accepted (a
+    closed quota), set no pace. Refusals that stay as many once paced do not follow the
+    rate: pacing stops for the run."""
     clock = [100.0]
     monkeypatch.setattr(limits_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
 
     async def go() -> None:
         limiter = EndpointLimiter(EndpointLimits(concurrency=32))
+        limiter.on_success()
+        for _ in range(3):
+            limiter.on_rate_limit()  # the first burst: no pace from it
+        assert limiter.pace is None and limiter.limit == 24
+        clock[0] += 1.0
+        limiter.limit = 32
         for _ in range(80):
             limiter.on_success()
         limiter.on_rate_limit()  # one among 81: a stray refusal
@@ -164,5 +172,17 @@ def test_a_throttling_server_is_paced_and_a_stray_429_is_not(
         for _ in range(20):
             closed.on_rate_limit()
         assert closed.pace is None and closed.limit == 6
+        # refusing at random, a third of the answers: paced, then found not to follow
+        randomly = EndpointLimiter(EndpointLimits(concurrency=16))
+        paced = []
+        for k in range(4 * 60):  # 60 answers a second, spread over it, for 4 s
+            clock[0] += 1 / 60
+            if k % 3:
+                randomly.on_success()
+            else:
+                randomly.on_rate_limit()
+            paced.append(randomly.pace)
+        assert any(p is not None for p in paced)  # paced after its first whole second
+        assert randomly.pace is None and not randomly.pacing and randomly._requests is None
 
     asyncio.run(go())

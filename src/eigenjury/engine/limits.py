@@ -28,6 +28,7 @@ STATED_SHARE = 0.95
 PACE_SHARE = 0.9
 THROTTLED_SHARE = 0.1
 MIN_PACE = 1 / 60  # requests a second: the pace never falls below one a minute
+JUDGED_AFTER = 10  # answers in a second, after a pace was set, to judge whether it helps
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,10 @@ class EndpointLimiter:
         self._cut = -math.inf  # when the limit was last cut, and last changed
         self._changed = -math.inf
         self._pace_cut = self._pace_changed = -math.inf
+        self.pacing = limits.adaptive  # off once the refusals are found not to follow the rate
+        self._judged_share: float | None = None  # the refusals' share when the pace was cut
+        self._judge_from = -math.inf
+        self._since: float | None = None  # the first answer
         self._pace_requests()
         self.rate_limited = 0
         self.connection_failures = 0
@@ -281,6 +286,7 @@ class EndpointLimiter:
             if rate is not None
         ]
         if not rates:
+            self._requests = None
             return
         per_minute = min(rates)
         if self._requests is None:
@@ -292,11 +298,26 @@ class EndpointLimiter:
             self._requests.set_rate(per_minute)
 
     def _answered(self, now: float, refused: bool) -> tuple[int, int]:
-        """Note an answer; the answers and the refusals of the last second."""
+        """Note an answer; the answers and the refusals of the last second. Two seconds
+        after a pace was set, judge it: where the refusals stay (at half their share or
+        more), they do not follow the rate (a server refusing at random, or for other
+        reasons), so pacing stops for the run and the calls in flight answer them."""
+        if self._since is None:
+            self._since = now
         self._answers.append((now, refused))
         while self._answers and self._answers[0][0] <= now - 1.0:
             self._answers.popleft()
-        return len(self._answers), sum(r for _, r in self._answers)
+        answers, refusals = len(self._answers), sum(r for _, r in self._answers)
+        # the second after a cut still holds what the server counted before it
+        judging = self._judged_share is not None and now - self._judge_from >= 2.0
+        if judging and answers >= JUDGED_AFTER:
+            assert self._judged_share is not None
+            if refusals >= max(2, 0.5 * self._judged_share * answers):
+                self.pacing = False
+                self.pace = None
+                self._pace_requests()
+            self._judged_share = None
+        return answers, refusals
 
     def on_rate_limit(self) -> None:
         """Cut the limit by a quarter, at most once a second (a burst of 429s is one
@@ -317,9 +338,13 @@ class EndpointLimiter:
         # one (a server that refuses at random is not slowed down by it)
         throttled = refused >= max(2, THROTTLED_SHARE * answers)
         accepted = answers - refused  # none: a closed quota, for Retry-After to wait out
-        if throttled and accepted and now - self._pace_cut >= 1.0:
+        # a pace is read off a whole second of answers (the first burst is no rate)
+        whole = self._since is not None and now - self._since >= 1.0
+        if throttled and accepted and whole and self.pacing and now - self._pace_cut >= 1.0:
             pace = max(MIN_PACE, PACE_SHARE * accepted)
             if self.pace is None or pace < self.pace:
                 self._pace_cut = self._pace_changed = now
+                if self._judged_share is None:  # judged from the first cut of a run of them
+                    self._judged_share, self._judge_from = refused / answers, now
                 self.pace = pace
                 self._pace_requests()
