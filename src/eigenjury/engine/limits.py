@@ -135,6 +135,7 @@ class EndpointLimiter:
         self._requests: TokenBucket | None = None
         self._tokens = TokenBucket(limits.tpm) if limits.tpm else None
         self._answers: collections.deque[tuple[float, bool]] = collections.deque()  # last second
+        self._refusals = 0  # of them
         self._cut = -math.inf  # when the limit was last cut, and last changed
         self._changed = -math.inf
         self._pace_cut = self._pace_changed = -math.inf
@@ -142,7 +143,7 @@ class EndpointLimiter:
         self._judged_share: float | None = None  # the refusals' share when the pace was cut
         self._judge_from = -math.inf
         self._since: float | None = None  # the first answer
-        self._pace_requests()
+        self._pace_requests(starting=True)
         self.rate_limited = 0
         self.connection_failures = 0
         self.dead: str | None = None
@@ -273,9 +274,11 @@ class EndpointLimiter:
             else:
                 self._tokens.set_rate(tpm * STATED_SHARE)
 
-    def _pace_requests(self) -> None:
+    def _pace_requests(self, *, starting: bool = False) -> None:
         """The request bucket at the lowest of the configured rate, the server's stated
-        one and the pace found; none while all three are open."""
+        one and the pace found; none while all three are open. A bucket made mid-run
+        starts owing the calls in flight (they were sent within this second); one made
+        at the start, full."""
         rates = [
             rate
             for rate in (
@@ -291,9 +294,9 @@ class EndpointLimiter:
         per_minute = min(rates)
         if self._requests is None:
             self._requests = TokenBucket(per_minute)
-            # the calls in flight were sent within this second
-            self._requests.level = min(self._requests.level, -float(self.active))
-            self._requests.level = max(self._requests.level, -self._requests.capacity)
+            if not starting:
+                bucket = self._requests
+                bucket.level = max(-float(self.active), -bucket.capacity)
         elif self._requests.rate * 60.0 != per_minute:
             self._requests.set_rate(per_minute)
 
@@ -305,9 +308,10 @@ class EndpointLimiter:
         if self._since is None:
             self._since = now
         self._answers.append((now, refused))
+        self._refusals += refused
         while self._answers and self._answers[0][0] <= now - 1.0:
-            self._answers.popleft()
-        answers, refusals = len(self._answers), sum(r for _, r in self._answers)
+            self._refusals -= self._answers.popleft()[1]
+        answers, refusals = len(self._answers), self._refusals
         # the second after a cut still holds what the server counted before it
         judging = self._judged_share is not None and now - self._judge_from >= 2.0
         if judging and answers >= JUDGED_AFTER:
