@@ -32,7 +32,8 @@ def test_stated_limits_are_read_from_openai_and_anthropic_headers() -> None:
     ) == {"rpm": 500.0, "tpm": 200000.0}
     anthropic = {
         "anthropic-ratelimit-requests-limit": "50",
-        "anthropic-ratelimit-input-tokens-limit": "4e4",
+        "anthropic-ratelimit-tokens-limit": "4e4",
+        "anthropic-ratelimit-output-tokens-limit": "8000",  # apart: not the combined limit
     }
     assert stated_limits(anthropic) == {"rpm": 50.0, "tpm": 40000.0}
     # junk, zero, negative and infinite values are not limits
@@ -41,20 +42,32 @@ def test_stated_limits_are_read_from_openai_and_anthropic_headers() -> None:
 
 
 def test_a_stated_rate_becomes_the_ceiling_unless_a_lower_one_is_configured() -> None:
+    """The lowest of the configured and the stated rate holds, and follows the server's
+    statement both ways; models of one endpoint stating their own limits (OpenAI's are
+    per model) add up, rather than the ceiling flapping between them."""
+
     async def go() -> tuple[Any, ...]:
         free = EndpointLimiter(EndpointLimits(concurrency=8))
-        free.heed({"rpm": 600.0})
+        free.heed("m", {"rpm": 600.0})
         lower = EndpointLimiter(EndpointLimits(concurrency=8, rpm=100))
-        lower.heed({"rpm": 600.0})
-        higher = EndpointLimiter(EndpointLimits(concurrency=8, rpm=6000))
-        higher.heed({"rpm": 600.0, "tpm": 60000.0})
-        return free, lower, higher
+        lower.heed("m", {"rpm": 600.0})
+        tokens = EndpointLimiter(EndpointLimits(concurrency=8, tpm=100_000))
+        tokens.heed("m", {"tpm": 50_000.0})
+        halved = tokens._tokens.rate if tokens._tokens else None
+        tokens.heed("m", {"tpm": 1e6})  # the server allows more again: back to the config
+        shared = EndpointLimiter(EndpointLimits(concurrency=8))
+        for _ in range(3):
+            shared.heed("big", {"rpm": 30_000.0})
+            shared.heed("small", {"rpm": 500.0})
+        return free, lower, halved, tokens, shared
 
-    free, lower, higher = asyncio.run(go())
+    free, lower, halved, tokens, shared = asyncio.run(go())
     assert free._requests is not None and free._requests.rate == 600 * STATED_SHARE / 60
     assert lower._requests is not None and lower._requests.rate == 100 / 60
-    assert higher._requests is not None and higher._requests.rate == 600 * STATED_SHARE / 60
-    assert higher._tokens is not None and higher._tokens.rate == 60000 * STATED_SHARE / 60
+    assert halved == 50_000 * STATED_SHARE / 60
+    assert tokens._tokens is not None and tokens._tokens.rate == 100_000 / 60
+    assert shared._requests is not None
+    assert shared._requests.rate == pytest.approx(30_500 * STATED_SHARE / 60)
 
 
 def run_calls(base: str, store: Path, n: int, concurrency: int, prefix: str) -> dict[str, Any]:
@@ -146,17 +159,17 @@ def test_a_throttling_server_is_paced_and_a_stray_429_is_not(
         limiter = EndpointLimiter(EndpointLimits(concurrency=32))
         limiter.on_success()
         for _ in range(3):
-            limiter.on_rate_limit()  # the first burst: no pace from it
+            limiter.on_rate_limit()  # the first burst: the calls in flight cut, no pace
         assert limiter.pace is None and limiter.limit == 24
         clock[0] += 1.0
         limiter.limit = 32
         for _ in range(80):
             limiter.on_success()
-        limiter.on_rate_limit()  # one among 81: a stray refusal
-        assert limiter.pace is None and limiter.limit == 24  # the calls in flight are cut
+        limiter.on_rate_limit()  # one among 81: a stray refusal slows nothing
+        assert limiter.pace is None and limiter.limit == 32
         for _ in range(9):
             limiter.on_rate_limit()  # ten of ninety: throttled
-        assert limiter.pace == pytest.approx(0.9 * 80)
+        assert limiter.pace == pytest.approx(0.9 * 80) and limiter.limit == 24
         assert limiter._requests is not None and limiter._requests.rate == pytest.approx(72)
         clock[0] += 1.5
         limiter.on_rate_limit()
@@ -167,7 +180,17 @@ def test_a_throttling_server_is_paced_and_a_stray_429_is_not(
             clock[0] += 1.0
             limiter.on_success()
             paces.append(limiter.pace)
-        assert paces == pytest.approx([73.125, 74.2676, 75.4280], abs=1e-3)
+        # (a pace rises only while it binds: below twice the answers of the last second)
+        assert paces == [limiter.pace] * 3
+        for _ in range(3):
+            clock[0] += 1.0
+            for _ in range(60):
+                limiter.on_success()
+        assert limiter.pace == pytest.approx(72 + 1.125 + 1.1426 + 1.1604, abs=1e-3)
+        assert limiter.learned() == {
+            "concurrency": str(limiter.limit),
+            "pace": f"{limiter.pace:.6g}",
+        }
         closed = EndpointLimiter(EndpointLimits(concurrency=8))
         for _ in range(20):
             closed.on_rate_limit()
@@ -184,5 +207,10 @@ def test_a_throttling_server_is_paced_and_a_stray_429_is_not(
             paced.append(randomly.pace)
         assert any(p is not None for p in paced)  # paced after its first whole second
         assert randomly.pace is None and not randomly.pacing and randomly._requests is None
+        cut = randomly.limit
+        for _ in range(60):  # judged random: its refusals slow nothing any more
+            clock[0] += 1 / 60
+            randomly.on_rate_limit()
+        assert randomly.limit == cut and randomly.learned() == {}
 
     asyncio.run(go())

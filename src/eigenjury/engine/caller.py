@@ -151,7 +151,7 @@ class Caller:
             except Exception as exc:  # a provider bug is recorded, not raised: errors are data
                 error = ProviderError(f"{type(exc).__name__}: {exc}")
             else:
-                _heed(provider, limiter)
+                _heed(provider, limiter, item.spec)
                 limiter.on_success()
                 limiter.on_reply()
                 await limiter.release()
@@ -165,7 +165,7 @@ class Caller:
                 limiter.on_reply()  # whatever the answer was, the server gave one
             # a 503 is an overloaded server's 429 (Anthropic's 529 too): both say "slower"
             if isinstance(error, RateLimitError) or error.status in OVERLOADED:
-                _heed(provider, limiter)
+                _heed(provider, limiter, item.spec)
                 limiter.on_rate_limit()
             await limiter.release()
             if not error.retryable or attempt == policy.max_attempts:
@@ -198,9 +198,9 @@ class Caller:
         )
 
 
-def _heed(provider: Provider, limiter: EndpointLimiter) -> None:
-    """The limits the provider's server stated (HTTP providers read them from every
-    answer's headers), as the endpoint's ceiling."""
+def _heed(provider: Provider, limiter: EndpointLimiter, spec: ModelSpec) -> None:
+    """The limits the provider's server stated for its model (HTTP providers read them
+    from every answer's headers), as the endpoint's ceiling."""
     stated = getattr(provider, "stated_limits", None)
     if stated:
-        limiter.heed(stated)
+        limiter.heed(str(spec), stated)

@@ -320,7 +320,11 @@ class Engine:
             pace = None
         if pace is not None and not (math.isfinite(pace) and pace > 0):
             pace = None
-        return (int(concurrency) if concurrency.isdigit() else None), pace
+        try:
+            start: int | None = int(concurrency)
+        except ValueError:
+            start = None
+        return start, pace
 
     def endpoint_report(self) -> list[dict[str, Any]]:
         """Per endpoint called here: its concurrency as configured, at the start (an

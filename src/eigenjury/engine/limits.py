@@ -28,7 +28,7 @@ STATED_SHARE = 0.95
 PACE_SHARE = 0.9
 THROTTLED_SHARE = 0.1
 MIN_PACE = 1 / 60  # requests a second: the pace never falls below one a minute
-JUDGED_AFTER = 10  # answers in a second, after a pace was set, to judge whether it helps
+JUDGED_AFTER = 30  # answers after a pace was set, to judge whether it helps
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,7 @@ class EndpointLimiter:
         self.pace = pace if limits.adaptive else None
         self.start_pace = self.pace
         self.stated: dict[str, float] = {}  # the rates the server says it allows
+        self._stated_by_model: dict[str, dict[str, float]] = {}
         self.active = 0
         self._free = asyncio.Condition()
         self._requests: TokenBucket | None = None
@@ -142,6 +143,7 @@ class EndpointLimiter:
         self.pacing = limits.adaptive  # off once the refusals are found not to follow the rate
         self._judged_share: float | None = None  # the refusals' share when the pace was cut
         self._judge_from = -math.inf
+        self._after_cut = [0, 0]  # answers and refusals since a second after the cut
         self._since: float | None = None  # the first answer
         self._pace_requests(starting=True)
         self.rate_limited = 0
@@ -217,9 +219,10 @@ class EndpointLimiter:
         if not self.limits.adaptive:
             return
         now = time.monotonic()
-        self._answered(now, False)
+        answers, _ = self._answered(now, False)
         if (
             self.pace is not None
+            and self.pace < 2 * answers  # a pace far above what is sent binds nothing
             and now - self._pace_cut >= 1.0
             and now - self._pace_changed >= 1.0
         ):
@@ -231,19 +234,16 @@ class EndpointLimiter:
             self.limit = min(self.limits.concurrency, self.limit + max(1, self.limit // 16))
 
     def learned(self) -> dict[str, str]:
-        """What the next run at this endpoint should start from: the limit a run
-        refused by 429s came to; where a run started from a learned limit and was never
-        refused, the limit it rose to ("" once back at the configured one: forgotten).
-        A server that sends 429s at random leaves a lower start, which the next run
-        raises again within seconds."""
+        """What the next run at this endpoint should start from: where the endpoint
+        was paced (refusals that followed the rate), the pace and calls in flight it
+        ended at; else nothing ("": an earlier run's is forgotten). A server refusing
+        at random, or a run never refused, leaves no lower start behind."""
         if not self.limits.adaptive:
             return {}
-        pace = "" if self.pace is None else f"{self.pace:.6g}"
-        if self.rate_limited:
-            return {"concurrency": str(self.limit), "pace": pace}
+        if self.pace is not None and self.pacing:
+            return {"concurrency": str(self.limit), "pace": f"{self.pace:.6g}"}
         if self.start < self.limits.concurrency or self.start_pace is not None:
-            back = self.limit >= self.limits.concurrency
-            return {"concurrency": "" if back else str(self.limit), "pace": pace}
+            return {"concurrency": "", "pace": ""}
         return {}
 
     def report(self) -> dict[str, Any]:
@@ -259,20 +259,32 @@ class EndpointLimiter:
             "stated_tpm": self.stated.get("tpm"),
         }
 
-    def heed(self, stated: Mapping[str, float]) -> None:
-        """A server's stated limits (its rate-limit headers: requests and tokens a
-        minute) as the ceiling of the rates, a little under them (STATED_SHARE) as the
-        server's clock and window are not ours; a configured rate below stays."""
-        if stated == self.stated:
+    def heed(self, model: str, stated: Mapping[str, float]) -> None:
+        """A server's stated limits for `model` (its rate-limit headers: requests and
+        tokens a minute) as the ceiling of the endpoint's rates, a little under them
+        (STATED_SHARE) as the server's clock and window are not ours; a lower
+        configured rate stays. Where several models of one endpoint state their own
+        (OpenAI's limits are per model), the endpoint's ceiling is their sum."""
+        if self._stated_by_model.get(model) == stated:
             return
-        self.stated = dict(stated)
+        self._stated_by_model[model] = dict(stated)
+        self.stated = {
+            name: sum(s[name] for s in self._stated_by_model.values() if name in s)
+            for name in ("rpm", "tpm")
+            if any(name in s for s in self._stated_by_model.values())
+        }
         self._pace_requests()
-        tpm = stated.get("tpm")
-        if tpm is not None and (self.limits.tpm is None or self.limits.tpm > tpm * STATED_SHARE):
-            if self._tokens is None:
-                self._tokens = TokenBucket(tpm * STATED_SHARE)
-            else:
-                self._tokens.set_rate(tpm * STATED_SHARE)
+        rates = [r for r in (self.limits.tpm, self._stated_rate("tpm")) if r is not None]
+        if not rates:
+            self._tokens = None
+        elif self._tokens is None:
+            self._tokens = TokenBucket(min(rates))
+        elif self._tokens.rate * 60.0 != min(rates):
+            self._tokens.set_rate(min(rates))
+
+    def _stated_rate(self, name: str) -> float | None:
+        value = self.stated.get(name)
+        return None if value is None else value * STATED_SHARE
 
     def _pace_requests(self, *, starting: bool = False) -> None:
         """The request bucket at the lowest of the configured rate, the server's stated
@@ -283,7 +295,7 @@ class EndpointLimiter:
             rate
             for rate in (
                 self.limits.rpm,
-                None if "rpm" not in self.stated else self.stated["rpm"] * STATED_SHARE,
+                self._stated_rate("rpm"),
                 None if self.pace is None else self.pace * 60.0,
             )
             if rate is not None
@@ -301,10 +313,10 @@ class EndpointLimiter:
             self._requests.set_rate(per_minute)
 
     def _answered(self, now: float, refused: bool) -> tuple[int, int]:
-        """Note an answer; the answers and the refusals of the last second. Two seconds
-        after a pace was set, judge it: where the refusals stay (at half their share or
-        more), they do not follow the rate (a server refusing at random, or for other
-        reasons), so pacing stops for the run and the calls in flight answer them."""
+        """Note an answer; the answers and the refusals of the last second. After a pace
+        was set, judge it: where the refusals stay (at half their share or more), they do
+        not follow the rate (a server refusing at random, or for reasons of its own), so
+        pacing stops for the run, and refusals no longer slow the endpoint."""
         if self._since is None:
             self._since = now
         self._answers.append((now, refused))
@@ -312,43 +324,49 @@ class EndpointLimiter:
         while self._answers and self._answers[0][0] <= now - 1.0:
             self._refusals -= self._answers.popleft()[1]
         answers, refusals = len(self._answers), self._refusals
-        # the second after a cut still holds what the server counted before it
-        judging = self._judged_share is not None and now - self._judge_from >= 2.0
-        if judging and answers >= JUDGED_AFTER:
-            assert self._judged_share is not None
-            if refusals >= max(2, 0.5 * self._judged_share * answers):
-                self.pacing = False
-                self.pace = None
-                self._pace_requests()
-            self._judged_share = None
+        if self._judged_share is not None and now - self._judge_from >= 1.0:
+            # the answers from a second after the cut on (that second still holds what
+            # the server counted before it), judged once JUDGED_AFTER have come
+            self._after_cut[0] += 1
+            self._after_cut[1] += refused
+            seen, refused_since = self._after_cut
+            if seen >= JUDGED_AFTER:
+                if refused_since >= max(3, 0.5 * self._judged_share * seen):
+                    self.pacing = False
+                    self.pace = None
+                    self._pace_requests()
+                self._judged_share = None
         return answers, refusals
 
     def on_rate_limit(self) -> None:
-        """Cut the limit by a quarter, at most once a second (a burst of 429s is one
-        signal: the calls in flight when the server began refusing); where the 429s
-        are a share of the last second's answers, pace the requests at PACE_SHARE of
-        those it accepted, from then on in place of cutting the calls in flight."""
+        """Where the 429s are a share of the last second's answers (THROTTLED_SHARE,
+        two or more), cut the limit by a quarter, at most once a second (a burst is one
+        signal), and pace the requests at PACE_SHARE of those the server accepted, from
+        then on in place of cutting the calls in flight."""
         self.rate_limited += 1
         if not self.limits.adaptive:
             return
         now = time.monotonic()
         answers, refused = self._answered(now, True)
+        # "too fast": refusals are a share of the last second's answers, not a stray
+        # one; and once refusals were found not to follow the rate (a server refusing
+        # at random), none slows the endpoint: the retries answer them
+        if refused < max(2, THROTTLED_SHARE * answers) or not self.pacing:
+            return
         # once paced, the pace answers a throttling server: cutting the calls in flight
         # too would take it well below what the server allows
         if self.pace is None and now - self._cut >= 1.0:
             self._cut = self._changed = now
             self.limit = max(1, self.limit * 3 // 4)
-        # "too fast": refusals are a share of the last second's answers, not a stray
-        # one (a server that refuses at random is not slowed down by it)
-        throttled = refused >= max(2, THROTTLED_SHARE * answers)
         accepted = answers - refused  # none: a closed quota, for Retry-After to wait out
         # a pace is read off a whole second of answers (the first burst is no rate)
         whole = self._since is not None and now - self._since >= 1.0
-        if throttled and accepted and whole and self.pacing and now - self._pace_cut >= 1.0:
+        if accepted and whole and now - self._pace_cut >= 1.0:
             pace = max(MIN_PACE, PACE_SHARE * accepted)
             if self.pace is None or pace < self.pace:
                 self._pace_cut = self._pace_changed = now
                 if self._judged_share is None:  # judged from the first cut of a run of them
                     self._judged_share, self._judge_from = refused / answers, now
+                    self._after_cut = [0, 0]
                 self.pace = pace
                 self._pace_requests()

@@ -217,14 +217,11 @@ def _error_detail(body: bytes, limit: int = 300) -> str:
 
 
 # Where hosted APIs state their limits, per minute: OpenAI's x-ratelimit-limit-*, and
-# Anthropic's anthropic-ratelimit-*-limit (its tokens limit, else its input tokens').
+# Anthropic's anthropic-ratelimit-*-limit (its combined tokens limit only: its input and
+# output limits are apart, and the engine's token estimate is of both together).
 _STATED = {
     "rpm": ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"),
-    "tpm": (
-        "x-ratelimit-limit-tokens",
-        "anthropic-ratelimit-tokens-limit",
-        "anthropic-ratelimit-input-tokens-limit",
-    ),
+    "tpm": ("x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"),
 }
 
 
