@@ -129,6 +129,7 @@ class EndpointLimiter:
         self.limit = self.start
         self.pace = pace if limits.adaptive else None
         self.start_pace = self.pace
+        self._trusted = self.pace is not None  # a pace judged to follow the rate (or kept)
         self.stated: dict[str, float] = {}  # the rates the server says it allows
         self._stated_by_model: dict[str, dict[str, float]] = {}
         self.active = 0
@@ -235,12 +236,14 @@ class EndpointLimiter:
 
     def learned(self) -> dict[str, str]:
         """What the next run at this endpoint should start from: where the endpoint
-        was paced (refusals that followed the rate), the pace and calls in flight it
-        ended at; else nothing ("": an earlier run's is forgotten). A server refusing
-        at random, or a run never refused, leaves no lower start behind."""
+        was paced and the pace was judged to follow the rate (its refusals fell once
+        paced), the pace and calls in flight it ended at; else nothing ("": an earlier
+        run's is forgotten). A server refusing at random, or a run never refused,
+        leaves no lower start behind."""
         if not self.limits.adaptive:
             return {}
-        if self.pace is not None and self.pacing:
+        judged = self._trusted and self._judged_share is None  # no judgement pending
+        if self.pace is not None and self.pacing and judged:
             return {"concurrency": str(self.limit), "pace": f"{self.pace:.6g}"}
         if self.start < self.limits.concurrency or self.start_pace is not None:
             return {"concurrency": "", "pace": ""}
@@ -335,6 +338,8 @@ class EndpointLimiter:
                     self.pacing = False
                     self.pace = None
                     self._pace_requests()
+                else:
+                    self._trusted = True  # the refusals followed the rate
                 self._judged_share = None
         return answers, refusals
 
