@@ -260,32 +260,42 @@ class Planner:
             else None,
         )
 
-    def record(self) -> dict[str, Any]:
-        """The plan as plain data (a `records.PlanRecord`)."""
-        rows = []
+    def _estimates(self) -> list[tuple[ModelSpec, dict[str, Any], Spread | None]]:
+        """Each model and role's row of the plan, sorted by model then role, with its
+        model and its cost as a spread (None: no known price)."""
+        out = []
         ordered = sorted(self.tallies.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))
         for (spec, role), tally in ordered:
             history = self._history(spec)
             inputs = _input_tokens(history, tally.request_chars)
             outputs = _outputs(history, tally)
-            rows.append(
-                {
-                    "model": str(spec),
-                    "role": role,
-                    "allowance": role in ALLOWANCE_ROLES,
-                    "calls": tally.calls,
-                    "stored": tally.stored,
-                    "to_send": tally.to_send,
-                    "input_tokens": _dump(inputs),
-                    "output_tokens": _dump(outputs),
-                    "cost_usd": self._cost(spec, inputs, outputs),
-                    "from_history": history.calls >= HISTORY,
-                    "uncapped": tally.by_cap.get(None, 0),
-                }
-            )
+            cost = self._spread_cost(spec, inputs, outputs)
+            row = {
+                "model": str(spec),
+                "role": role,
+                "allowance": role in ALLOWANCE_ROLES,
+                "calls": tally.calls,
+                "stored": tally.stored,
+                "to_send": tally.to_send,
+                "input_tokens": _dump(inputs),
+                "output_tokens": _dump(outputs),
+                "cost_usd": None if cost is None else _dump(cost),
+                "from_history": history.calls >= HISTORY,
+                "uncapped": tally.by_cap.get(None, 0),
+            }
+            out.append((spec, row, cost))
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The plan as plain data (a `records.PlanRecord`)."""
+        estimates = self._estimates()
+        by_model: dict[ModelSpec, list[dict[str, Any]]] = {}
+        for spec, row, _ in estimates:
+            by_model.setdefault(spec, []).append(row)
+        rows = [row for _, row, _ in estimates]
         return {
             "by_model_and_role": rows,
-            "models": self._models(rows),
+            "models": [self._model(spec, mine) for spec, mine in by_model.items()],
             "total": _total(rows),
             "time_s": _dump(self._time()),
         }
@@ -293,19 +303,11 @@ class Planner:
     def model_costs(self) -> dict[ModelSpec, Spread | None]:
         """Each model's dollars for its certain calls to send (None: no known price)."""
         costs: dict[ModelSpec, Spread | None] = {}
-        for (spec, role), tally in self.tallies.items():
-            if role in ALLOWANCE_ROLES:
-                continue
-            history = self._history(spec)
-            outputs = _outputs(history, tally)
-            cost = self._spread_cost(spec, _input_tokens(history, tally.request_chars), outputs)
-            before = costs.get(spec, ZERO)
-            costs[spec] = None if cost is None or before is None else before + cost
+        for spec, row, cost in self._estimates():
+            if not row["allowance"]:
+                before = costs.get(spec, ZERO)
+                costs[spec] = None if cost is None or before is None else before + cost
         return costs
-
-    def _cost(self, spec: ModelSpec, inputs: Spread, outputs: Spread) -> dict[str, float] | None:
-        cost = self._spread_cost(spec, inputs, outputs)
-        return None if cost is None else _dump(cost)
 
     def _spread_cost(self, spec: ModelSpec, inputs: Spread, outputs: Spread) -> Spread | None:
         price = self.prices.lookup(spec)
@@ -322,24 +324,17 @@ class Planner:
             )
         )
 
-    def _models(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Per model: what it would cost, with and without the allowances, and what its
+    def _model(self, spec: ModelSpec, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """One model: what it would cost, with and without the allowances, and what its
         estimate rests on."""
-        out = []
-        for model in dict.fromkeys(row["model"] for row in rows):
-            mine = [row for row in rows if row["model"] == model]
-            spec = ModelSpec.parse(model)
-            history = self._history(spec)
-            out.append(
-                {
-                    "model": model,
-                    **_total(mine),
-                    "history_calls": history.calls,
-                    "priced": self.prices.lookup(spec) is not None,
-                    "latency_s": history.latency,
-                }
-            )
-        return out
+        history = self._history(spec)
+        return {
+            "model": str(spec),
+            **_total(rows),
+            "history_calls": history.calls,
+            "priced": self.prices.lookup(spec) is not None,
+            "latency_s": history.latency,
+        }
 
     def _time(self) -> Spread:
         """Seconds: each stage as long as its slowest endpoint (see the module's note);
