@@ -11,7 +11,7 @@ line, without a traceback, and exits with its `exit_code`.
     └── ProviderError              models/errors.py, exit 1: a model call failed (`retryable`)
         ├── AuthError, BadRequestError (ContextLengthError), RateLimitError, ServerError,
         │   CallTimeoutError, ConnectionFailedError, MalformedResponseError,
-        │   BudgetExhaustedError
+        │   BatchExpiredError, BudgetExhaustedError
         └── WorkerLostError        integrations/ray_backend.py
     Interrupted (KeyboardInterrupt)  exit 130, 143 on SIGTERM: what finished is kept
 

@@ -336,6 +336,9 @@ class PlanModel(PlanTotal):
     latency_s: float | None
     """Its mean seconds per call in the store; None with too few calls (an assumed latency is
     used)."""
+    batched: bool = False
+    """Whether its calls go through its provider's batch API (the batch-api backend): at the
+    batch price, within 24 hours."""
 
 
 class PlanRecord(Record):

@@ -120,7 +120,9 @@ def test_a_call_rank_made_is_a_cache_hit_for_batch(capsys: pytest.CaptureFixture
 def test_backends_are_found_by_name() -> None:
     assert backend_names()[0] == "local" and "ray" in backend_names()  # an entry point
     assert connect("local") == (None, None)
-    with pytest.raises(InputError, match="unknown backend 'slurm'; use one of local, ray"):
+    assert "batch-api" in backend_names()  # built in
+    known = "local, batch-api, ray"
+    with pytest.raises(InputError, match=f"unknown backend 'slurm'; use one of {known}"):
         connect("slurm")
 
 

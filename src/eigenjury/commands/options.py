@@ -310,10 +310,18 @@ def add_backend_options(group: Any) -> None:
         type=backend_name,
         default="local",
         metavar="NAME",
-        help="where calls run: local (default), or a registered backend such as ray (on a "
-        "Ray cluster: the ray extra)",
+        help="where calls run: local (default); batch-api (OpenAI's and Anthropic's models "
+        "through their batch APIs: half price, answered within 24 hours, resumed by a rerun); "
+        "or a registered backend such as ray (on a Ray cluster: the ray extra)",
     )
     group.add_argument("--ray-address", help="a Ray cluster to join (default: start a local one)")
+    group.add_argument(
+        "--batch-poll-s",
+        type=bounded(float, 0.0, open_low=True),
+        default=60.0,
+        metavar="S",
+        help="batch-api: the longest wait between two polls of an open batch (default 60)",
+    )
 
 
 def engine_settings(args: argparse.Namespace) -> EngineSettings:

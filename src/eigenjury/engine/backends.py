@@ -1,6 +1,8 @@
 """Where calls, bootstrap rounds and simulation sweeps run: here ("local", the
-default: the event loop, forked processes) or on a registered backend, chosen by name
-in configs and on the command line.
+default: the event loop, forked processes), through the providers' batch APIs
+("batch-api", engine/batch_api.py: OpenAI's and Anthropic's calls at half price within
+24 hours, everything else here), or on a registered backend, chosen by name in configs
+and on the command line.
 
 A backend registers itself as an entry point in the `eigenjury.backends` group, naming
 a module with `connect(address) -> (Backend, RoundMap)` and `task_map(address) ->
@@ -20,8 +22,10 @@ if TYPE_CHECKING:  # the engine and the statistics load only where they run
     from importlib.metadata import EntryPoint
 
     from eigenjury.engine.engine import Backend
+    from eigenjury.models.spec import ModelSpec
 
 LOCAL = "local"
+BATCH_API = "batch-api"
 GROUP = "eigenjury.backends"
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,13 +46,20 @@ def _registered() -> tuple[EntryPoint, ...]:
 
 
 def backend_names() -> tuple[str, ...]:
-    """ "local" and every registered backend."""
-    return (LOCAL, *sorted(ep.name for ep in _registered()))
+    """ "local", "batch-api" and every registered backend."""
+    return (LOCAL, BATCH_API, *sorted(ep.name for ep in _registered()))
 
 
-def connect(name: str, address: str | None = None) -> tuple[Backend | None, RoundMap | None]:
+def connect(
+    name: str, address: str | None = None, *, poll_s: float = 60.0
+) -> tuple[Backend | None, RoundMap | None]:
     """The engine backend and the bootstrap-round runner for `name` (None, None: local).
-    `address`: a cluster to join; none starts a local one."""
+    `address`: a cluster to join; none starts a local one. `poll_s`: the longest wait
+    between two polls of a provider's batch (batch-api)."""
+    if name == BATCH_API:
+        from eigenjury.engine import batch_api
+
+        return batch_api.connect(address, poll_s=poll_s), None
     if name == LOCAL:
         if address:
             raise InputError("a Ray address was given but the backend is local; add --backend ray")
@@ -57,10 +68,20 @@ def connect(name: str, address: str | None = None) -> tuple[Backend | None, Roun
     return backend
 
 
+def batched_by(name: str) -> Callable[[ModelSpec], bool]:
+    """Whether backend `name` sends a model's calls through its provider's batch API
+    (for a plan, which connects to no backend)."""
+    if name != BATCH_API:
+        return lambda spec: False
+    from eigenjury.engine.batch_api import PROVIDERS
+
+    return lambda spec: spec.provider in PROVIDERS
+
+
 def task_map(name: str, address: str | None = None) -> TaskMap:
     """`map(fn, items)` for a sweep of independent simulations: forked processes here,
     tasks on a cluster. `fn` must be picklable (a module-level function)."""
-    if name == LOCAL:
+    if name in (LOCAL, BATCH_API):
         return _processes
     return _plugin(name).task_map(address)  # type: ignore[no-any-return]
 

@@ -132,7 +132,7 @@ class Caller:
         for attempt in range(1, policy.max_attempts + 1):
             if not await limiter.acquire(item.estimate[1]):
                 assert limiter.dead is not None
-                return self._stored(item, None, ConnectionFailedError(limiter.dead), attempt - 1)
+                return self.stored(item, None, ConnectionFailedError(limiter.dead), attempt - 1)
             try:
                 async with asyncio.timeout(policy.timeout_s):
                     completion = await provider.generate(item.request)
@@ -158,7 +158,7 @@ class Caller:
                 limiter.settle_tokens(item.estimate[1], completion.usage.total)
                 price = self.price(item.spec)
                 cost = None if price is None else price.cost(completion.usage)
-                return self._stored(item, replace(completion, cost_usd=cost), None, attempt)
+                return self.stored(item, replace(completion, cost_usd=cost), None, attempt)
             if isinstance(error, ConnectionFailedError):
                 limiter.on_connection_failure(error.message)
             elif not isinstance(error, CallTimeoutError):
@@ -172,19 +172,20 @@ class Caller:
                 break
             await limiter.pause(policy.delay(attempt, error.retry_after, self._rng))
         assert error is not None
-        return self._stored(item, None, error, attempt)
+        return self.stored(item, None, error, attempt)
 
     def failed(self, item: WorkItem, error: ProviderError, attempts: int) -> StoredResult:
         """A call that ended in `error` without a provider's answer (a lost worker)."""
-        return self._stored(item, None, error, attempts)
+        return self.stored(item, None, error, attempts)
 
-    def _stored(
+    def stored(
         self,
         item: WorkItem,
         completion: Completion | None,
         error: ProviderError | None,
         attempts: int,
     ) -> StoredResult:
+        """The call's result to store, its error message without any secret."""
         return StoredResult(
             key=item.key,
             spec=str(item.spec),

@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 
 from eigenjury.engine.accounting import Accounting
 from eigenjury.engine.caller import Caller, WorkItem
+from eigenjury.engine.journal import Journal
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
 from eigenjury.engine.plan import DEFAULT_OUTPUT_TOKENS, Planner
 from eigenjury.engine.progress import RunProgress
@@ -65,10 +66,21 @@ FAILED_KEPT = 65_536  # a run's failed keys it remembers, so as not to send them
 
 
 class Backend(Protocol):
-    """Somewhere else to make calls (a cluster). Per endpoint, it takes the calls as the
-    engine hands them over and yields one result each (in any order) as they finish,
-    under the endpoint's limits. The engine keeps the cache (hits never leave it), the
-    budget and the store, of which it stays the single writer."""
+    """Somewhere else to make calls (a cluster, a provider's batch API). Per endpoint, it
+    takes the calls of the models it `takes` as the engine hands them over and yields one
+    result each (in any order) as they finish, under the endpoint's limits; the other
+    models' calls are made here. The engine keeps the cache (hits never leave it), the
+    budget and the store, of which it stays the single writer: a backend that must
+    remember something across runs (the batches it sent) writes it through `journal`.
+    `window`: the calls the engine may hold unanswered for it (None: the engine's own);
+    `price_factor`: what a call costs there, against the price table."""
+
+    @property
+    def window(self) -> int | None: ...
+
+    def takes(self, spec: ModelSpec) -> bool: ...
+
+    def price_factor(self, spec: ModelSpec) -> float: ...
 
     def stream(
         self,
@@ -77,6 +89,7 @@ class Backend(Protocol):
         limits: EndpointLimits,
         caller: Caller,
         items: AsyncIterator[WorkItem],
+        journal: Journal,
     ) -> AsyncIterator[StoredResult]: ...
 
     def close(self) -> None: ...
@@ -241,7 +254,7 @@ class Engine:
         self.batch_size = batch_size
         self.flush_s = flush_s
         self.backend = backend  # None: calls are made here, in this event loop
-        self.window = window
+        self.window = window if backend is None or backend.window is None else backend.window
         self._io = ThreadPoolExecutor(1, thread_name_prefix="eigenjury-store")
         self.caller = Caller(
             self.retry,
@@ -411,7 +424,15 @@ class Engine:
         output = request.max_tokens or DEFAULT_OUTPUT_TOKENS
         price = self._price(spec)
         cost = price.cost(Usage(int(prompt), output)) if price else 0.0
+        if self.remote(spec):
+            assert self.backend is not None
+            cost *= self.backend.price_factor(spec)
         return cost, prompt + output
+
+    def remote(self, spec: ModelSpec) -> bool:
+        """Whether the backend makes this model's calls (local models run here, where
+        they are loaded)."""
+        return self.backend is not None and spec.provider != "local" and self.backend.takes(spec)
 
 
 def _from_stored(call: Call, stored: StoredResult, *, cached: bool) -> CallResult:
@@ -477,7 +498,7 @@ class _Run:
         self.looking_up = False
         self.just_committed: dict[str, CallResult] = {}  # during a store lookup
         self.checked: set[ModelSpec] = set()
-        self.lanes: dict[str, _Lane] = {}
+        self.lanes: dict[tuple[str, bool], _Lane] = {}  # by endpoint, and whether remote
         self.tasks: list[asyncio.Task[Any]] = []
         self.input_error: BaseException | None = None
         self.failure: BaseException | None = None
@@ -615,7 +636,9 @@ class _Run:
                 self.in_flight[key] = [(index, call)]
                 item = WorkItem(key, call.spec, call.request, call.sample, encoded)
                 self.sent[key] = item
-                self._lane(endpoint_of(call.spec)).queue.put_nowait(item)
+                self._lane(endpoint_of(call.spec), self.engine.remote(call.spec)).queue.put_nowait(
+                    item
+                )
 
     def _plan(self, index: int, call: Call, key: str, encoded: str, planner: Planner) -> None:
         """A plan's call the store does not answer: counted, and answered with the
@@ -627,15 +650,14 @@ class _Run:
             completion = planner.planned(call.spec, call.role, call.request, len(encoded), key)
             self._hand(index, CallResult(call, key, completion))
 
-    def _lane(self, endpoint: str) -> _Lane:
-        lane = self.lanes.get(endpoint)
+    def _lane(self, endpoint: str, remote: bool) -> _Lane:
+        lane = self.lanes.get((endpoint, remote))
         if lane is not None:
             return lane
         engine = self.engine
         limits = engine._limits_for(endpoint)
-        lane = self.lanes[endpoint] = _Lane(asyncio.Queue(), [])
-        if engine.backend is not None and not endpoint.startswith("local:"):
-            # Local models always run here, where they are loaded.
+        lane = self.lanes[endpoint, remote] = _Lane(asyncio.Queue(), [])
+        if remote:
             lane.workers.append(self._spawn(self._work_remote(endpoint, limits, lane)))
             return lane
         limiter = engine.limiters.get(endpoint)
@@ -735,7 +757,10 @@ class _Run:
                     yield item
                 item = await lane.queue.get()
 
-        stream = backend.stream(endpoint, first.spec, limits, self.engine.caller, admitted())
+        journal = Journal(self.engine.store, self.engine._io, self.writer.note_once)
+        stream = backend.stream(
+            endpoint, first.spec, limits, self.engine.caller, admitted(), journal
+        )
         async for result in stream:
             self._finish(self.sent[result.key], result)
 

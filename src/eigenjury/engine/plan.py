@@ -24,9 +24,12 @@ The estimates, per model (documented for users in docs/cost.md):
   counts them (`uncapped`). An in-process model scoring `choices` replies with one of
   them: the longest, at four characters a token.
 - dollars: the price table on the low, planned and high tokens; unknown without a price.
+  Calls sent through a provider's batch API (the batch-api backend) at its batch price.
 - time: each stream of calls (a stage: evaluees, then judges) lasts as long as its
   slowest endpoint, calls x mean latency / concurrency, or what its rpm and tpm allow
   where slower; the latency is the model's own from the store, else ASSUMED_LATENCY_S.
+  A stage with batched calls lasts what a batch does: typically within the hour, at
+  most the 24-hour window (models/batch_apis.py).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eigenjury.engine.limits import EndpointLimits
-from eigenjury.models.prices import PriceTable
+from eigenjury.models.batch_apis import PRICE_FACTOR, TYPICAL_S, WINDOW_S
+from eigenjury.models.prices import Price, PriceTable
 from eigenjury.models.spec import ModelSpec
 from eigenjury.models.types import ChatRequest, Completion, Usage
 
@@ -164,7 +168,8 @@ class Planner:
     placeholders; `record()` is the plan.
 
     Parameters: history (what the store says a model used, read once per model);
-    prices; limits_for (the limits of an endpoint); endpoint_of (the endpoint of a spec).
+    prices; limits_for (the limits of an endpoint); endpoint_of (the endpoint of a spec);
+    batched (whether a model's calls go through its provider's batch API).
     """
 
     def __init__(
@@ -174,8 +179,10 @@ class Planner:
         *,
         limits_for: Callable[[str], EndpointLimits],
         endpoint_of: Callable[[ModelSpec], str],
+        batched: Callable[[ModelSpec], bool] = lambda spec: False,
     ) -> None:
         self.read_history = history
+        self.batched = batched
         self.histories: dict[ModelSpec, ModelHistory] = {}
         self.prices = prices
         self.limits_for = limits_for
@@ -249,7 +256,7 @@ class Planner:
         choices = None if spec.served else request.choices
         output = _output_tokens(history, request.max_tokens, 1, choices).point
         usage = Usage(round(chars * rate), round(output))
-        price = self.prices.lookup(spec)
+        price = self._price(spec)
         return Completion(
             text=_placeholder(key, output * history.chars_per_output_token()),
             finish_reason="stop",
@@ -309,8 +316,14 @@ class Planner:
                 costs[spec] = None if cost is None or before is None else before + cost
         return costs
 
-    def _spread_cost(self, spec: ModelSpec, inputs: Spread, outputs: Spread) -> Spread | None:
+    def _price(self, spec: ModelSpec) -> _Priced | None:
         price = self.prices.lookup(spec)
+        if price is None:
+            return None
+        return _Priced(price, PRICE_FACTOR if self.batched(spec) else 1.0)
+
+    def _spread_cost(self, spec: ModelSpec, inputs: Spread, outputs: Spread) -> Spread | None:
+        price = self._price(spec)
         if price is None:
             return None
         return Spread(
@@ -334,6 +347,7 @@ class Planner:
             "history_calls": history.calls,
             "priced": self.prices.lookup(spec) is not None,
             "latency_s": history.latency,
+            "batched": self.batched(spec),
         }
 
     def _time(self) -> Spread:
@@ -341,6 +355,10 @@ class Planner:
         the high end with every call at the slower of its own and the assumed latency."""
         point = high = 0.0
         for stage in self.stages:
+            if any(self.batched(spec) for spec in stage.calls):
+                point += TYPICAL_S
+                high += WINDOW_S
+                continue
             by_endpoint: dict[str, list[tuple[ModelSpec, int, float]]] = {}
             for spec, n in stage.calls.items():
                 by_endpoint.setdefault(self.endpoint_of(spec), []).append(
@@ -370,6 +388,17 @@ class Planner:
             slow += count * max(latency or 0.0, assumed)
         concurrency = limits.concurrency
         return max(floor, work / concurrency), max(floor, slow / concurrency)
+
+
+@dataclass(frozen=True)
+class _Priced:
+    """A model's price as its calls would pay it (a batch API's share of the table's)."""
+
+    price: Price
+    factor: float
+
+    def cost(self, usage: Usage) -> float:
+        return self.price.cost(usage) * self.factor
 
 
 def _input_tokens(history: ModelHistory, chars: int) -> Spread:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from eigenjury.engine.backends import RoundMap, connect
+from eigenjury.engine.backends import RoundMap, batched_by, connect
 from eigenjury.engine.engine import Backend, Budget, Engine, check_specs, endpoint_of
 from eigenjury.engine.limits import EndpointLimits, RetryPolicy
 from eigenjury.engine.plan import Planner, history_of
@@ -118,7 +118,9 @@ def open_engine(
     """The engine `settings` describe, for calls to `specs`, and the backend's bootstrap
     runner. Every spec and setting is checked before the store opens."""
     prices, budget = check_engine_specs(settings, specs, base=base, describe=describe)
-    backend, map_rounds = connect(settings.backend, settings.ray_address)
+    backend, map_rounds = connect(
+        settings.backend, settings.ray_address, poll_s=settings.batch_poll_s
+    )
     try:
         path = settings.store_path(base)
         if settings.store is None:
@@ -175,6 +177,7 @@ def plan_run(
         prices,
         limits_for=engine._limits_for,
         endpoint_of=endpoint_of,
+        batched=batched_by(settings.backend),
     )
 
     async def run() -> None:

@@ -56,8 +56,11 @@ class EngineSettings(BaseModel):
     )
     prices: str | None = Field(None, description="price table (TOML or JSON)")
     retry_errors: bool = True  # try again calls stored as errors
-    backend: str = "local"  # or a registered backend such as "ray"
+    backend: str = "local"  # or "batch-api", or a registered backend such as "ray"
     ray_address: str | None = None  # a cluster to join; none starts a local one
+    batch_poll_s: float = Field(
+        60.0, gt=0, description="the longest wait between two polls of a provider batch"
+    )
 
     @field_validator("budget_usd_by_model")
     @classmethod

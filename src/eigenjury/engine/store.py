@@ -77,6 +77,7 @@ CREATE TABLE IF NOT EXISTS features (
     PRIMARY KEY (spec, feature)
 ) WITHOUT ROWID;
 """
+BATCH_TABLES = ("batches", "batch_calls")  # provider batches (engine/journal.py)
 _FEATURE_COLUMNS = {"spec", "feature", "value"}  # what an endpoint and model support
 _COLUMNS = (
     "key",
@@ -328,7 +329,8 @@ class Store:
                 "store; give the path of a store (--store FILE)",
                 path=self.path,
             )
-        foreign = sorted(tables - {"results", "features"})  # (older stores lack features)
+        # (older stores lack features; only stores a batch run used have the batch tables)
+        foreign = sorted(tables - {"results", "features", *BATCH_TABLES})
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(results)")}
         if "features" in tables and self._feature_columns() != _FEATURE_COLUMNS:
             foreign.append("features (with other columns)")
@@ -386,6 +388,12 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    def run(self, what: str, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """`operation(connection)`, as patient with another program's lock as every other
+        operation (`what` says what waits); for the store's other tables
+        (engine/journal.py keeps provider batches in it)."""
+        return self._patiently(what, lambda: operation(self._db))
 
     def __enter__(self) -> Store:
         return self

@@ -39,6 +39,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from eigenjury.engine.caller import Caller, WorkItem
+from eigenjury.engine.journal import Journal
 from eigenjury.engine.limits import EndpointLimiter, EndpointLimits, RetryPolicy
 from eigenjury.engine.store import StoredResult
 from eigenjury.errors import InputError
@@ -110,7 +111,10 @@ def init(address: str | None = None, **options: Any) -> None:
 
 
 class RayBackend:
-    """The engine's `Backend` on Ray: `Engine(store, backend=RayBackend())`."""
+    """The engine's `Backend` on Ray: `Engine(store, backend=RayBackend())`. It makes
+    every call but those of local models (made where they are loaded), at their price."""
+
+    window = None
 
     def __init__(
         self, address: str | None = None, *, chunk: int = 64, resends: int = 5, **init_options: Any
@@ -150,6 +154,12 @@ class RayBackend:
             )
         self._admitted.add((endpoint, limits, spec))
 
+    def takes(self, spec: ModelSpec) -> bool:
+        return True
+
+    def price_factor(self, spec: ModelSpec) -> float:
+        return 1.0
+
     async def stream(
         self,
         endpoint: str,
@@ -157,6 +167,7 @@ class RayBackend:
         limits: EndpointLimits,
         caller: Caller,
         items: AsyncIterator[WorkItem],
+        journal: Journal | None = None,
     ) -> AsyncIterator[StoredResult]:
         """Chunks of calls to the endpoint's actor, enough in flight to keep its
         concurrency busy; results in the order they finish."""

@@ -65,6 +65,13 @@ class MalformedResponseError(ProviderError):
     retryable = True
 
 
+class BatchExpiredError(ProviderError):
+    """A call of a provider batch that ended (its 24 hours ran out, or it was cancelled)
+    before the call was answered; a rerun sends it again."""
+
+    kind = "expired"
+
+
 class BudgetExhaustedError(ProviderError):
     """Not a provider failure: the run's budget cap stopped this call from being made."""
 
@@ -83,6 +90,7 @@ ERROR_KINDS: dict[str, type[ProviderError]] = {
         CallTimeoutError,
         ConnectionFailedError,
         MalformedResponseError,
+        BatchExpiredError,
         BudgetExhaustedError,
     )
 }

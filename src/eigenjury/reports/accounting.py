@@ -166,9 +166,12 @@ def print_plan(console: Console, plan: PlanRecord) -> None:
             highlight=False,
         )
     time = plan.time_s
+    batched = any(model.batched for model in plan.models)
     console.print(
-        f"time under the configured limits: about {_duration(time.planned)}"
-        + (f" (up to {_duration(time.high)})" if time.high > time.planned * 1.05 else ""),
+        ("time, with batches: " if batched else "time under the configured limits: ")
+        + f"about {_duration(time.planned)}"
+        + (f" (up to {_duration(time.high)})" if time.high > time.planned * 1.05 else "")
+        + ("; most batches end within the hour, every one within 24 h" if batched else ""),
         highlight=False,
     )
     for model in plan.models:
@@ -179,7 +182,11 @@ def print_plan(console: Console, plan: PlanRecord) -> None:
             "in the store)"
         )
         latency = (
-            f"{model.latency_s:.2f} s a call" if model.latency_s is not None else "assumed latency"
+            "through its batch API, at half price"
+            if model.batched
+            else f"{model.latency_s:.2f} s a call"
+            if model.latency_s is not None
+            else "assumed latency"
         )
         price = "" if model.priced else "; no price known: give one with --prices"
         console.print(

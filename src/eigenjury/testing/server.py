@@ -18,6 +18,9 @@ points, while its evaluees' replies vary in length and points.
 It can throttle (`Throttle`), as hosted APIs do at a rate they do not tell: a 429
 beyond so many requests a second, answers slower under load, x-ratelimit headers.
 
+It has OpenAI's and Anthropic's batch endpoints too (testing/batch_fakes.py), whose
+batches end after a set time, with chosen shares of calls failed or expired.
+
     python -m eigenjury.testing.server --port 8000 --latency 0.05 --faults 0.3
     python -m eigenjury.testing.server --latency 0.05 --throttle 200 --per-in-flight 0.002
 """
@@ -41,6 +44,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from aiohttp import web
+
+from eigenjury.testing.batch_fakes import BatchFakes, BatchSettings
 
 FAULT_KINDS = ("rate_limit", "server_error", "hang", "malformed", "truncated", "empty_choices")
 
@@ -255,6 +260,7 @@ class FaultServer:
         judging: Judging | None = None,
         keep_bodies: bool = False,
         throttle: Throttle | None = None,
+        batches: BatchSettings | None = None,
     ) -> None:
         """With `keep_bodies`, `bodies` lists every request body received, for tests
         that check what was asked. With `api_key`, requests must carry it (Bearer or
@@ -283,6 +289,12 @@ class FaultServer:
         self._gate = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
+        self.batches = BatchFakes(
+            batches or BatchSettings(),
+            chat=lambda body, empty: _chat_answer(body, empty, self.judging),
+            messages=lambda body, empty: _messages_answer(body, empty, self.judging),
+            authorized=self._refused_key,
+        )
 
     @property
     def base_url(self) -> str:
@@ -294,6 +306,7 @@ class FaultServer:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
+        self.batches.add_routes(app)
         self._runner = web.AppRunner(
             app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5
         )
@@ -329,7 +342,20 @@ class FaultServer:
             "distinct_successes": len(self.successes),
             "most_successes_for_one_request": max(self.successes.values(), default=0),
             "throttled": self.throttled,
+            **self.batches.stats(),
         }
+
+    def _refused_key(self, request: web.Request) -> web.Response | None:
+        """A 401 for a request without the server's key, where it has one."""
+        if self.api_key is None:
+            return None
+        sent = request.headers.get("x-api-key") or request.headers.get(
+            "Authorization", ""
+        ).removeprefix("Bearer ")
+        if sent == self.api_key:
+            return None
+        message = f"Incorrect API key provided: {sent} (for {request.path_qs})"
+        return web.json_response({"error": {"message": message}}, status=401)
 
     async def _stats(self, request: web.Request) -> web.Response:
         return web.json_response(self.stats())
@@ -361,13 +387,9 @@ class FaultServer:
                 finally:
                     self.held -= 1
         raw = await request.read()
-        if self.api_key is not None:
-            sent = request.headers.get("x-api-key") or request.headers.get(
-                "Authorization", ""
-            ).removeprefix("Bearer ")
-            if sent != self.api_key:
-                message = f"Incorrect API key provided: {sent} (for {request.path_qs})"
-                return web.json_response({"error": {"message": message}}, status=401)
+        refused = self._refused_key(request)
+        if refused is not None:
+            return refused
         latency = self.latency_s
         if self.throttle is not None:
             if not self.throttle.admit(asyncio.get_running_loop().time()):
@@ -631,6 +653,12 @@ def main() -> None:
         type=int,
         help="write replies of about this many words, as a model would (default: echo)",
     )
+    parser.add_argument(
+        "--batch-end-after", type=float, default=0.0, help="seconds before a batch ends"
+    )
+    parser.add_argument("--batch-fail-share", type=float, default=0.0)
+    parser.add_argument("--batch-expire-share", type=float, default=0.0)
+    parser.add_argument("--batch-reject-share", type=float, default=0.0)
     args = parser.parse_args()
     faults = Faults.uniform(args.faults, retry_after_s=args.retry_after_s, hang_s=args.hang_s)
     throttle = (
@@ -646,6 +674,7 @@ def main() -> None:
         port=args.port,
         throttle=throttle,
         judging=Judging(words=args.reply_words),
+        batches=BatchSettings(args.batch_end_after, args.batch_fail_share, args.batch_expire_share),
     )
 
     async def serve() -> None:

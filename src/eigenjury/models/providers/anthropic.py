@@ -54,13 +54,19 @@ class AnthropicProvider(HttpProvider):
             body["tool_choice"] = {"type": "tool", "name": "verdict"}
         return body  # the API has no seed parameter
 
-    async def generate(self, request: ChatRequest) -> Completion:
+    def headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}
         if self._key:
             headers["x-api-key"] = self._key
+        return headers
+
+    async def generate(self, request: ChatRequest) -> Completion:
         start = time.perf_counter()
-        data = await self.post_json("/messages", self.payload(request), headers)
-        latency = time.perf_counter() - start
+        data = await self.post_json("/messages", self.payload(request), self.headers())
+        return self.read_reply(request, data, time.perf_counter() - start)
+
+    def read_reply(self, request: ChatRequest, data: dict[str, Any], latency: float) -> Completion:
+        """The completion in a message (an answer of /messages, or a batch's result)."""
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise MalformedResponseError(f"{self.public_base} answered without content")

@@ -141,11 +141,21 @@ class HttpProvider:
             counts.append(count)
         return Usage(*counts)
 
-    async def post_json(
-        self, path: str, payload: dict[str, Any], headers: dict[str, str]
-    ) -> dict[str, Any]:
+    async def send(
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        *,
+        payload: dict[str, Any] | None = None,
+        data: Any = None,
+    ) -> bytes:
+        """The body of the endpoint's 200 answer to `method` on `path` (a JSON `payload`,
+        or `data`: bytes or a form); any other answer is the ProviderError it means."""
         try:
-            async with self.session.post(self.url(path), json=payload, headers=headers) as response:
+            async with self.session.request(
+                method, self.url(path), json=payload, data=data, headers=headers
+            ) as response:
                 body = await response.read()
                 status, reply_headers = response.status, response.headers
                 self.stated_limits.update(stated_limits(reply_headers))
@@ -158,7 +168,16 @@ class HttpProvider:
                 f"cannot reach {self.public_base} ({type(exc).__name__}: {self._redact(str(exc))})"
             ) from None
         if status != 200:
-            raise self._status_error(status, body, reply_headers.get("Retry-After"))
+            raise self.status_error(status, body, reply_headers.get("Retry-After"))
+        return body
+
+    async def post_json(
+        self, path: str, payload: dict[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        return self.json_of(await self.send("POST", path, headers, payload=payload))
+
+    def json_of(self, body: bytes) -> dict[str, Any]:
+        """A 200 answer's body as the JSON object it must be."""
         try:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -177,7 +196,7 @@ class HttpProvider:
             )
         return data
 
-    def _status_error(self, status: int, body: bytes, retry_after: str | None) -> ProviderError:
+    def status_error(self, status: int, body: bytes, retry_after: str | None) -> ProviderError:
         detail = self._redact(_error_detail(body))
         where = f"{self.public_base} answered HTTP {status}"
         message = f"{where}: {detail}" if detail else where

@@ -140,11 +140,47 @@ class OpenAICompatibleProvider(HttpProvider):
         form: str | None = None,
     ) -> Completion:
         """Post `body`, read the reply, and learn from it what the endpoint supports."""
-        bearer = self._key and not self.url_credentials
-        headers = {"Authorization": f"Bearer {self._key}"} if bearer else {}
         start = time.perf_counter()
-        data = await self.post_json("/chat/completions", body, headers)
+        data = await self.post_json("/chat/completions", body, self.headers())
         latency = time.perf_counter() - start
+        return self.read_reply(request, data, latency, label_scores=label_scores, form=form)
+
+    def headers(self) -> dict[str, str]:
+        bearer = self._key and not self.url_credentials
+        return {"Authorization": f"Bearer {self._key}"} if bearer else {}
+
+    def batch_form(self, request: ChatRequest) -> tuple[bool, str | None]:
+        """How a batched request asks for its verdict (label scores; the structured form,
+        or None): as a live one would, from what is known of the endpoint, but without
+        trying anything first: a batch cannot fall back on a refusal."""
+        if request.choices is None:
+            return False, None
+        mode = request.verdict_format
+        if mode in ("text", "logprobs"):
+            return mode == "logprobs", None
+        known = self.features.get("structured")
+        if mode == "structured" or known not in ("refused", "ignored"):
+            return self._label_scores(
+                request
+            ), known if known in STRUCTURED_FORMS else "json_schema"
+        return self._label_scores(request), None
+
+    def batch_body(self, request: ChatRequest, form: tuple[bool, str | None]) -> dict[str, Any]:
+        """The body of a batched request asked in `form` (batch_form)."""
+        label_scores, structured = form
+        return self.payload(request, structured=structured, label_scores=label_scores)
+
+    def read_reply(
+        self,
+        request: ChatRequest,
+        data: dict[str, Any],
+        latency: float,
+        *,
+        label_scores: bool = False,
+        form: str | None = None,
+    ) -> Completion:
+        """The completion in a chat completion (an answer, or a batch's result), and what
+        it says the endpoint supports."""
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             raise MalformedResponseError(f"{self.public_base} answered with no choices")

@@ -1,0 +1,237 @@
+"""Provider batches in the store: which calls went in which batch, so that a run that
+ends while a batch is being answered (Ctrl-C, kill -9, a lost machine) picks the batch
+up again, and no call is sent, or paid for, twice.
+
+Two tables, made the first time a batch is sent (a store that never sent one stays
+readable by an older eigenjury):
+
+- `batches`: our id for the batch (known before the provider's), the provider's id
+  once it has accepted the batch, the endpoint (shown without secrets), the model, the
+  state (`submitting`, `submitted`, `ended`), its calls, when made and last changed;
+- `batch_calls`: each call (its store key) sent in a batch and not yet committed.
+
+A batch's calls are claimed in one transaction before it is sent, so two processes
+never send one call; the provider's id is written the moment it answers. A claim whose
+batch has had no provider id for SUBMIT_LEASE_S is taken to be a sender that died
+before the provider answered, and is given up. A claim goes when its call's success is
+committed (`prune`, as every batch stream starts) or when its batch ended with an error
+for it (the call is then sent again, as any failed call is); an ended batch is
+forgotten once it holds no claim, or after RESULTS_KEPT_S (the providers keep results
+about a month).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
+from dataclasses import astuple, dataclass, fields, replace
+from typing import Any, TypeVar
+
+from eigenjury.engine.store import Store
+
+T = TypeVar("T")
+SUBMIT_LEASE_S = 600.0  # a batch still without a provider id after this was never sent
+RESULTS_KEPT_S = 29 * 86400.0  # Anthropic keeps results 29 days (OpenAI's files longer)
+_CHUNK = 500  # keys per SELECT ... IN (...)
+STATES = ("submitting", "submitted", "ended")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    id TEXT PRIMARY KEY,
+    provider_id TEXT,
+    endpoint TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('submitting', 'submitted', 'ended')),
+    calls INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS batch_calls (
+    key TEXT PRIMARY KEY,
+    batch TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS batch_calls_of ON batch_calls (batch);
+"""
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """One batch as the store keeps it."""
+
+    id: str
+    provider_id: str | None
+    endpoint: str  # shown_url: no secrets
+    spec: str  # str(spec): no secrets
+    state: str
+    calls: int
+    created_at: float
+    updated_at: float
+
+    def stale(self, now: float) -> bool:
+        """A batch whose sender died before the provider answered it."""
+        return self.provider_id is None and now - self.updated_at > SUBMIT_LEASE_S
+
+
+_ROW = ", ".join(f"b.{f.name}" for f in fields(BatchRow))
+
+
+def _claims(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, BatchRow]:
+    found: dict[str, BatchRow] = {}
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        rows = db.execute(
+            f"SELECT c.key, {_ROW} FROM batch_calls c JOIN batches b ON b.id = c.batch "
+            f"WHERE c.key IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        for key, *row in rows:
+            found[key] = BatchRow(*row)
+    return found
+
+
+def _drop(db: sqlite3.Connection, batch: str) -> None:
+    db.execute("DELETE FROM batch_calls WHERE batch = ?", (batch,))
+    db.execute("DELETE FROM batches WHERE id = ?", (batch,))
+
+
+def _transaction(db: sqlite3.Connection, work: Callable[[], T]) -> T:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        done = work()
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return done
+
+
+def create(db: sqlite3.Connection) -> None:
+    db.executescript(_SCHEMA)
+
+
+def claims(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, BatchRow]:
+    """The batch each of `keys` was sent in, where one was."""
+    return _claims(db, keys)
+
+
+def claim(db: sqlite3.Connection, batch: BatchRow, keys: Sequence[str]) -> dict[str, BatchRow]:
+    """Record `batch` as being sent with those of `keys` no other live batch holds (a
+    stale one's claims are given up); returns the keys another batch holds, and its row."""
+
+    def work() -> dict[str, BatchRow]:
+        held = _claims(db, keys)
+        for row in {r.id: r for r in held.values() if r.stale(batch.created_at)}.values():
+            _drop(db, row.id)
+        held = {k: r for k, r in held.items() if not r.stale(batch.created_at)}
+        free = [k for k in keys if k not in held]
+        values = astuple(replace(batch, calls=len(free)))
+        db.execute(f"INSERT INTO batches VALUES ({','.join('?' * len(values))})", values)
+        db.executemany(
+            "INSERT INTO batch_calls (key, batch) VALUES (?, ?)", [(k, batch.id) for k in free]
+        )
+        return held
+
+    return _transaction(db, work)
+
+
+def submitted(db: sqlite3.Connection, batch: str, provider_id: str) -> None:
+    db.execute(
+        "UPDATE batches SET provider_id = ?, state = 'submitted', updated_at = ? WHERE id = ?",
+        (provider_id, time.time(), batch),
+    )
+
+
+def ended(db: sqlite3.Connection, batch: str, released: Sequence[str]) -> None:
+    """The batch has ended; `released`: its calls that ended in an error (sent again)."""
+
+    def work() -> None:
+        db.execute(
+            "UPDATE batches SET state = 'ended', updated_at = ? WHERE id = ?", (time.time(), batch)
+        )
+        db.executemany(
+            "DELETE FROM batch_calls WHERE key = ? AND batch = ?", [(k, batch) for k in released]
+        )
+
+    _transaction(db, work)
+
+
+def drop(db: sqlite3.Connection, batch: str) -> None:
+    """A batch that was never sent (the provider refused it): its calls are free."""
+    _transaction(db, lambda: _drop(db, batch))
+
+
+def row(db: sqlite3.Connection, batch: str) -> BatchRow | None:
+    found = db.execute(f"SELECT {_ROW} FROM batches b WHERE b.id = ?", (batch,)).fetchone()
+    return None if found is None else BatchRow(*found)
+
+
+def prune(db: sqlite3.Connection) -> None:
+    """Forget the claims of calls whose success is committed, and ended batches with no
+    claim left or too old for the provider to still hold their results."""
+
+    def work() -> None:
+        db.execute(
+            "DELETE FROM batch_calls WHERE EXISTS (SELECT 1 FROM results r "
+            "WHERE r.key = batch_calls.key AND r.status = 'ok')"
+        )
+        old = time.time() - RESULTS_KEPT_S
+        for (batch,) in db.execute(
+            "SELECT id FROM batches WHERE state = 'ended' AND updated_at < ?", (old,)
+        ).fetchall():
+            _drop(db, batch)
+        db.execute(
+            "DELETE FROM batches WHERE state = 'ended' AND NOT EXISTS "
+            "(SELECT 1 FROM batch_calls c WHERE c.batch = batches.id)"
+        )
+
+    _transaction(db, work)
+
+
+def open_batches(db: sqlite3.Connection) -> list[BatchRow]:
+    """Every batch the store knows of, oldest first (none where none was ever sent)."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone() is None:
+        return []
+    return [BatchRow(*r) for r in db.execute(f"SELECT {_ROW} FROM batches b ORDER BY created_at")]
+
+
+class Journal:
+    """A backend's view of the batches in the store, written through the engine's store
+    thread (the engine stays the store's single writer), and a way to tell the user."""
+
+    def __init__(self, store: Store, io: Executor, note: Callable[[str], None]) -> None:
+        self.store = store
+        self._io = io
+        self.note = note
+
+    async def _do(self, what: str, operation: Callable[..., T], *args: Any) -> T:
+        def run() -> T:
+            return self.store.run(what, lambda db: operation(db, *args))
+
+        return await asyncio.get_running_loop().run_in_executor(self._io, run)
+
+    async def open(self) -> None:
+        """Make the tables where they are missing, and forget what is done with."""
+        await self._do("keep provider batches", create)
+        await self._do("tidy provider batches", prune)
+
+    async def claims(self, keys: Iterable[str]) -> dict[str, BatchRow]:
+        return await self._do("read provider batches", claims, list(keys))
+
+    async def claim(self, batch: BatchRow, keys: Sequence[str]) -> dict[str, BatchRow]:
+        return await self._do("record a provider batch", claim, batch, keys)
+
+    async def submitted(self, batch: str, provider_id: str) -> None:
+        await self._do("record a provider batch", submitted, batch, provider_id)
+
+    async def ended(self, batch: str, released: Sequence[str]) -> None:
+        await self._do("record a provider batch", ended, batch, released)
+
+    async def drop(self, batch: str) -> None:
+        await self._do("record a provider batch", drop, batch)
+
+    async def row(self, batch: str) -> BatchRow | None:
+        return await self._do("read provider batches", row, batch)

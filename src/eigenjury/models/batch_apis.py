@@ -1,0 +1,306 @@
+"""OpenAI's Batch API and Anthropic's Message Batches API: many calls sent at once,
+answered within 24 hours, at half the price of the same calls made one by one.
+
+Each client speaks for one provider (`OpenAICompatibleProvider`, `AnthropicProvider`):
+its session, key, error classes, request bodies and reply reading are the provider's
+own, so a batched call is asked and read as the same call made live would be. A call's
+`custom_id` is its store key. Results are read from the endpoint the batch was sent to
+(never from a URL the reply names, which would get the key).
+
+- OpenAI: the calls as a JSONL file (POST /files, purpose "batch"), then POST /batches;
+  GET /batches/{id} until it is completed, failed, expired or cancelled; the answers
+  in its output file, the failures in its error file (GET /files/{id}/content). One
+  model per batch, at most 50,000 calls and 200 MB.
+- Anthropic: POST /messages/batches with the calls; GET /messages/batches/{id} until
+  its processing has ended; the results from GET /messages/batches/{id}/results. At
+  most 100,000 calls and 256 MB.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+
+from eigenjury.files import json_kind
+from eigenjury.models.errors import (
+    AuthError,
+    BadRequestError,
+    BatchExpiredError,
+    MalformedResponseError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+)
+from eigenjury.models.providers.anthropic import AnthropicProvider
+from eigenjury.models.providers.http import HttpProvider
+from eigenjury.models.providers.openai_compat import OpenAICompatibleProvider
+from eigenjury.models.types import ChatRequest, Completion, Provider
+
+PRICE_FACTOR = 0.5  # both providers charge half for a batched call
+TYPICAL_S = 3600.0  # most batches end within the hour (as Anthropic says of its own)
+WINDOW_S = 86400.0  # and every one within 24 hours
+CHAT_PATH = "/v1/chat/completions"  # what an OpenAI batch's lines are calls of
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """Where a batch stands: `ended` once nothing more will be answered; `problem`:
+    why the batch as a whole failed, where it did."""
+
+    state: str
+    ended: bool
+    answered: int = 0
+    total: int = 0
+    problem: str | None = None
+
+
+# One call's result: its key, and its completion or its error.
+Outcome = tuple[str, Completion | None, ProviderError | None]
+
+
+class BatchApi(Protocol):
+    """A provider's batch endpoints."""
+
+    max_calls: int
+    max_bytes: int
+
+    def line(self, key: str, request: ChatRequest) -> bytes: ...
+
+    async def submit(self, lines: Sequence[bytes], tag: str) -> str: ...
+
+    async def find(self, tag: str) -> str | None: ...
+
+    async def status(self, batch_id: str) -> BatchStatus: ...
+
+    async def outcomes(
+        self, batch_id: str, status: BatchStatus, requests: Mapping[str, ChatRequest]
+    ) -> list[Outcome]: ...
+
+
+def batch_api(provider: Provider) -> BatchApi | None:
+    """The batch endpoints of `provider`'s API, where it has them."""
+    if isinstance(provider, AnthropicProvider):
+        return AnthropicBatches(provider)
+    if isinstance(provider, OpenAICompatibleProvider):
+        return OpenAIBatches(provider)
+    return None
+
+
+def _field(provider: HttpProvider, data: Mapping[str, Any], name: str, what: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise MalformedResponseError(
+            f"{provider.public_base} answered {what} without an {name} (got {json_kind(value)})"
+        )
+    return value
+
+
+def _jsonl(body: bytes) -> list[dict[str, Any]]:
+    """The objects of a JSONL body; a line that is not one is left out (its call then
+    has no result, and is sent again)."""
+    found = []
+    for line in body.splitlines():
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("custom_id"), str):
+            found.append(value)
+    return found
+
+
+def _read(read: Callable[[], Completion]) -> tuple[Completion | None, ProviderError | None]:
+    try:
+        return read(), None
+    except ProviderError as exc:
+        return None, exc
+
+
+def _count(counts: Any, name: str) -> int:
+    value = counts.get(name) if isinstance(counts, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+class OpenAIBatches:
+    max_calls = 50_000
+    max_bytes = 190_000_000  # of 200 MB, with room for a file's framing
+
+    def __init__(self, provider: OpenAICompatibleProvider) -> None:
+        self.provider = provider
+
+    def line(self, key: str, request: ChatRequest) -> bytes:
+        body = self.provider.batch_body(request, self.provider.batch_form(request))
+        call = {"custom_id": key, "method": "POST", "url": CHAT_PATH, "body": body}
+        return json.dumps(call, ensure_ascii=False).encode() + b"\n"
+
+    async def submit(self, lines: Sequence[bytes], tag: str) -> str:
+        p = self.provider
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field(
+            "file",
+            b"".join(lines),
+            filename=f"eigenjury-{tag}.jsonl",
+            content_type="application/jsonl",
+        )
+        uploaded = p.json_of(await p.send("POST", "/files", p.headers(), data=form))
+        batch = {
+            "input_file_id": _field(p, uploaded, "id", "the upload of a batch's calls"),
+            "endpoint": CHAT_PATH,
+            "completion_window": "24h",
+            "metadata": {"eigenjury_batch": tag},
+        }
+        made = p.json_of(await p.send("POST", "/batches", p.headers(), payload=batch))
+        return _field(p, made, "id", "a new batch")
+
+    async def find(self, tag: str) -> str | None:
+        """The batch sent with `tag` among the latest hundred (a send whose answer was
+        lost), where it is one."""
+        p = self.provider
+        listed = p.json_of(await p.send("GET", "/batches?limit=100", p.headers()))
+        for batch in listed.get("data") or ():
+            if (
+                isinstance(batch, dict)
+                and (batch.get("metadata") or {}).get("eigenjury_batch") == tag
+            ):
+                return _field(p, batch, "id", "a batch in its list")
+        return None
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        p = self.provider
+        batch = p.json_of(await p.send("GET", f"/batches/{batch_id}", p.headers()))
+        state = str(batch.get("status"))
+        counts = batch.get("request_counts")
+        problem = None
+        if state == "failed":
+            errors = (batch.get("errors") or {}).get("data") or []
+            said = [str(e.get("message")) for e in errors if isinstance(e, dict)]
+            problem = f"{p.public_base} refused the batch: " + (
+                "; ".join(said[:3]) or "no reason given"
+            )
+        return BatchStatus(
+            state,
+            state in ("completed", "failed", "expired", "cancelled"),
+            _count(counts, "completed") + _count(counts, "failed"),
+            _count(counts, "total"),
+            problem,
+        )
+
+    async def outcomes(
+        self, batch_id: str, status: BatchStatus, requests: Mapping[str, ChatRequest]
+    ) -> list[Outcome]:
+        p = self.provider
+        batch = p.json_of(await p.send("GET", f"/batches/{batch_id}", p.headers()))
+        # read as they were asked: the forms are fixed before any reply teaches anything
+        forms = {key: p.batch_form(request) for key, request in requests.items()}
+        found: list[Outcome] = []
+        for name in ("output_file_id", "error_file_id"):
+            file_id = batch.get(name)
+            if not isinstance(file_id, str) or not file_id:
+                continue
+            body = await p.send("GET", f"/files/{file_id}/content", p.headers())
+            for line in _jsonl(body):
+                key = line["custom_id"]
+                if key in requests:
+                    found.append((key, *self._outcome(line, requests[key], forms[key])))
+        return found
+
+    def _outcome(
+        self, line: dict[str, Any], request: ChatRequest, form: tuple[bool, str | None]
+    ) -> tuple[Completion | None, ProviderError | None]:
+        p = self.provider
+        response = line.get("response")
+        error = line.get("error")
+        if isinstance(response, dict) and response.get("status_code") == 200:
+            body = response.get("body")
+            if not isinstance(body, dict):
+                return None, MalformedResponseError(
+                    f"{p.public_base} batched a reply that is not JSON"
+                )
+            label_scores, structured = form
+            return _read(
+                lambda: p.read_reply(request, body, 0.0, label_scores=label_scores, form=structured)
+            )
+        if isinstance(response, dict) and isinstance(response.get("status_code"), int):
+            detail = json.dumps(response.get("body")).encode()
+            return None, p.status_error(response["status_code"], detail, None)
+        said = error if isinstance(error, dict) else {}
+        message = f"{p.public_base}: {said.get('message') or 'the batch gave no answer'}"
+        if said.get("code") in ("batch_expired", "batch_cancelled"):
+            return None, BatchExpiredError(message)
+        return None, ProviderError(message)
+
+
+# Anthropic's error types, as the live API's statuses would be read
+_ANTHROPIC_ERRORS: dict[str, type[ProviderError]] = {
+    "invalid_request_error": BadRequestError,
+    "authentication_error": AuthError,
+    "permission_error": AuthError,
+    "rate_limit_error": RateLimitError,
+    "api_error": ServerError,
+    "overloaded_error": ServerError,
+}
+
+
+class AnthropicBatches:
+    max_calls = 100_000
+    max_bytes = 240_000_000  # of 256 MB
+
+    def __init__(self, provider: AnthropicProvider) -> None:
+        self.provider = provider
+
+    def line(self, key: str, request: ChatRequest) -> bytes:
+        call = {"custom_id": key, "params": self.provider.payload(request)}
+        return json.dumps(call, ensure_ascii=False).encode()
+
+    async def submit(self, lines: Sequence[bytes], tag: str) -> str:
+        p = self.provider
+        body = b'{"requests":[' + b",".join(lines) + b"]}"
+        headers = {**p.headers(), "Content-Type": "application/json"}
+        made = p.json_of(await p.send("POST", "/messages/batches", headers, data=body))
+        return _field(p, made, "id", "a new batch")
+
+    async def find(self, tag: str) -> str | None:
+        return None  # its batches carry nothing of ours to be found by
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        p = self.provider
+        batch = p.json_of(await p.send("GET", f"/messages/batches/{batch_id}", p.headers()))
+        state = str(batch.get("processing_status"))
+        counts = batch.get("request_counts")
+        answered = sum(_count(counts, k) for k in ("succeeded", "errored", "canceled", "expired"))
+        total = answered + _count(counts, "processing")
+        return BatchStatus(state, state == "ended", answered, total)
+
+    async def outcomes(
+        self, batch_id: str, status: BatchStatus, requests: Mapping[str, ChatRequest]
+    ) -> list[Outcome]:
+        p = self.provider
+        body = await p.send("GET", f"/messages/batches/{batch_id}/results", p.headers())
+        found: list[Outcome] = []
+        for line in _jsonl(body):
+            key = line["custom_id"]
+            if key in requests:
+                found.append((key, *self._outcome(line.get("result"), requests[key])))
+        return found
+
+    def _outcome(
+        self, result: Any, request: ChatRequest
+    ) -> tuple[Completion | None, ProviderError | None]:
+        p = self.provider
+        result = result if isinstance(result, dict) else {}
+        kind = result.get("type")
+        if kind == "succeeded" and isinstance(result.get("message"), dict):
+            message = result["message"]
+            return _read(lambda: p.read_reply(request, message, 0.0))
+        if kind in ("canceled", "expired"):
+            return None, BatchExpiredError(f"{p.public_base}: the batch {kind} before this call")
+        error = result.get("error") if isinstance(result.get("error"), dict) else {}
+        error = error["error"] if isinstance(error.get("error"), dict) else error  # (nested)
+        said = error.get("message") or f"the call {kind or 'failed'}"
+        message = f"{p.public_base}: {said}"
+        return None, _ANTHROPIC_ERRORS.get(str(error.get("type")), ProviderError)(message)

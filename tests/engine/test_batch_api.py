@@ -1,0 +1,313 @@
+"""The batch-api backend against the test server's fakes of OpenAI's and Anthropic's
+batch endpoints (testing/batch_fakes.py): every call sent once and committed once, at
+half price; partial failure, expiry, lost and refused sends; a process killed while it
+waits, and two processes at once, on the same calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eigenjury.engine import Call, Engine, Store
+from eigenjury.engine.batch_api import BatchApiBackend
+from eigenjury.engine.engine import Budget
+from eigenjury.engine.journal import SUBMIT_LEASE_S, BatchRow, claim, create, submitted
+from eigenjury.engine.store import request_key
+from eigenjury.models import ChatRequest, ModelSpec
+from eigenjury.models.prices import Price, PriceTable
+from eigenjury.models.verdict_format import read_structured
+from eigenjury.testing.batch_fakes import BatchSettings
+from eigenjury.testing.server import FaultServer, Judging, ServerThread
+
+KEY = "sk-batch-test-secret"
+PROVIDERS = ("openai", "anthropic")
+PRICE = Price(2.0, 8.0)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultServer]:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
+    with ServerThread(api_key=KEY) as served:
+        yield served
+
+
+def _spec(provider: str, server: FaultServer, model: str = "m1") -> ModelSpec:
+    return ModelSpec.parse(f"{provider}:{model}@{server.base_url}")
+
+
+def _calls(spec: ModelSpec, n: int, **params: object) -> list[Call]:
+    return [
+        Call(spec, ChatRequest.chat(("user", f"q {i}"), max_tokens=20, **params)) for i in range(n)
+    ]  # type: ignore[arg-type]
+
+
+def _engine(store: Path, *, backend: bool = True, **options: object) -> Engine:
+    prices = PriceTable({f"{p}:m1": PRICE for p in PROVIDERS})
+    return Engine(
+        Store(store),
+        backend=BatchApiBackend(poll_s=0.05, gather_s=0.05, first_poll_s=0.02) if backend else None,
+        prices=prices,
+        progress=False,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_each_call_is_sent_once_and_committed_at_half_the_price(
+    server: FaultServer, provider: str, tmp_path: Path
+) -> None:
+    spec = _spec(provider, server)
+    results = _engine(tmp_path / "s.sqlite").run_sync(_calls(spec, 40))
+    assert [r.completion.text for r in results if r.completion] == [
+        f"reply to: q {i}" for i in range(40)
+    ]
+    assert server.stats()["most_sends_for_one_batch_call"] == 1
+    assert server.stats()["batches"] == 1 and server.requests == 0  # no live call
+    for r in results:
+        assert r.completion is not None and r.attempts == 1
+        assert r.completion.cost_usd == pytest.approx(PRICE.cost(r.completion.usage) / 2)
+    live = _engine(tmp_path / "live.sqlite", backend=False).run_sync(_calls(spec, 40))
+    assert [r.completion for r in live] != [r.completion for r in results]  # (latency differs)
+    assert sum(r.completion.cost_usd for r in live if r.completion) == pytest.approx(
+        2 * sum(r.completion.cost_usd for r in results if r.completion)
+    )
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.counts() == {"ok": 40}
+    assert KEY.encode() not in (tmp_path / "s.sqlite").read_bytes()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_failed_calls_are_sent_again_rejected_and_expired_ones_end_as_errors(
+    server: FaultServer, provider: str, tmp_path: Path
+) -> None:
+    """A server error passes when sent again (in this run); an invalid request does not
+    (not sent again by this run); a call the expired batch left unanswered ends as an
+    `expired` error, which a rerun sends again."""
+    server.batches.settings = BatchSettings(fail_share=0.3, reject_share=0.1, expire_share=0.1)
+    spec = _spec(provider, server)
+    results = _engine(tmp_path / "s.sqlite").run_sync(_calls(spec, 200))
+    by_kind: dict[str | None, list[str]] = {}
+    for r in results:
+        by_kind.setdefault(r.error_kind, []).append(r.key)
+    assert set(by_kind) == {None, "bad_request", "expired"}
+    assert 5 < len(by_kind["bad_request"]) < 40 and 5 < len(by_kind["expired"]) < 40
+    sent = server.batches.sent
+    retried = [r for r in results if r.ok and r.attempts == 2]
+    assert 30 < len(retried) < 90 and all(sent[r.key] == 2 for r in retried)
+    assert all(sent[key] == 1 for key in by_kind["bad_request"] + by_kind["expired"])
+    assert sum(sent.values()) == 200 + len(retried)
+
+    again = _engine(tmp_path / "s.sqlite").run_sync(_calls(spec, 200))
+    assert [r.error_kind for r in again] == [r.error_kind for r in results]
+    assert all(sent[key] == 2 for key in by_kind["bad_request"] + by_kind["expired"])
+    assert sum(sent.values()) == 200 + len(retried) + len(by_kind["bad_request"]) + len(
+        by_kind["expired"]
+    )
+
+
+def test_a_batch_that_fails_as_a_whole_ends_its_calls_with_its_reason(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    server.batches.settings = BatchSettings(fail_batches=1)
+    results = _engine(tmp_path / "s.sqlite").run_sync(_calls(_spec("openai", server), 5))
+    assert {r.error_kind for r in results} == {"bad_request"}
+    assert "a validation step failed" in (results[0].error_message or "")
+    rerun = _engine(tmp_path / "s.sqlite").run_sync(_calls(_spec("openai", server), 5))
+    assert all(r.ok for r in rerun)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_refused_sends_are_tried_again(server: FaultServer, provider: str, tmp_path: Path) -> None:
+    server.batches.settings = BatchSettings(refuse_sends=2)
+    results = _engine(tmp_path / "s.sqlite").run_sync(_calls(_spec(provider, server), 10))
+    assert all(r.ok for r in results)
+    assert server.stats()["batch_sends"] == 3 and server.stats()["batches"] == 1
+
+
+def test_a_send_whose_answer_was_lost_is_found_not_sent_twice(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    """OpenAI's batches carry our id in their metadata: the batch a lost answer made is
+    found in the list and waited for."""
+    server.batches.settings = BatchSettings(lose_answers=1)
+    results = _engine(tmp_path / "s.sqlite").run_sync(_calls(_spec("openai", server), 10))
+    assert all(r.ok for r in results)
+    assert server.stats()["batches"] == 1 and server.stats()["most_sends_for_one_batch_call"] == 1
+
+
+def _journal(store: Path, row: BatchRow, keys: list[str], provider_id: str | None) -> None:
+    """The store as a run left it that claimed `keys` for `row`."""
+    Store(store).close()
+    db = sqlite3.connect(store, isolation_level=None)
+    create(db)
+    claim(db, row, keys)
+    if provider_id is not None:
+        submitted(db, row.id, provider_id)
+    db.close()
+
+
+def _row(server: FaultServer, created: float) -> BatchRow:
+    spec = f"openai:m1@{server.base_url}"
+    return BatchRow("ours", None, server.base_url, spec, "submitting", 0, created, created)
+
+
+def test_a_batch_the_provider_does_not_know_is_sent_again(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    calls = _calls(_spec("openai", server), 6)
+    _journal(tmp_path / "s.sqlite", _row(server, time.time()), _keys(calls), "batch_gone")
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    assert all(r.ok for r in results) and server.stats()["batches"] == 1
+
+
+def test_a_claim_whose_sender_died_before_sending_is_given_up(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    calls = _calls(_spec("openai", server), 6)
+    stale = _row(server, time.time() - SUBMIT_LEASE_S - 1)
+    _journal(tmp_path / "s.sqlite", stale, _keys(calls), None)
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    assert all(r.ok for r in results) and server.stats()["batches"] == 1
+
+
+def _keys(calls: list[Call]) -> list[str]:
+    return [request_key(c.spec, c.request, c.sample) for c in calls]
+
+
+def test_other_models_are_called_live_beside_the_batched_ones(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    served = ModelSpec.parse(f"openai-compatible:m2@{server.base_url}")
+    calls = [*_calls(_spec("anthropic", server), 5), *_calls(served, 5)]
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    assert all(r.ok for r in results)
+    assert server.requests == 5 and server.stats()["batch_calls_sent"] == 5
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_verdict_is_asked_and_read_as_a_live_call_would_be(
+    server: FaultServer, provider: str, tmp_path: Path
+) -> None:
+    """Structured output (OpenAI's json_schema, Anthropic's forced tool call) in a batch:
+    the server answers with the schema's labels only where it was asked with one."""
+    server.judging = Judging(response_format="enforce")
+    calls = _calls(_spec(provider, server), 8, choices=("A", "B", "tie"))
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    for r in results:
+        assert r.completion is not None
+        assert read_structured(r.completion.text, ("A", "B", "tie")) is not None
+
+
+def test_a_budget_counts_calls_at_the_batch_price(server: FaultServer, tmp_path: Path) -> None:
+    """A budget of three quarters of the calls' estimate at the table's price admits
+    them all at the batch price (every call is reserved before any is answered)."""
+    calls = _calls(_spec("openai", server), 40)
+    live = _engine(tmp_path / "l.sqlite", backend=False)
+    full = sum(live._estimate(c.spec, c.request)[0] for c in calls)
+    batched = _engine(tmp_path / "b.sqlite", budget=Budget(max_cost_usd=0.75 * full))
+    assert all(r.ok for r in batched.run_sync(calls))
+    assert batched.spent.cost < 0.75 * full / 2
+
+
+def test_a_store_with_batch_tables_opens_and_others_are_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    Store(path).close()
+    db = sqlite3.connect(path)
+    create(db)
+    db.close()
+    Store(path, create=False).close()
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE orders (id INTEGER)")
+    db.close()
+    with pytest.raises(Exception, match="another program"):
+        Store(path)
+
+
+BATCH_FILE_LINES = 120
+
+
+def _command(server: FaultServer, provider: str, folder: Path) -> list[str]:
+    requests = folder / "requests.jsonl"
+    if not requests.exists():
+        requests.write_text(
+            "".join(
+                json.dumps({"id": i, "messages": [{"role": "user", "content": f"q {i}"}],
+                            "max_tokens": 30}) + "\n"
+                for i in range(BATCH_FILE_LINES)
+            )
+        )  # fmt: skip
+    return [
+        sys.executable, "-m", "eigenjury", "batch", str(requests),
+        "--model", f"{provider}:m1@{server.base_url}", "--backend", "batch-api",
+        "--batch-poll-s", "0.1", "--no-progress", "--store", str(folder / "s.sqlite"),
+    ]  # fmt: skip
+
+
+def _submitted(store: Path) -> bool:
+    try:
+        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            return bool(db.execute("SELECT 1 FROM batches WHERE state = 'submitted'").fetchone())
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_run_killed_while_it_waits_resumes_sending_nothing_again(
+    server: FaultServer, provider: str, tmp_path: Path
+) -> None:
+    """kill -9 while the batch is out; the rerun finds it in the store, waits for it and
+    commits every result once: no call is sent twice."""
+    server.batches.settings = BatchSettings(end_after_s=2.0)
+    command = _command(server, provider, tmp_path)
+    first = subprocess.Popen([*command, "--out", str(tmp_path / "first.jsonl")])
+    deadline = time.monotonic() + 60
+    while not _submitted(tmp_path / "s.sqlite") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(10)
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.counts() == {}  # killed mid-wait: nothing committed yet
+    rerun = subprocess.run([*command, "--out", str(tmp_path / "out.jsonl")], capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert "sent earlier; its calls are not sent again" in rerun.stderr
+    lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted(x["id"] for x in lines) == list(range(BATCH_FILE_LINES))
+    assert all(x["text"] == f"reply to: q {x['id']}" for x in lines)
+    stats = server.stats()
+    assert stats["batches"] == 1 and stats["most_sends_for_one_batch_call"] == 1
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.counts() == {"ok": BATCH_FILE_LINES}
+
+
+def test_two_processes_on_the_same_calls_share_one_batch(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    server.batches.settings = BatchSettings(end_after_s=1.0)
+    command = _command(server, "openai", tmp_path)
+    runs = [
+        subprocess.Popen([*command, "--out", str(tmp_path / f"out{n}.jsonl")],
+                         stderr=subprocess.PIPE, text=True)
+        for n in range(2)
+    ]  # fmt: skip
+    for run in runs:
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err
+    for n in range(2):
+        assert len((tmp_path / f"out{n}.jsonl").read_text().splitlines()) == BATCH_FILE_LINES
+    assert server.stats()["most_sends_for_one_batch_call"] == 1
+    assert server.stats()["distinct_batch_calls"] == BATCH_FILE_LINES
