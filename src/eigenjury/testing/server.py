@@ -301,7 +301,7 @@ class FaultServer:
         return f"http://{self.host}:{self.port}/v1"
 
     async def start(self) -> str:
-        app = web.Application()
+        app = web.Application(client_max_size=300 * 2**20)  # (a batch: up to 256 MB)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/v1/models", self._models)
