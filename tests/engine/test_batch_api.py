@@ -5,6 +5,8 @@ waits, and two processes at once, on the same calls."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -12,7 +14,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,10 +23,15 @@ import pytest
 from eigenjury.engine import Call, Engine, Store
 from eigenjury.engine.batch_api import BatchApiBackend
 from eigenjury.engine.engine import Budget
-from eigenjury.engine.journal import SUBMIT_LEASE_S, BatchRow, claim, create, submitted
-from eigenjury.engine.store import request_key
+from eigenjury.engine.journal import SUBMIT_LEASE_S, BatchRow, claim, claims, create, submitted
+from eigenjury.engine.plan import history_of
+from eigenjury.engine.store import StoredResult, request_key
 from eigenjury.models import ChatRequest, ModelSpec
+from eigenjury.models.batch_apis import AnthropicBatches, batch_api
+from eigenjury.models.factory import make_provider
 from eigenjury.models.prices import Price, PriceTable
+from eigenjury.models.providers.anthropic import AnthropicProvider
+from eigenjury.models.types import Completion
 from eigenjury.models.verdict_format import read_structured
 from eigenjury.testing.batch_fakes import BatchSettings
 from eigenjury.testing.server import FaultServer, Judging, ServerThread
@@ -153,13 +161,13 @@ def _journal(store: Path, row: BatchRow, keys: list[str], provider_id: str | Non
     create(db)
     claim(db, row, keys)
     if provider_id is not None:
-        submitted(db, row.id, provider_id)
+        submitted(db, row, provider_id)
     db.close()
 
 
-def _row(server: FaultServer, created: float) -> BatchRow:
-    spec = f"openai:m1@{server.base_url}"
-    return BatchRow("ours", None, server.base_url, spec, "submitting", 0, created, created)
+def _row(server: FaultServer, created: float, provider: str = "openai") -> BatchRow:
+    spec = f"{provider}:m1@{server.base_url}"
+    return BatchRow("ours", None, server.base_url, spec, "submitting", 6, created, created)
 
 
 def test_a_batch_the_provider_does_not_know_is_sent_again(
@@ -311,3 +319,156 @@ def test_two_processes_on_the_same_calls_share_one_batch(
         assert len((tmp_path / f"out{n}.jsonl").read_text().splitlines()) == BATCH_FILE_LINES
     assert server.stats()["most_sends_for_one_batch_call"] == 1
     assert server.stats()["distinct_batch_calls"] == BATCH_FILE_LINES
+
+
+def test_a_claim_leaves_out_calls_whose_success_is_committed(tmp_path: Path) -> None:
+    """Another process may commit a call between this one's store lookup and its claim:
+    the claim hands over the stored result, and nothing is sent for it."""
+    spec = ModelSpec.parse("openai:m1")
+    calls = _calls(spec, 4)
+    keys = _keys(calls)
+    with Store(tmp_path / "s.sqlite") as store:
+        done = StoredResult(keys[0], str(spec), "{}", 0, Completion("kept", "stop"))
+        store.put_many([done])
+        found = store.run("test", lambda db: (create(db), claim(db, _plain_row(), keys))[1])
+        assert set(found.done) == {keys[0]} and found.done[keys[0]].completion.text == "kept"
+        again = store.run("test", lambda db: claims(db, keys))
+    assert set(again.held) == set(keys[1:]) and set(again.done) == {keys[0]}
+
+
+def _plain_row() -> BatchRow:
+    now = time.time()
+    return BatchRow("b1", None, "https://api.openai.com/v1", "openai:m1", "submitting", 0, now, now)
+
+
+def _made_elsewhere(server: FaultServer, provider: str, calls: list[Call], tag: str) -> str:
+    """A batch of `calls` made at the provider by a sender that then died (sent with our
+    id `tag` in its metadata, where the provider keeps one)."""
+
+    async def send() -> str:
+        provider_ = make_provider(calls[0].spec)
+        try:
+            api = batch_api(provider_)
+            assert api is not None
+            lines = [api.line(k, c.request, {}) for k, c in zip(_keys(calls), calls, strict=True)]
+            return await api.submit(lines, tag)
+        finally:
+            await provider_.aclose()
+
+    return asyncio.run(send())
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_batch_whose_sender_died_before_keeping_its_id_is_found_not_sent_again(
+    server: FaultServer, provider: str, tmp_path: Path
+) -> None:
+    """kill -9 between the provider making the batch and the store keeping its id: the
+    rerun waits out the claim, finds the batch at the provider and reads it."""
+    server.batches.settings = BatchSettings(end_after_s=0.2)
+    calls = _calls(_spec(provider, server), 6)
+    stale = _row(server, time.time() - SUBMIT_LEASE_S - 1, provider)
+    _journal(tmp_path / "s.sqlite", stale, _keys(calls), None)
+    _made_elsewhere(server, provider, calls, stale.id)
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    assert all(r.ok for r in results)
+    assert server.stats()["batches"] == 1 and server.stats()["most_sends_for_one_batch_call"] == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_lost_answer_whose_batch_cannot_be_looked_for_yet_is_looked_for_later(
+    server: FaultServer, provider: str, tmp_path: Path
+) -> None:
+    """The send made the batch but its answer was lost, and the provider's list of
+    batches fails too: the claim stays, and once the send is stale the batch is found."""
+    server.batches.settings = BatchSettings(lose_answers=1, fail_lists=1)
+    engine = _engine(tmp_path / "s.sqlite")
+    assert isinstance(engine.backend, BatchApiBackend)
+    engine.backend.lease_s = 0.3
+    results = engine.run_sync(_calls(_spec(provider, server), 10))
+    assert all(r.ok for r in results)
+    assert server.stats()["batches"] == 1 and server.batches.lists == 2
+
+
+def test_calls_that_keep_trickling_in_are_sent_while_they_come(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    spec = _spec("openai", server)
+    engine = _engine(tmp_path / "s.sqlite")
+    assert isinstance(engine.backend, BatchApiBackend)
+    engine.backend.gather_s, engine.backend.max_gather_s = 0.5, 0.3
+    times: list[float] = []
+
+    async def trickle() -> AsyncIterator[Call]:
+        for call in _calls(spec, 20):
+            yield call
+            await asyncio.sleep(0.05)
+
+    async def run() -> float:
+        async with engine, contextlib.aclosing(engine.stream(trickle(), ordered=False)) as out:
+            start = time.monotonic()
+            async for result in out:
+                assert result.ok
+                times.append(time.monotonic() - start)
+        return time.monotonic() - start
+
+    total = asyncio.run(run())
+    assert len(times) == 20 and times[0] < total - 0.3  # the first came back long before
+    assert server.stats()["batches"] >= 2
+
+
+def test_calls_a_cancelled_batch_leaves_unlisted_end_as_expired_not_sent_again(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    """A user cancels the batch (OpenAI may then list none of the calls it left unrun):
+    the calls end as `expired` errors rather than undoing the cancel; a rerun sends them."""
+    server.batches.settings = BatchSettings(end_after_s=60, quiet_cancel=True)
+    calls = _calls(_spec("openai", server), 5)
+    batch_id = _made_elsewhere(server, "openai", calls, "ours")
+    _journal(tmp_path / "s.sqlite", _row(server, time.time()), _keys(calls), batch_id)
+    with urllib.request.urlopen(
+        urllib.request.Request(
+            f"{server.base_url}/batches/{batch_id}/cancel",
+            method="POST",
+            headers={"Authorization": f"Bearer {KEY}"},
+        )
+    ) as answer:
+        assert json.load(answer)["status"] == "cancelled"
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    assert {r.error_kind for r in results} == {"expired"}
+    assert server.stats()["batches"] == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "retryable"),
+    [
+        ({"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens"},
+         "context_length", False),
+        ({"type": "invalid_request_error", "message": "messages: empty"}, "bad_request", False),
+        ({"type": "overloaded_error", "message": "Overloaded"}, "server", True),
+        ({"type": "rate_limit_error", "message": "slow down"}, "rate_limit", True),
+        ({"type": "authentication_error", "message": "invalid x-api-key"}, "auth", False),
+        ({"type": "not_found_error", "message": "model: no such model"}, "bad_request", False),
+    ],
+)  # fmt: skip
+def test_an_anthropic_batch_error_reads_as_the_same_call_live_would(
+    error: dict[str, str], kind: str, retryable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    api = AnthropicBatches(AnthropicProvider(ModelSpec.parse("anthropic:m1"), sessions=None))
+    result = {"type": "errored", "error": {"type": "error", "error": error}}
+    completion, raised = api._outcome(result, ChatRequest.chat(("user", "q")))
+    assert completion is None and raised is not None
+    assert (raised.kind, raised.retryable) == (kind, retryable)
+    assert error["message"] in raised.message
+
+
+def test_batched_calls_carry_no_latency_of_their_own(server: FaultServer, tmp_path: Path) -> None:
+    """What a batched call waited is its batch's: stored as none, so the accounting and a
+    later plan's latency of the model come from live calls only."""
+    engine = _engine(tmp_path / "s.sqlite")
+    results = engine.run_sync(_calls(_spec("openai", server), 30))
+    assert all(r.completion is not None and r.completion.latency_s == 0 for r in results)
+    assert engine.accounting.record()["total"]["latency_s"] is None
+    with Store(tmp_path / "s.sqlite") as store:
+        history = history_of(store.history(str(_spec("openai", server))))
+    assert history.calls == 30 and history.latency is None

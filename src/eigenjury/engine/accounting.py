@@ -70,7 +70,7 @@ class Tally:
             self.unpriced += 1
         else:
             self.cost_usd += completion.cost_usd
-        if not cached:
+        if not cached and completion.latency_s > 0:  # (0: none, as a batched call has)
             self.latencies.add(completion.latency_s)
 
     def record(self) -> dict[str, Any]:

@@ -3,42 +3,50 @@ the providers' batch APIs (models/batch_apis.py), at half the price, answered wi
 24 hours; calls to other models are made here as usual.
 
 Per endpoint, the calls the engine hands over are gathered until none has come for
-`gather_s` (or a batch is full), then sent as one batch per model. Before a batch is
-sent its calls are claimed in the store (engine/journal.py), and the provider's batch
-id is written the moment it answers, so a run that ends while batches are out (Ctrl-C,
-kill -9, a lost machine) loses nothing: a rerun finds each call's batch and waits for
-it instead of sending the call again, and a second process running the same calls
-waits on the first one's batches. Open batches are polled, first after `first_poll_s`
-and then ever less often, up to every `poll_s`; an ended batch's results are read and
-handed to the engine, which commits them like any other call's. Within a run a call
-whose batch answered with an error that may pass (a server error, a missing result)
-is sent again in a later batch, up to the retry policy's attempts; a call left
-unanswered by an expired or cancelled batch ends as an `expired` error, sent again by
-a rerun.
+`gather_s` (at most `max_gather_s` after the first, or until a batch is full), then sent
+as one batch per model. Before a batch is sent its calls are claimed in the store
+(engine/journal.py; a call whose success another process has committed meanwhile is
+taken from the store instead), and the provider's batch id is written the moment it
+answers, so a run that ends while batches are out (Ctrl-C, kill -9, a lost machine)
+loses nothing: a rerun finds each call's batch and waits for it instead of sending the
+call again, and a second process running the same calls waits on the first one's
+batches. A send whose answer is lost (a server error, no answer) may still have made
+its batch: it is looked for at the provider (OpenAI: by our id in its metadata;
+Anthropic: the one batch of as many calls made since) before it is sent again, and
+where the provider cannot be asked, the claim stays until it can be. Open batches are
+polled, first after `first_poll_s` and then ever less often, up to every `poll_s`; an
+ended batch's results are read and handed to the engine, which commits them like any
+other call's. Within a run a call whose batch answered with an error that may pass (a
+server error, a missing result) is sent again in a later batch, up to the retry
+policy's attempts; a call left unanswered by an expired or cancelled batch ends as an
+`expired` error, sent again by a rerun.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from eigenjury.engine.caller import Caller, WorkItem
-from eigenjury.engine.journal import BatchRow, Journal
+from eigenjury.engine.journal import SUBMIT_LEASE_S, BatchRow, Claims, Journal
 from eigenjury.engine.limits import EndpointLimits
 from eigenjury.engine.store import StoredResult
 from eigenjury.errors import InputError
 from eigenjury.models.batch_apis import PRICE_FACTOR, BatchApi, BatchStatus, batch_api
 from eigenjury.models.errors import (
     BadRequestError,
+    BatchExpiredError,
     CallTimeoutError,
     MalformedResponseError,
     ProviderError,
+    RateLimitError,
 )
 from eigenjury.models.spec import ModelSpec, shown_url
 from eigenjury.models.types import Completion
@@ -48,14 +56,18 @@ NAME = "batch-api"
 PROVIDERS = ("openai", "anthropic")  # whose calls go in batches
 WINDOW = 50_000  # calls the engine may hold unanswered for this backend (one OpenAI batch)
 GATHER_S = 2.0
+MAX_GATHER_S = 30.0  # calls that keep trickling in are sent at least this often
 FIRST_POLL_S = 5.0
+_UNKNOWN = object()  # a send whose batch may or may not have been made
 DOWNLOAD_TIMEOUTS = 10  # a batch's results may take this many call timeouts to read
 
 
 class BatchApiBackend:
     """Parameters: poll_s (the longest wait between two polls of an open batch);
     gather_s (how long no new call must come before the gathered ones are sent);
-    first_poll_s (the first wait, doubled at each poll up to poll_s)."""
+    first_poll_s (the first wait, doubled at each poll up to poll_s); lease_s (how long
+    a batch's send may go unrenewed before it is taken to have ended); max_gather_s
+    (the longest the first gathered call waits for others)."""
 
     window = WINDOW
 
@@ -65,11 +77,15 @@ class BatchApiBackend:
         poll_s: float = 60.0,
         gather_s: float = GATHER_S,
         first_poll_s: float = FIRST_POLL_S,
+        lease_s: float = SUBMIT_LEASE_S,
+        max_gather_s: float = MAX_GATHER_S,
         seed: int = 0,
     ) -> None:
         self.poll_s = poll_s
         self.gather_s = gather_s
+        self.max_gather_s = max_gather_s
         self.first_poll_s = min(first_poll_s, poll_s)
+        self.lease_s = lease_s
         self.rng = random.Random(seed)
         self.explained = False  # whether the user was told what a batch means for the run
 
@@ -131,6 +147,7 @@ class _Lane:
         self.items: dict[str, WorkItem] = {}  # every call waiting for its result
         self.attempts: collections.Counter[str] = collections.Counter()
         self.pending: list[WorkItem] = []  # to send in the next batch
+        self.pending_since = 0.0  # when the first of them came
         self.open: dict[str, _Open] = {}  # by our batch id
         self.done: collections.deque[StoredResult] = collections.deque()
         self.apis: dict[ModelSpec, BatchApi] = {}
@@ -157,8 +174,8 @@ class _Lane:
                 reading = not reader.done()
                 if not reading and reader.exception() is not None:
                     raise reader.exception()  # type: ignore[misc]
-                gathered = loop.time() - quiet_since >= self.backend.gather_s
-                if self.pending and (not reading or gathered or self._full()):
+                send_at = self._send_at(quiet_since)
+                if self.pending and (not reading or loop.time() >= send_at or self._full()):
                     await self._send_pending()
                 for batch in [b for b in self.open.values() if b.due <= loop.time()]:
                     await self._poll(batch)
@@ -169,15 +186,25 @@ class _Lane:
                 arrived.clear()
                 waits = [b.due for b in self.open.values()]
                 if self.pending:
-                    waits.append(quiet_since + self.backend.gather_s)
+                    waits.append(self._send_at(quiet_since))
                 timeout = max(0.0, min(waits) - loop.time()) if waits else None
                 if not inbox:
                     wake = asyncio.ensure_future(arrived.wait())
-                    await asyncio.wait({wake, reader} if reading else {wake}, timeout=timeout)
+                    await asyncio.wait(
+                        {wake, reader} if reading else {wake},
+                        timeout=timeout,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
                     wake.cancel()
         finally:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
+
+    def _send_at(self, quiet_since: float) -> float:
+        """When the gathered calls go: once none has come for `gather_s`, and at the
+        latest MAX_GATHER_S after the first of them (calls that trickle in still go)."""
+        backend = self.backend
+        return min(quiet_since + backend.gather_s, self.pending_since + backend.max_gather_s)
 
     def _api(self, spec: ModelSpec) -> BatchApi:
         api = self.apis.get(spec)
@@ -192,32 +219,55 @@ class _Lane:
         """Whether a whole batch is gathered (of the first model's calls, at least)."""
         return bool(self.pending) and len(self.pending) >= self._api(self.pending[0].spec).max_calls
 
+    def _gather(self, items: Iterable[WorkItem]) -> None:
+        if not self.pending:
+            self.pending_since = asyncio.get_running_loop().time()
+        self.pending.extend(items)
+
+    def _settle(self, found: Claims, items: Iterable[WorkItem]) -> list[WorkItem]:
+        """Of `items`: those committed meanwhile (by another process) are handed over
+        from the store, those in a batch wait on it; the rest are returned."""
+        free = []
+        for item in items:
+            if item.key in found.done:
+                self.done.append(found.done[item.key])
+                del self.items[item.key]
+            elif item.key in found.held:
+                self._wait_on(found.held[item.key], item)
+            else:
+                free.append(item)
+        return free
+
     async def _place(self, items: Sequence[WorkItem]) -> None:
         """Each call waits on the batch an earlier run (or another process) sent it in,
         or is gathered for a new one."""
         for item in items:
             self.items[item.key] = item
-        held = await self.journal.claims(item.key for item in items)
-        now = time.time()
-        for item in items:
-            row = held.get(item.key)
-            if row is None or row.stale(now):
-                self.pending.append(item)
-            else:
-                self._wait_on(row, item, picked_up=True)
+        found = await self.journal.claims(item.key for item in items)
+        self._gather(self._settle(found, items))
 
-    def _wait_on(self, row: BatchRow, item: WorkItem, *, picked_up: bool) -> None:
+    def _wait_on(self, row: BatchRow, item: WorkItem) -> None:
         batch = self.open.get(row.id)
         if batch is None:
             batch = self.open[row.id] = _Open(row, self._api(item.spec))
             batch.interval = self.backend.first_poll_s
-            if picked_up and row.provider_id is not None:
+            if row.provider_id is not None:
                 self.journal.note(
                     f"waiting for batch {row.provider_id} of {row.spec}, sent earlier; "
                     "its calls are not sent again"
                 )
+            else:
+                self.journal.note(
+                    f"waiting for a batch of {row.spec} being sent by another process, or by "
+                    "a run that stopped while sending it; its calls are sent again only "
+                    f"once it is found not to have been made (within {self._lease_s:.0f} s)"
+                )
         batch.keys.add(item.key)
         self.attempts[item.key] = max(self.attempts[item.key], 1)
+
+    @property
+    def _lease_s(self) -> float:
+        return self.backend.lease_s
 
     async def _send_pending(self) -> None:
         by_spec: dict[ModelSpec, list[WorkItem]] = {}
@@ -226,59 +276,93 @@ class _Lane:
         self.pending = []
         for spec, items in by_spec.items():
             api = self._api(spec)
+            features = api.features()
             chunk: list[tuple[WorkItem, bytes]] = []
             size = 0
             for item in items:
-                line = api.line(item.key, item.request)
+                line = api.line(item.key, item.request, features)
                 if len(line) > api.max_bytes:
                     self._end(item, error=BadRequestError("this call is too large for a batch"))
                     continue
                 if chunk and (len(chunk) >= api.max_calls or size + len(line) > api.max_bytes):
-                    await self._send(spec, api, chunk)
+                    await self._send(spec, api, chunk, features)
                     chunk, size = [], 0
                 chunk.append((item, line))
                 size += len(line) + 1
             if chunk:
-                await self._send(spec, api, chunk)
+                await self._send(spec, api, chunk, features)
 
     async def _send(
-        self, spec: ModelSpec, api: BatchApi, chunk: Sequence[tuple[WorkItem, bytes]]
+        self,
+        spec: ModelSpec,
+        api: BatchApi,
+        chunk: Sequence[tuple[WorkItem, bytes]],
+        features: dict[str, str],
     ) -> None:
         now = time.time()
         row = BatchRow(
-            uuid.uuid4().hex, None, shown_url(self.endpoint), str(spec), "submitting", 0, now, now
+            uuid.uuid4().hex,
+            None,
+            shown_url(self.endpoint),
+            str(spec),
+            "submitting",
+            0,
+            now,
+            now,
+            json.dumps(features, sort_keys=True),
         )
-        held = await self.journal.claim(row, [item.key for item, _ in chunk])
-        for item, _ in chunk:
-            if item.key in held:  # another process sent it meanwhile: wait on that one
-                self._wait_on(held[item.key], item, picked_up=True)
-        ours = [(item, line) for item, line in chunk if item.key not in held]
+        found = await self.journal.claim(row, [item.key for item, _ in chunk])
+        free = {item.key for item in self._settle(found, [item for item, _ in chunk])}
+        ours = [(item, line) for item, line in chunk if item.key in free]
         if not ours:
             await self.journal.drop(row.id)
             return
+        row = replace(row, calls=len(ours))
         for item, _ in ours:
             self.attempts[item.key] += 1
+        renewing = asyncio.ensure_future(self._renew(row.id))
         try:
-            provider_id = await self._submit(api, [line for _, line in ours], row.id)
-        except ProviderError as exc:
+            sent = await self._submit(api, [line for _, line in ours], row)
+        finally:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
+        if isinstance(sent, ProviderError):  # refused: not made
             await self.journal.drop(row.id)
             for item, _ in ours:
-                self._end(item, error=exc)
+                self._end(item, error=sent)
             return
-        await self.journal.submitted(row.id, provider_id)
-        batch = self.open[row.id] = _Open(
-            replace(row, provider_id=provider_id, state="submitted", calls=len(ours)), api
-        )
+        batch = self.open[row.id] = _Open(row, api)
         batch.keys.update(item.key for item, _ in ours)
         batch.interval = self.backend.first_poll_s
-        batch.due = asyncio.get_running_loop().time() + batch.interval
-        self.journal.note(f"sent {_calls(len(ours))} of {spec} as batch {provider_id}")
+        if sent is _UNKNOWN:  # the row stays as it is, and is looked for once stale
+            batch.due = asyncio.get_running_loop().time() + self._lease_s
+            self.journal.note(
+                f"the answer to sending {_calls(len(ours))} of {spec} as a batch was lost; "
+                f"it is looked for at the provider in {self._lease_s:.0f} s, and its calls "
+                "are sent again only if it was not made"
+            )
+            return
+        assert isinstance(sent, str)
+        await self._made(batch, sent)
+        self.journal.note(f"sent {_calls(len(ours))} of {spec} as batch {sent}")
         if not self.backend.explained:
             self.backend.explained = True
             self.journal.note(
                 "batches are answered within 24 hours, at half price; stopping now loses "
                 "nothing: a rerun waits for the batches sent, and sends none of their calls again"
             )
+
+    async def _made(self, batch: _Open, provider_id: str) -> None:
+        """The provider made the batch: the store knows it, and it is polled."""
+        await self.journal.submitted(batch.row, provider_id)
+        batch.row = replace(batch.row, provider_id=provider_id, state="submitted")
+        batch.due = asyncio.get_running_loop().time() + batch.interval
+
+    async def _renew(self, batch: str) -> None:
+        """Keep a batch's claim while it is being sent (a send of 200 MB takes a while)."""
+        while True:
+            await asyncio.sleep(self._lease_s / 6)
+            await self.journal.touch(batch)
 
     async def _timed(self, work: Awaitable[T], *, times: int = 1) -> T:
         timeout_s = self.caller.retry.timeout_s * times
@@ -288,36 +372,43 @@ class _Lane:
         except TimeoutError:
             raise CallTimeoutError(f"no answer within {timeout_s:g} s") from None
 
-    async def _submit(self, api: BatchApi, lines: Sequence[bytes], tag: str) -> str:
-        """The provider's id of the batch of `lines`, sent with `tag` (ours); a send
-        whose answer was lost is looked for before it is tried again."""
+    async def _submit(
+        self, api: BatchApi, lines: Sequence[bytes], row: BatchRow
+    ) -> str | ProviderError | object:
+        """The provider's id of the batch of `lines`; or the error that refused it (it was
+        not made); or _UNKNOWN, where a send may have made it and it cannot be looked
+        for now. A send that may have made the batch (no answer, a server error) is
+        looked for before it is tried again; a refusal (4xx, 429) made nothing."""
         policy = self.caller.retry
         for attempt in range(1, policy.max_attempts + 1):
             try:
-                return await self._timed(api.submit(lines, tag), times=DOWNLOAD_TIMEOUTS)
+                return await self._timed(api.submit(lines, row.id), times=DOWNLOAD_TIMEOUTS)
             except ProviderError as exc:
-                if not exc.retryable or attempt == policy.max_attempts:
-                    raise
-                try:
-                    found = await self._timed(api.find(tag))
-                except ProviderError:
-                    found = None
-                if found is not None:
-                    return found
+                if not exc.retryable:
+                    return exc
+                if not isinstance(exc, RateLimitError):
+                    found = await self._find(api, row)
+                    if found is not None:
+                        return found
+                if attempt == policy.max_attempts:
+                    return exc
                 await asyncio.sleep(policy.delay(attempt, exc.retry_after, self.backend.rng))
-        raise AssertionError("unreachable: the last attempt raises")
+        raise AssertionError("unreachable: the last attempt returns")
+
+    async def _find(self, api: BatchApi, row: BatchRow) -> str | object | None:
+        """The batch a send of `row` made, None where it made none, _UNKNOWN where the
+        provider cannot be asked now."""
+        try:
+            return await self._timed(api.find(row.id, row.calls, row.created_at))
+        except ProviderError:
+            return _UNKNOWN
 
     async def _poll(self, batch: _Open) -> None:
         loop = asyncio.get_running_loop()
         batch.due = loop.time() + batch.interval
         batch.interval = min(2 * batch.interval, self.backend.poll_s)
-        if batch.row.provider_id is None:  # another process is sending it
-            row = await self.journal.row(batch.row.id)
-            if row is None or row.stale(time.time()):  # it gave up, or died
-                del self.open[batch.row.id]
-                self.pending.extend(self.items[key] for key in batch.keys)
-            elif row.provider_id is not None:
-                batch.row = row
+        if batch.row.provider_id is None:
+            await self._look_for(batch)
             return
         provider_id = batch.row.provider_id
         try:
@@ -326,28 +417,56 @@ class _Lane:
                 return
             requests = {key: self.items[key].request for key in batch.keys}
             outcomes = await self._timed(
-                batch.api.outcomes(provider_id, status, requests), times=DOWNLOAD_TIMEOUTS
+                batch.api.outcomes(provider_id, status, requests, json.loads(batch.row.features)),
+                times=DOWNLOAD_TIMEOUTS,
             )
         except ProviderError as exc:
             await self._unreadable(batch, exc)
             return
         await self._ended(batch, status, {key: (c, e) for key, c, e in outcomes})
 
+    async def _look_for(self, batch: _Open) -> None:
+        """A batch still without the provider's id: being sent by another process (wait),
+        or the send ended without one (look for it at the provider; its calls are sent
+        again only where it made none)."""
+        row = await self.journal.row(batch.row.id)
+        if row is not None and row.provider_id is not None:
+            batch.row = row
+            batch.due = 0.0
+            return
+        if row is not None and not row.stale(time.time(), self._lease_s):
+            return
+        found = None if row is None else await self._find(batch.api, row)
+        if found is _UNKNOWN:
+            return  # asked again at the next poll
+        if isinstance(found, str):
+            assert row is not None
+            batch.row = row
+            await self._made(batch, found)
+            batch.due = 0.0
+            self.journal.note(f"found batch {found} of {row.spec}, whose sending was cut short")
+            return
+        if row is not None:
+            await self.journal.drop(row.id)
+        del self.open[batch.row.id]
+        self._gather(self.items[key] for key in batch.keys)  # claimed again, or found done
+
     async def _unreadable(self, batch: _Open, exc: ProviderError) -> None:
         """A batch whose status or results could not be read: polled again if that may
-        pass; sent again if the provider knows no such batch; its calls ended in the
-        error otherwise (the store keeps the batch, for a rerun with a key that reads it)."""
+        pass; sent again if the provider knows no such batch (with this key: made with
+        another, or deleted); its calls ended in the error otherwise (the store keeps
+        the batch, for a rerun with a key that reads it)."""
         if exc.retryable:
             self.journal.note(f"batch {batch.row.provider_id}: {exc.message}; polling again")
             return
         del self.open[batch.row.id]
         if exc.status == 404:
             self.journal.note(
-                f"batch {batch.row.provider_id} is unknown to {shown_url(self.endpoint)}; "
-                "its calls are sent again"
+                f"batch {batch.row.provider_id} is unknown to {shown_url(self.endpoint)} with "
+                "this key (made with another, or deleted); its calls are sent again"
             )
             await self.journal.drop(batch.row.id)
-            self.pending.extend(self.items[key] for key in batch.keys)
+            self._gather(self.items[key] for key in batch.keys)
             return
         for key in batch.keys:
             self._end(self.items[key], error=exc)
@@ -358,26 +477,28 @@ class _Lane:
         status: BatchStatus,
         outcomes: dict[str, tuple[Completion | None, ProviderError | None]],
     ) -> None:
-        missing: ProviderError = (
-            BadRequestError(status.problem)
-            if status.problem
-            else MalformedResponseError("the batch ended without a result for this call")
-        )
+        missing: ProviderError
+        if status.problem:
+            missing = BadRequestError(status.problem)
+        elif status.state in ("expired", "cancelled", "canceled"):
+            missing = BatchExpiredError(f"the batch was {status.state} before this call")
+        else:
+            missing = MalformedResponseError("the batch ended without a result for this call")
         results = {key: outcomes.get(key, (None, missing)) for key in batch.keys}
         failed = [key for key, (completion, _) in results.items() if completion is None]
         await self.journal.ended(batch.row.id, failed)  # sent again, by this run or the next
         del self.open[batch.row.id]
+        waited = max(0.0, time.time() - batch.row.created_at)
         self.journal.note(
-            f"batch {batch.row.provider_id} of {batch.row.spec} ended ({status.state}): "
-            f"{len(results) - len(failed):,} answered, {len(failed):,} failed"
+            f"batch {batch.row.provider_id} of {batch.row.spec} ended ({status.state}) after "
+            f"{_duration(waited)}: {len(results) - len(failed):,} answered, {len(failed):,} failed"
         )
-        waited = max(0.0, time.time() - batch.row.created_at)  # each call's latency
         for key, (completion, error) in results.items():
             item = self.items[key]
             if completion is not None:
-                self._end(item, completion=replace(completion, latency_s=waited))
+                self._end(item, completion=completion)
             elif error is not None and error.retryable and self.attempts[key] < self._attempts:
-                self.pending.append(item)
+                self._gather([item])
             else:
                 self._end(item, error=error)
 
@@ -392,11 +513,20 @@ class _Lane:
         completion: Completion | None = None,
         error: ProviderError | None = None,
     ) -> None:
-        """The call's result, for the engine to commit; a success at the batch price."""
+        """The call's result, for the engine to commit; a success at the batch price,
+        with no latency of its own (0: what it waited is its batch's, not the model's)."""
         if completion is not None:
             price = self.caller.price(item.spec)
             cost = None if price is None else price.cost(completion.usage) * PRICE_FACTOR
-            completion = replace(completion, cost_usd=cost)
+            completion = replace(completion, cost_usd=cost, latency_s=0.0)
         attempts = max(1, self.attempts[item.key])
         self.done.append(self.caller.stored(item, completion, error, attempts))
         del self.items[item.key]
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -7,13 +7,17 @@ readable by an older eigenjury):
 
 - `batches`: our id for the batch (known before the provider's), the provider's id
   once it has accepted the batch, the endpoint (shown without secrets), the model, the
-  state (`submitting`, `submitted`, `ended`), its calls, when made and last changed;
+  state (`submitting`, `submitted`, `ended`), its calls, when made and last changed,
+  and what was known of the endpoint when it was sent (`features`, JSON: how its calls
+  were asked, so they are read the same way);
 - `batch_calls`: each call (its store key) sent in a batch and not yet committed.
 
 A batch's calls are claimed in one transaction before it is sent, so two processes
-never send one call; the provider's id is written the moment it answers. A claim whose
-batch has had no provider id for SUBMIT_LEASE_S is taken to be a sender that died
-before the provider answered, and is given up. A claim goes when its call's success is
+never send one call, and never one whose success is already committed; the provider's
+id is written the moment it answers. While a batch is being sent its sender renews the
+claim (`touch`); one not renewed for SUBMIT_LEASE_S, still without a provider id, is
+a sender that died or lost the provider's answer: the batch is looked for at the
+provider before its calls are sent again. A claim goes when its call's success is
 committed (`prune`, as every batch stream starts) or when its batch ended with an error
 for it (the call is then sent again, as any failed call is); an ended batch is
 forgotten once it holds no claim, or after RESULTS_KEPT_S (the providers keep results
@@ -30,10 +34,10 @@ from concurrent.futures import Executor
 from dataclasses import astuple, dataclass, fields, replace
 from typing import Any, TypeVar
 
-from eigenjury.engine.store import Store
+from eigenjury.engine.store import Store, StoredResult, read_results
 
 T = TypeVar("T")
-SUBMIT_LEASE_S = 600.0  # a batch still without a provider id after this was never sent
+SUBMIT_LEASE_S = 120.0  # a send not renewed for this long has ended (renewed every 20 s)
 RESULTS_KEPT_S = 29 * 86400.0  # Anthropic keeps results 29 days (OpenAI's files longer)
 _CHUNK = 500  # keys per SELECT ... IN (...)
 STATES = ("submitting", "submitted", "ended")
@@ -47,7 +51,8 @@ CREATE TABLE IF NOT EXISTS batches (
     state TEXT NOT NULL CHECK (state IN ('submitting', 'submitted', 'ended')),
     calls INTEGER NOT NULL,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    features TEXT NOT NULL DEFAULT '{}'
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS batch_calls (
     key TEXT PRIMARY KEY,
@@ -69,10 +74,21 @@ class BatchRow:
     calls: int
     created_at: float
     updated_at: float
+    features: str = "{}"  # JSON: what was known of the endpoint when it was sent
 
-    def stale(self, now: float) -> bool:
-        """A batch whose sender died before the provider answered it."""
-        return self.provider_id is None and now - self.updated_at > SUBMIT_LEASE_S
+    def stale(self, now: float, lease_s: float = SUBMIT_LEASE_S) -> bool:
+        """A send that has ended without the provider's id: its sender died, or lost the
+        answer (the batch may still have been made)."""
+        return self.provider_id is None and now - self.updated_at > lease_s
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Of some calls: the batch each one is in (`held`), and the results of those
+    whose success is committed (`done`: nothing to send or wait for)."""
+
+    held: dict[str, BatchRow]
+    done: dict[str, StoredResult]
 
 
 _ROW = ", ".join(f"b.{f.name}" for f in fields(BatchRow))
@@ -113,36 +129,50 @@ def create(db: sqlite3.Connection) -> None:
     db.executescript(_SCHEMA)
 
 
-def claims(db: sqlite3.Connection, keys: Sequence[str]) -> dict[str, BatchRow]:
-    """The batch each of `keys` was sent in, where one was."""
-    return _claims(db, keys)
+def claims(db: sqlite3.Connection, keys: Sequence[str]) -> Claims:
+    """The batch each of `keys` was sent in, where one was, and the committed ones."""
+    done = read_results(db, keys, ok_only=True)
+    held = {k: row for k, row in _claims(db, keys).items() if k not in done}
+    return Claims(held, done)
 
 
-def claim(db: sqlite3.Connection, batch: BatchRow, keys: Sequence[str]) -> dict[str, BatchRow]:
-    """Record `batch` as being sent with those of `keys` no other live batch holds (a
-    stale one's claims are given up); returns the keys another batch holds, and its row."""
+def claim(db: sqlite3.Connection, batch: BatchRow, keys: Sequence[str]) -> Claims:
+    """Record `batch` as being sent with those of `keys` that are neither committed nor
+    held by another batch (those are returned); `keys` given to a batch of ours that
+    has since been given up (`drop`) are claimed again."""
 
-    def work() -> dict[str, BatchRow]:
-        held = _claims(db, keys)
-        for row in {r.id: r for r in held.values() if r.stale(batch.created_at)}.values():
-            _drop(db, row.id)
-        held = {k: r for k, r in held.items() if not r.stale(batch.created_at)}
-        free = [k for k in keys if k not in held]
-        values = astuple(replace(batch, calls=len(free)))
-        db.execute(f"INSERT INTO batches VALUES ({','.join('?' * len(values))})", values)
+    def work() -> Claims:
+        found = claims(db, keys)
+        free = [k for k in keys if k not in found.held and k not in found.done]
+        _insert(db, replace(batch, calls=len(free)))
         db.executemany(
             "INSERT INTO batch_calls (key, batch) VALUES (?, ?)", [(k, batch.id) for k in free]
         )
-        return held
+        return found
 
     return _transaction(db, work)
 
 
-def submitted(db: sqlite3.Connection, batch: str, provider_id: str) -> None:
-    db.execute(
+def _insert(db: sqlite3.Connection, batch: BatchRow) -> None:
+    values = astuple(batch)
+    db.execute(f"INSERT OR REPLACE INTO batches VALUES ({','.join('?' * len(values))})", values)
+
+
+def touch(db: sqlite3.Connection, batch: str) -> None:
+    """The batch is still being sent (its claim is renewed)."""
+    db.execute("UPDATE batches SET updated_at = ? WHERE id = ?", (time.time(), batch))
+
+
+def submitted(db: sqlite3.Connection, batch: BatchRow, provider_id: str) -> None:
+    """The provider made the batch. Where its row is gone (another process judged the
+    send dead), it is written again, so its results are still read."""
+    now = time.time()
+    changed = db.execute(
         "UPDATE batches SET provider_id = ?, state = 'submitted', updated_at = ? WHERE id = ?",
-        (provider_id, time.time(), batch),
-    )
+        (provider_id, now, batch.id),
+    ).rowcount
+    if not changed:
+        _insert(db, replace(batch, provider_id=provider_id, state="submitted", updated_at=now))
 
 
 def ended(db: sqlite3.Connection, batch: str, released: Sequence[str]) -> None:
@@ -160,7 +190,8 @@ def ended(db: sqlite3.Connection, batch: str, released: Sequence[str]) -> None:
 
 
 def drop(db: sqlite3.Connection, batch: str) -> None:
-    """A batch that was never sent (the provider refused it): its calls are free."""
+    """A batch that was not made (the provider refused it, or does not know it): its
+    calls are free."""
     _transaction(db, lambda: _drop(db, batch))
 
 
@@ -218,13 +249,16 @@ class Journal:
         await self._do("keep provider batches", create)
         await self._do("tidy provider batches", prune)
 
-    async def claims(self, keys: Iterable[str]) -> dict[str, BatchRow]:
+    async def claims(self, keys: Iterable[str]) -> Claims:
         return await self._do("read provider batches", claims, list(keys))
 
-    async def claim(self, batch: BatchRow, keys: Sequence[str]) -> dict[str, BatchRow]:
+    async def claim(self, batch: BatchRow, keys: Sequence[str]) -> Claims:
         return await self._do("record a provider batch", claim, batch, keys)
 
-    async def submitted(self, batch: str, provider_id: str) -> None:
+    async def touch(self, batch: str) -> None:
+        await self._do("record a provider batch", touch, batch)
+
+    async def submitted(self, batch: BatchRow, provider_id: str) -> None:
         await self._do("record a provider batch", submitted, batch, provider_id)
 
     async def ended(self, batch: str, released: Sequence[str]) -> None:

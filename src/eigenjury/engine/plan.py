@@ -102,6 +102,7 @@ class ModelHistory:
     request_chars: int = 0
     input_tokens: int = 0
     latency_s: float = 0.0
+    timed: int = 0  # calls with a latency (a batched call has none: 0)
     outputs: dict[int | None, _Output] = field(default_factory=dict)
 
     @property
@@ -112,7 +113,7 @@ class ModelHistory:
 
     @property
     def latency(self) -> float | None:
-        return self.latency_s / self.calls if self.calls >= HISTORY else None
+        return self.latency_s / self.timed if self.timed >= HISTORY else None
 
     def output(self, cap: int | None) -> _Output | None:
         found = self.outputs.get(cap)
@@ -128,11 +129,13 @@ class ModelHistory:
 def history_of(rows: Iterable[Sequence[Any]]) -> ModelHistory:
     """One model's Store.history rows as its ModelHistory."""
     h = ModelHistory()
-    for _, cap, calls, req_chars, tokens_in, text_chars, tokens_out, squares, latency in rows:
+    for row in rows:
+        _, cap, calls, req_chars, tokens_in, text_chars, tokens_out, squares, latency, timed = row
         h.calls += calls
         h.request_chars += req_chars or 0
         h.input_tokens += tokens_in or 0
         h.latency_s += latency or 0.0
+        h.timed += timed or 0
         cap = cap if isinstance(cap, int) else None
         h.outputs[cap] = _Output(calls, text_chars or 0, tokens_out or 0, float(squares or 0))
     return h

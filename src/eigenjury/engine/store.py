@@ -404,19 +404,7 @@ class Store:
     def get_many(self, keys: Iterable[str]) -> dict[str, StoredResult]:
         keys = list(dict.fromkeys(keys))
 
-        def read() -> dict[str, StoredResult]:
-            found: dict[str, StoredResult] = {}
-            for start in range(0, len(keys), _CHUNK):
-                chunk = keys[start : start + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT {', '.join(_COLUMNS)} FROM results WHERE key IN ({marks})", chunk
-                )
-                for row in rows:
-                    found[row[0]] = StoredResult.from_row(row)
-            return found
-
-        return self._patiently("read it", read)
+        return self._patiently("read it", lambda: read_results(self._db, keys))
 
     def get(self, key: str) -> StoredResult | None:
         return self.get_many([key]).get(key)
@@ -511,15 +499,17 @@ class Store:
         for a plan:
         per requested max_tokens (None where unset), the calls, their request characters
         (canonical JSON) and input tokens, their reply characters and output tokens (with
-        the sum of squares, for a spread), and their total latency. One pass over the
-        results (the store has no index by model)."""
+        the sum of squares, for a spread), their total latency and how many have one (a
+        batched call has none). One pass over the results (the store has no index by
+        model)."""
 
         def read() -> list[tuple[Any, ...]]:
             return list(
                 self._db.execute(
                     "SELECT spec, json_extract(request, '$.max_tokens') AS cap, COUNT(*), "
                     "SUM(LENGTH(request)), SUM(input_tokens), SUM(LENGTH(text)), "
-                    "SUM(output_tokens), SUM(output_tokens * output_tokens), SUM(latency_s) "
+                    "SUM(output_tokens), SUM(output_tokens * output_tokens), SUM(latency_s), "
+                    "SUM(latency_s > 0) "
                     "FROM results WHERE status = 'ok' AND spec = ? GROUP BY cap",
                     (spec,),
                 )
@@ -566,6 +556,25 @@ class Store:
                         f.write(canonical_json(result.record()) + "\n")
                         written += 1
         return written
+
+
+def read_results(
+    db: sqlite3.Connection, keys: Sequence[str], *, ok_only: bool = False
+) -> dict[str, StoredResult]:
+    """The stored results of `keys` (only the successes, with `ok_only`) by key."""
+    found: dict[str, StoredResult] = {}
+    only = " AND status = 'ok'" if ok_only else ""
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        rows = db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM results WHERE key IN ({marks}){only}", chunk
+        )
+        for row in rows:
+            result = StoredResult.from_row(row)
+            if result.ok or not ok_only:  # (a success with unusable scores reads as an error)
+                found[row[0]] = result
+    return found
 
 
 def _flat(record: dict[str, Any]) -> dict[str, Any]:

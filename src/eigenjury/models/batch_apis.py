@@ -21,19 +21,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 import aiohttp
 
 from eigenjury.files import json_kind
 from eigenjury.models.errors import (
-    AuthError,
-    BadRequestError,
     BatchExpiredError,
     MalformedResponseError,
     ProviderError,
-    RateLimitError,
-    ServerError,
 )
 from eigenjury.models.providers.anthropic import AnthropicProvider
 from eigenjury.models.providers.http import HttpProvider
@@ -41,6 +38,7 @@ from eigenjury.models.providers.openai_compat import OpenAICompatibleProvider
 from eigenjury.models.types import ChatRequest, Completion, Provider
 
 PRICE_FACTOR = 0.5  # both providers charge half for a batched call
+FIND_SLACK_S = 300.0  # clocks differ: a batch made this long before our send still fits
 TYPICAL_S = 3600.0  # most batches end within the hour (as Anthropic says of its own)
 WINDOW_S = 86400.0  # and every one within 24 hours
 CHAT_PATH = "/v1/chat/completions"  # what an OpenAI batch's lines are calls of
@@ -63,21 +61,28 @@ Outcome = tuple[str, Completion | None, ProviderError | None]
 
 
 class BatchApi(Protocol):
-    """A provider's batch endpoints."""
+    """A provider's batch endpoints. `features`: what was known of the endpoint when the
+    batch was sent (the provider's `features`), so its calls are read as they were asked."""
 
     max_calls: int
     max_bytes: int
 
-    def line(self, key: str, request: ChatRequest) -> bytes: ...
+    def features(self) -> dict[str, str]: ...
+
+    def line(self, key: str, request: ChatRequest, features: Mapping[str, str]) -> bytes: ...
 
     async def submit(self, lines: Sequence[bytes], tag: str) -> str: ...
 
-    async def find(self, tag: str) -> str | None: ...
+    async def find(self, tag: str, calls: int, since: float) -> str | None: ...
 
     async def status(self, batch_id: str) -> BatchStatus: ...
 
     async def outcomes(
-        self, batch_id: str, status: BatchStatus, requests: Mapping[str, ChatRequest]
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        requests: Mapping[str, ChatRequest],
+        features: Mapping[str, str],
     ) -> list[Outcome]: ...
 
 
@@ -120,6 +125,16 @@ def _read(read: Callable[[], Completion]) -> tuple[Completion | None, ProviderEr
         return None, exc
 
 
+def _timestamp(value: Any) -> float | None:
+    """Seconds since the epoch of an RFC 3339 time, as Anthropic writes them."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def _count(counts: Any, name: str) -> int:
     value = counts.get(name) if isinstance(counts, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
@@ -132,8 +147,11 @@ class OpenAIBatches:
     def __init__(self, provider: OpenAICompatibleProvider) -> None:
         self.provider = provider
 
-    def line(self, key: str, request: ChatRequest) -> bytes:
-        body = self.provider.batch_body(request, self.provider.batch_form(request))
+    def features(self) -> dict[str, str]:
+        return dict(self.provider.features)
+
+    def line(self, key: str, request: ChatRequest, features: Mapping[str, str]) -> bytes:
+        body = self.provider.batch_body(request, self.provider.batch_form(request, features))
         call = {"custom_id": key, "method": "POST", "url": CHAT_PATH, "body": body}
         return json.dumps(call, ensure_ascii=False).encode() + b"\n"
 
@@ -157,11 +175,11 @@ class OpenAIBatches:
         made = p.json_of(await p.send("POST", "/batches", p.headers(), payload=batch))
         return _field(p, made, "id", "a new batch")
 
-    async def find(self, tag: str) -> str | None:
-        """The batch sent with `tag` among the latest hundred (a send whose answer was
-        lost), where it is one."""
+    async def find(self, tag: str, calls: int, since: float) -> str | None:
+        """The batch sent with `tag` (in its metadata) among the latest hundred: a send
+        whose answer was lost, where it made one."""
         p = self.provider
-        listed = p.json_of(await p.send("GET", "/batches?limit=100", p.headers()))
+        listed = p.json_of(await p.send("GET", "/batches", p.headers(), params={"limit": "100"}))
         for batch in listed.get("data") or ():
             if (
                 isinstance(batch, dict)
@@ -191,12 +209,15 @@ class OpenAIBatches:
         )
 
     async def outcomes(
-        self, batch_id: str, status: BatchStatus, requests: Mapping[str, ChatRequest]
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        requests: Mapping[str, ChatRequest],
+        features: Mapping[str, str],
     ) -> list[Outcome]:
         p = self.provider
         batch = p.json_of(await p.send("GET", f"/batches/{batch_id}", p.headers()))
-        # read as they were asked: the forms are fixed before any reply teaches anything
-        forms = {key: p.batch_form(request) for key, request in requests.items()}
+        forms = {key: p.batch_form(request, features) for key, request in requests.items()}
         found: list[Outcome] = []
         for name in ("output_file_id", "error_file_id"):
             file_id = batch.get(name)
@@ -235,14 +256,20 @@ class OpenAIBatches:
         return None, ProviderError(message)
 
 
-# Anthropic's error types, as the live API's statuses would be read
-_ANTHROPIC_ERRORS: dict[str, type[ProviderError]] = {
-    "invalid_request_error": BadRequestError,
-    "authentication_error": AuthError,
-    "permission_error": AuthError,
-    "rate_limit_error": RateLimitError,
-    "api_error": ServerError,
-    "overloaded_error": ServerError,
+# Anthropic's error types and the statuses its live API answers them with, so that a
+# batched call's error is read as the same call's live one (a prompt too long is a
+# context-length error, an overloaded server's may pass)
+_ANTHROPIC_STATUSES = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
 }
 
 
@@ -253,7 +280,10 @@ class AnthropicBatches:
     def __init__(self, provider: AnthropicProvider) -> None:
         self.provider = provider
 
-    def line(self, key: str, request: ChatRequest) -> bytes:
+    def features(self) -> dict[str, str]:
+        return {}  # a request is asked one way only
+
+    def line(self, key: str, request: ChatRequest, features: Mapping[str, str]) -> bytes:
         call = {"custom_id": key, "params": self.provider.payload(request)}
         return json.dumps(call, ensure_ascii=False).encode()
 
@@ -264,8 +294,29 @@ class AnthropicBatches:
         made = p.json_of(await p.send("POST", "/messages/batches", headers, data=body))
         return _field(p, made, "id", "a new batch")
 
-    async def find(self, tag: str) -> str | None:
-        return None  # its batches carry nothing of ours to be found by
+    async def find(self, tag: str, calls: int, since: float) -> str | None:
+        """The one batch among the latest hundred made from `since` (our clock, with
+        FIND_SLACK_S either side) with as many calls: its batches carry nothing of ours,
+        so that is the best sign of one a send whose answer was lost made. None where
+        none or several fit (several: sending again is the lesser harm than reading
+        another batch's results)."""
+        p = self.provider
+        listed = p.json_of(
+            await p.send("GET", "/messages/batches", p.headers(), params={"limit": "100"})
+        )
+        fitting = []
+        for batch in listed.get("data") or ():
+            if not isinstance(batch, dict):
+                continue
+            counts = batch.get("request_counts")
+            total = sum(
+                _count(counts, k)
+                for k in ("processing", "succeeded", "errored", "canceled", "expired")
+            )
+            made = _timestamp(batch.get("created_at"))
+            if total == calls and made is not None and made >= since - FIND_SLACK_S:
+                fitting.append(_field(p, batch, "id", "a batch in its list"))
+        return fitting[0] if len(fitting) == 1 else None
 
     async def status(self, batch_id: str) -> BatchStatus:
         p = self.provider
@@ -277,7 +328,11 @@ class AnthropicBatches:
         return BatchStatus(state, state == "ended", answered, total)
 
     async def outcomes(
-        self, batch_id: str, status: BatchStatus, requests: Mapping[str, ChatRequest]
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        requests: Mapping[str, ChatRequest],
+        features: Mapping[str, str],
     ) -> list[Outcome]:
         p = self.provider
         body = await p.send("GET", f"/messages/batches/{batch_id}/results", p.headers())
@@ -301,6 +356,6 @@ class AnthropicBatches:
             return None, BatchExpiredError(f"{p.public_base}: the batch {kind} before this call")
         error = result.get("error") if isinstance(result.get("error"), dict) else {}
         error = error["error"] if isinstance(error.get("error"), dict) else error  # (nested)
-        said = error.get("message") or f"the call {kind or 'failed'}"
-        message = f"{p.public_base}: {said}"
-        return None, _ANTHROPIC_ERRORS.get(str(error.get("type")), ProviderError)(message)
+        status = _ANTHROPIC_STATUSES.get(str(error.get("type")), 500)
+        detail = json.dumps({"error": {"message": error.get("message") or f"the call {kind}"}})
+        return None, p.status_error(status, detail.encode(), None)

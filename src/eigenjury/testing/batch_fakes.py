@@ -5,7 +5,8 @@
   POST /v1/batches makes a batch of it; GET /v1/batches (the latest, with their
   metadata) and /v1/batches/{id}; POST /v1/batches/{id}/cancel; GET
   /v1/files/{id}/content gives the output and error files once the batch has ended.
-- Anthropic: POST /v1/messages/batches takes the calls; GET /v1/messages/batches/{id};
+- Anthropic: POST /v1/messages/batches takes the calls; GET /v1/messages/batches (the
+  latest) and /v1/messages/batches/{id};
   GET /v1/messages/batches/{id}/results gives the results once processing has ended.
 
 A batch ends `end_after_s` after it is sent; each of its calls is answered as the
@@ -30,6 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -48,6 +50,8 @@ class BatchSettings:
     refuse_sends: int = 0
     lose_answers: int = 0
     fail_batches: int = 0
+    quiet_cancel: bool = False
+    fail_lists: int = 0
 
 
 def _share(custom_id: str) -> float:
@@ -61,6 +65,7 @@ class _Batch:
     kind: str  # "openai" or "anthropic"
     calls: list[tuple[str, dict[str, Any]]]  # custom_id, body
     created: float
+    made_at: float  # the wall clock's time (created is the monotonic one)
     metadata: dict[str, Any] = field(default_factory=dict)
     input_file_id: str | None = None
     state: str = "in_progress"
@@ -87,6 +92,7 @@ class BatchFakes:
         self.batches: dict[str, _Batch] = {}
         self.sent: Counter[str] = Counter()  # custom_id -> times it came in a batch
         self.sends = 0  # batch sends received (refused ones too)
+        self.lists = 0  # asks for the list of batches
         self._ids = itertools.count(1)
 
     def add_routes(self, app: web.Application) -> None:
@@ -97,6 +103,7 @@ class BatchFakes:
         app.router.add_get("/v1/batches/{id}", self._openai_get)
         app.router.add_post("/v1/batches/{id}/cancel", self._openai_cancel)
         app.router.add_post("/v1/messages/batches", self._anthropic_create)
+        app.router.add_get("/v1/messages/batches", self._anthropic_list)
         app.router.add_get("/v1/messages/batches/{id}", self._anthropic_get)
         app.router.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
 
@@ -127,6 +134,13 @@ class BatchFakes:
         if made <= self.settings.lose_answers:
             return _error(500, "the gateway lost its way")
         return None
+
+    def _listing(self, request: web.Request) -> web.Response | None:
+        self.lists += 1
+        refused = self._authorized(request)
+        if refused is None and self.lists <= self.settings.fail_lists:
+            return _error(502, "bad gateway")
+        return refused
 
     def _failing(self) -> bool:
         return sum(b.kind == "openai" for b in self.batches.values()) < self.settings.fail_batches
@@ -220,6 +234,7 @@ class BatchFakes:
             "openai",
             calls,
             time.monotonic(),
+            time.time(),
             metadata=asked.get("metadata") or {},
             input_file_id=asked["input_file_id"],
         )
@@ -234,7 +249,7 @@ class BatchFakes:
         return self._lost() or web.json_response(_openai_view(batch))
 
     async def _openai_list(self, request: web.Request) -> web.Response:
-        refused = self._authorized(request)
+        refused = self._listing(request)
         if refused is not None:
             return refused
         latest = [b for b in self.batches.values() if b.kind == "openai"][::-1][:100]
@@ -253,6 +268,8 @@ class BatchFakes:
             batch.results = [
                 {"custom_id": c, "outcome": "cancelled", "reply": None} for c, _ in batch.calls
             ]
+            if self.settings.quiet_cancel:
+                batch.results = []
             batch.state = "cancelled"
             self._openai_files(batch)
         return web.json_response(_openai_view(batch))
@@ -295,11 +312,20 @@ class BatchFakes:
         if len(set(ids)) < len(ids):
             return _error(400, "custom_id must be unique within a batch")
         calls = [(r["custom_id"], r["params"]) for r in requests]
-        batch = _Batch(self._next_id("msgbatch_"), "anthropic", calls, time.monotonic())
+        batch = _Batch(
+            self._next_id("msgbatch_"), "anthropic", calls, time.monotonic(), time.time()
+        )
         batch.resent = {i for i in ids if i in self.sent}
         self.sent.update(ids)
         self.batches[batch.id] = batch
         return self._lost() or web.json_response(_anthropic_view(batch, request))
+
+    async def _anthropic_list(self, request: web.Request) -> web.Response:
+        refused = self._listing(request)
+        if refused is not None:
+            return refused
+        latest = [b for b in self.batches.values() if b.kind == "anthropic"][::-1][:100]
+        return web.json_response({"data": [_anthropic_view(b, request) for b in latest]})
 
     async def _anthropic_get(self, request: web.Request) -> web.Response:
         refused = self._authorized(request)
@@ -392,6 +418,7 @@ def _anthropic_view(batch: _Batch, request: web.Request) -> dict[str, Any]:
         "id": batch.id,
         "type": "message_batch",
         "processing_status": "ended" if ended else "in_progress",
+        "created_at": datetime.fromtimestamp(batch.made_at, UTC).isoformat(),
         "request_counts": counts,
         "results_url": f"{base}/results" if ended else None,
     }

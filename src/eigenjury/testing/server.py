@@ -674,7 +674,12 @@ def main() -> None:
         port=args.port,
         throttle=throttle,
         judging=Judging(words=args.reply_words),
-        batches=BatchSettings(args.batch_end_after, args.batch_fail_share, args.batch_expire_share),
+        batches=BatchSettings(
+            end_after_s=args.batch_end_after,
+            fail_share=args.batch_fail_share,
+            expire_share=args.batch_expire_share,
+            reject_share=args.batch_reject_share,
+        ),
     )
 
     async def serve() -> None:

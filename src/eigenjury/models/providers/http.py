@@ -149,12 +149,14 @@ class HttpProvider:
         *,
         payload: dict[str, Any] | None = None,
         data: Any = None,
+        params: Mapping[str, str] | None = None,
     ) -> bytes:
         """The body of the endpoint's 200 answer to `method` on `path` (a JSON `payload`,
-        or `data`: bytes or a form); any other answer is the ProviderError it means."""
+        or `data`: bytes or a form; `params` join the URL's own query); any other answer
+        is the ProviderError it means."""
         try:
             async with self.session.request(
-                method, self.url(path), json=payload, data=data, headers=headers
+                method, self.url(path), json=payload, data=data, headers=headers, params=params
             ) as response:
                 body = await response.read()
                 status, reply_headers = response.status, response.headers

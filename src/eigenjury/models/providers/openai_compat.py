@@ -22,6 +22,7 @@ runs):
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from eigenjury.files import json_kind
@@ -149,21 +150,23 @@ class OpenAICompatibleProvider(HttpProvider):
         bearer = self._key and not self.url_credentials
         return {"Authorization": f"Bearer {self._key}"} if bearer else {}
 
-    def batch_form(self, request: ChatRequest) -> tuple[bool, str | None]:
+    def batch_form(
+        self, request: ChatRequest, features: Mapping[str, str]
+    ) -> tuple[bool, str | None]:
         """How a batched request asks for its verdict (label scores; the structured form,
-        or None): as a live one would, from what is known of the endpoint, but without
-        trying anything first: a batch cannot fall back on a refusal."""
+        or None): as a live one would, from what was known of the endpoint (`features`,
+        as when the batch was sent), but without trying anything first: a batch cannot
+        fall back on a refusal."""
         if request.choices is None:
             return False, None
         mode = request.verdict_format
         if mode in ("text", "logprobs"):
             return mode == "logprobs", None
-        known = self.features.get("structured")
+        scores = request.logprobs and features.get("logprobs") != "absent"
+        known = features.get("structured")
         if mode == "structured" or known not in ("refused", "ignored"):
-            return self._label_scores(
-                request
-            ), known if known in STRUCTURED_FORMS else "json_schema"
-        return self._label_scores(request), None
+            return scores, known if known in STRUCTURED_FORMS else "json_schema"
+        return scores, None
 
     def batch_body(self, request: ChatRequest, form: tuple[bool, str | None]) -> dict[str, Any]:
         """The body of a batched request asked in `form` (batch_form)."""
