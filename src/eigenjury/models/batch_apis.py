@@ -18,8 +18,9 @@ own, so a batched call is asked and read as the same call made live would be. A 
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -104,18 +105,17 @@ def _field(provider: HttpProvider, data: Mapping[str, Any], name: str, what: str
     return value
 
 
-def _jsonl(body: bytes) -> list[dict[str, Any]]:
-    """The objects of a JSONL body; a line that is not one is left out (its call then
-    has no result, and is sent again)."""
-    found = []
-    for line in body.splitlines():
+def _jsonl(body: bytes) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL body, one at a time (a batch's results run to hundreds of
+    megabytes); a line that is not one is left out (its call then has no result, and is
+    sent again)."""
+    for line in io.BytesIO(body):
         try:
             value = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             continue
         if isinstance(value, dict) and isinstance(value.get("custom_id"), str):
-            found.append(value)
-    return found
+            yield value
 
 
 def _read(read: Callable[[], Completion]) -> tuple[Completion | None, ProviderError | None]:
