@@ -491,7 +491,8 @@ class _Lane:
         waited = max(0.0, time.time() - batch.row.created_at)
         self.journal.note(
             f"batch {batch.row.provider_id} of {batch.row.spec} ended ({status.state}) after "
-            f"{_duration(waited)}: {len(results) - len(failed):,} answered, {len(failed):,} failed"
+            f"{waited / 60:.1f} min: {len(results) - len(failed):,} answered, "
+            f"{len(failed):,} failed"
         )
         for key, (completion, error) in results.items():
             item = self.items[key]
@@ -522,11 +523,3 @@ class _Lane:
         attempts = max(1, self.attempts[item.key])
         self.done.append(self.caller.stored(item, completion, error, attempts))
         del self.items[item.key]
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
