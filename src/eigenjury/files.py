@@ -14,6 +14,7 @@ import secrets
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO, TypeVar
@@ -136,7 +137,7 @@ class OutputFile:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if self._wait else fcntl.LOCK_NB))
             except BlockingIOError:
-                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                holder = _holder(fd)
                 os.close(fd)
                 which = f" (pid {holder})" if holder.isdigit() else ""
                 raise InputError(
@@ -589,3 +590,14 @@ def json_object(text: str, path: Path, line: int, *, needs: str = "") -> dict[st
     if not isinstance(record, dict):
         raise InputError(f"each line must be a JSON object{needs}", path=path, line=line)
     return record
+
+
+def _holder(fd: int, tries: int = 20) -> str:
+    """The pid the lock file's holder wrote, read again for a moment where it has locked
+    the file but not yet written it."""
+    for _ in range(tries):
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        if holder:
+            return holder
+        time.sleep(0.005)
+    return ""

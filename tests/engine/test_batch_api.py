@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -23,7 +24,15 @@ import pytest
 from eigenjury.engine import Call, Engine, Store
 from eigenjury.engine.batch_api import BatchApiBackend
 from eigenjury.engine.engine import Budget
-from eigenjury.engine.journal import SUBMIT_LEASE_S, BatchRow, claim, claims, create, submitted
+from eigenjury.engine.journal import (
+    SUBMIT_LEASE_S,
+    BatchRow,
+    claim,
+    claims,
+    create,
+    prune,
+    submitted,
+)
 from eigenjury.engine.plan import history_of
 from eigenjury.engine.store import StoredResult, request_key
 from eigenjury.models import ChatRequest, ModelSpec
@@ -64,7 +73,9 @@ def _engine(store: Path, *, backend: bool = True, **options: object) -> Engine:
     prices = PriceTable({f"{p}:m1": PRICE for p in PROVIDERS})
     return Engine(
         Store(store),
-        backend=BatchApiBackend(poll_s=0.05, gather_s=0.05, first_poll_s=0.02) if backend else None,
+        backend=BatchApiBackend(poll_s=0.05, gather_s=0.05, first_poll_s=0.02, lease_s=0.3)
+        if backend
+        else None,
         prices=prices,
         progress=False,
         **options,  # type: ignore[arg-type]
@@ -161,7 +172,7 @@ def _journal(store: Path, row: BatchRow, keys: list[str], provider_id: str | Non
     create(db)
     claim(db, row, keys)
     if provider_id is not None:
-        submitted(db, row, provider_id)
+        submitted(db, row.id, provider_id)
     db.close()
 
 
@@ -472,3 +483,86 @@ def test_batched_calls_carry_no_latency_of_their_own(server: FaultServer, tmp_pa
     with Store(tmp_path / "s.sqlite") as store:
         history = history_of(store.history(str(_spec("openai", server))))
     assert history.calls == 30 and history.latency is None
+
+
+def test_two_lost_anthropic_sends_of_equal_size_are_told_apart_by_their_results(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    """Anthropic's batches carry nothing of ours: where two batches of as many calls
+    could be a lost send's, the one whose results hold its calls is it."""
+    server.batches.settings = BatchSettings(lose_answers=2, end_after_s=0.2)
+    calls = [*_calls(_spec("anthropic", server), 10), *_calls(_spec("anthropic", server, "m2"), 10)]
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    assert all(r.ok for r in results)
+    assert server.stats()["batches"] == 2 and server.stats()["most_sends_for_one_batch_call"] == 1
+
+
+def test_a_lost_send_is_found_among_many_later_batches(server: FaultServer, tmp_path: Path) -> None:
+    """OpenAI lists the whole organisation's batches, a hundred at a time: a dead
+    sender's batch is found however many were made since."""
+    calls = _calls(_spec("openai", server), 6)
+    stale = _row(server, time.time() - SUBMIT_LEASE_S - 1)
+    _journal(tmp_path / "s.sqlite", stale, _keys(calls), None)
+    _made_elsewhere(server, "openai", calls, stale.id)
+    others = _calls(_spec("openai", server, "other"), 1)
+    for n in range(150):
+        _made_elsewhere(server, "openai", others, f"other-{n}")
+    results = _engine(tmp_path / "s.sqlite").run_sync(calls)
+    assert all(r.ok for r in results) and server.stats()["batches"] == 151
+
+
+def test_a_send_taken_over_while_it_went_cancels_the_batch_it_made(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    """A sender suspended past its lease finds its claim given up (another process took
+    the calls): it cancels the batch it made, and its calls go by the claim there is."""
+    server.batches.settings = BatchSettings(send_delay_s=1.0, end_after_s=0.2)
+    store = tmp_path / "s.sqlite"
+    Store(store).close()
+
+    def take_over() -> None:  # what another process does to a send it judges dead
+        deadline = time.monotonic() + 20
+        while server.batches.sends == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        db = sqlite3.connect(store, isolation_level=None)
+        (batch,) = db.execute("SELECT id FROM batches").fetchone()
+        db.execute("DELETE FROM batch_calls WHERE batch = ?", (batch,))
+        db.execute("DELETE FROM batches WHERE id = ?", (batch,))
+        db.close()
+
+    taker = threading.Thread(target=take_over)
+    taker.start()
+    results = _engine(store).run_sync(_calls(_spec("openai", server), 5))
+    taker.join()
+    assert all(r.ok for r in results)
+    states = [b.state for b in server.batches.batches.values() if b.kind == "openai"]
+    assert states == ["cancelled", "ended"]
+
+
+def test_a_lost_send_that_cannot_be_looked_for_is_sent_again_in_the_end(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    """The provider's list of batches keeps failing: after the retry policy's attempts
+    the calls are sent again rather than waiting for ever."""
+    server.batches.settings = BatchSettings(lose_answers=1, fail_lists=1000)
+    results = _engine(tmp_path / "s.sqlite").run_sync(_calls(_spec("openai", server), 5))
+    assert all(r.ok for r in results) and server.stats()["batches"] == 2
+
+
+def test_a_success_with_unusable_scores_keeps_its_claim(tmp_path: Path) -> None:
+    """The store reads such a success as an error (it is asked again): its call is not
+    done, so a tidy-up must not free it for a second sender."""
+    with Store(tmp_path / "s.sqlite") as store:
+        store.run("test", create)
+        store.run("test", lambda db: claim(db, _plain_row(), ["k1", "k2"]))
+        store.run(
+            "test",
+            lambda db: db.executemany(
+                "INSERT INTO results (key, spec, request, sample, status, text, choice_logprobs,"
+                " attempts, created_at) VALUES (?, 's', '{}', 0, 'ok', 'x', ?, 1, 0)",
+                [("k1", '{"A": NaN}'), ("k2", None)],
+            ),
+        )
+        store.run("test", prune)
+        left = store.run("test", lambda db: claims(db, ["k1", "k2"]))
+    assert set(left.held) == {"k1"} and set(left.done) == {"k2"}

@@ -39,7 +39,7 @@ from eigenjury.engine.journal import SUBMIT_LEASE_S, BatchRow, Claims, Journal
 from eigenjury.engine.limits import EndpointLimits
 from eigenjury.engine.store import StoredResult
 from eigenjury.errors import InputError
-from eigenjury.models.batch_apis import PRICE_FACTOR, BatchApi, BatchStatus, batch_api
+from eigenjury.models.batch_apis import FIND_LATER, PRICE_FACTOR, BatchApi, BatchStatus, batch_api
 from eigenjury.models.errors import (
     BadRequestError,
     BatchExpiredError,
@@ -58,7 +58,7 @@ WINDOW = 50_000  # calls the engine may hold unanswered for this backend (one Op
 GATHER_S = 2.0
 MAX_GATHER_S = 30.0  # calls that keep trickling in are sent at least this often
 FIRST_POLL_S = 5.0
-_UNKNOWN = object()  # a send whose batch may or may not have been made
+
 DOWNLOAD_TIMEOUTS = 10  # a batch's results may take this many call timeouts to read
 
 
@@ -123,6 +123,13 @@ def _calls(n: int) -> str:
     return f"{n:,} call{'s' * (n != 1)}"
 
 
+@dataclass(frozen=True)
+class _Lost:
+    """A send, or a look for its batch, that got no clear answer."""
+
+    error: ProviderError
+
+
 @dataclass
 class _Open:
     """A batch this lane's calls wait on."""
@@ -132,6 +139,8 @@ class _Open:
     keys: set[str] = field(default_factory=set)
     due: float = 0.0  # when to poll it next
     interval: float = 0.0
+    error: ProviderError | None = None  # why its send got no clear answer
+    looks: int = 0  # looks for it at the provider that got no answer
 
 
 class _Lane:
@@ -334,16 +343,17 @@ class _Lane:
         batch = self.open[row.id] = _Open(row, api)
         batch.keys.update(item.key for item, _ in ours)
         batch.interval = self.backend.first_poll_s
-        if sent is _UNKNOWN:  # the row stays as it is, and is looked for once stale
+        if isinstance(sent, _Lost):  # the row stays as it is, and is looked for once stale
+            batch.error = sent.error
             batch.due = asyncio.get_running_loop().time() + self._lease_s
             self.journal.note(
-                f"the answer to sending {_calls(len(ours))} of {spec} as a batch was lost; "
-                f"it is looked for at the provider in {self._lease_s:.0f} s, and its calls "
-                "are sent again only if it was not made"
+                f"sending {_calls(len(ours))} of {spec} as a batch got no clear answer "
+                f"({sent.error.message}); the batch is looked for at the provider in "
+                f"{self._lease_s:.0f} s, and its calls are sent again only if it was not made"
             )
             return
-        assert isinstance(sent, str)
-        await self._made(batch, sent)
+        if not await self._made(batch, sent):
+            return
         self.journal.note(f"sent {_calls(len(ours))} of {spec} as batch {sent}")
         if not self.backend.explained:
             self.backend.explained = True
@@ -352,11 +362,26 @@ class _Lane:
                 "nothing: a rerun waits for the batches sent, and sends none of their calls again"
             )
 
-    async def _made(self, batch: _Open, provider_id: str) -> None:
-        """The provider made the batch: the store knows it, and it is polled."""
-        await self.journal.submitted(batch.row, provider_id)
-        batch.row = replace(batch.row, provider_id=provider_id, state="submitted")
-        batch.due = asyncio.get_running_loop().time() + batch.interval
+    async def _made(self, batch: _Open, provider_id: str) -> bool:
+        """The provider made the batch: the store knows it, and it is polled. Where the
+        send had been given up meanwhile (its calls taken over by another process, which
+        sends them), the batch is cancelled and its calls wait on the other's: False."""
+        if await self.journal.submitted(batch.row.id, provider_id):
+            batch.row = replace(batch.row, provider_id=provider_id, state="submitted")
+            batch.due = asyncio.get_running_loop().time() + batch.interval
+            return True
+        del self.open[batch.row.id]
+        try:
+            await self._timed(batch.api.cancel(provider_id))
+            cancelled = "cancelled"
+        except ProviderError as exc:
+            cancelled = f"could not be cancelled ({exc.message})"
+        self.journal.note(
+            f"batch {provider_id} of {batch.row.spec} was made after its send had been given "
+            f"up and its calls taken over; it {cancelled}"
+        )
+        await self._place([self.items.pop(key) for key in batch.keys])
+        return False
 
     async def _renew(self, batch: str) -> None:
         """Keep a batch's claim while it is being sent (a send of 200 MB takes a while)."""
@@ -374,34 +399,39 @@ class _Lane:
 
     async def _submit(
         self, api: BatchApi, lines: Sequence[bytes], row: BatchRow
-    ) -> str | ProviderError | object:
-        """The provider's id of the batch of `lines`; or the error that refused it (it was
-        not made); or _UNKNOWN, where a send may have made it and it cannot be looked
-        for now. A send that may have made the batch (no answer, a server error) is
-        looked for before it is tried again; a refusal (4xx, 429) made nothing."""
+    ) -> str | ProviderError | _Lost:
+        """The provider's id of the batch of `lines`; or the error that refused it (a 4xx:
+        nothing made; a 429 is tried again after its wait); or _Lost, where the send may
+        have made the batch without our hearing of it (no answer, a server error): it is
+        looked for once the send is stale, not sent again at once."""
         policy = self.caller.retry
         for attempt in range(1, policy.max_attempts + 1):
             try:
                 return await self._timed(api.submit(lines, row.id), times=DOWNLOAD_TIMEOUTS)
-            except ProviderError as exc:
-                if not exc.retryable:
-                    return exc
-                if not isinstance(exc, RateLimitError):
-                    found = await self._find(api, row)
-                    if found is not None:
-                        return found
+            except RateLimitError as exc:
                 if attempt == policy.max_attempts:
                     return exc
                 await asyncio.sleep(policy.delay(attempt, exc.retry_after, self.backend.rng))
+            except ProviderError as exc:
+                return _Lost(exc) if exc.retryable else exc
         raise AssertionError("unreachable: the last attempt returns")
 
-    async def _find(self, api: BatchApi, row: BatchRow) -> str | object | None:
-        """The batch a send of `row` made, None where it made none, _UNKNOWN where the
-        provider cannot be asked now."""
+    async def _find(self, api: BatchApi, row: BatchRow) -> str | _Lost | None:
+        """The batch the send of `row` made; None where it made none, or where the
+        provider will not list its batches (a refusal: waiting would not help); _Lost
+        where the provider cannot be asked now."""
         try:
-            return await self._timed(api.find(row.id, row.calls, row.created_at))
-        except ProviderError:
-            return _UNKNOWN
+            known = await self.journal.provider_ids()
+            keys = await self.journal.keys(row.id)
+            return await self._timed(
+                api.find(row.id, keys, row.created_at, row.updated_at, known),
+                times=DOWNLOAD_TIMEOUTS,
+            )
+        except ProviderError as exc:
+            if exc.retryable:
+                return _Lost(exc)
+            self.journal.note(f"cannot look for a lost batch ({exc.message})")
+            return None
 
     async def _poll(self, batch: _Open) -> None:
         loop = asyncio.get_running_loop()
@@ -428,7 +458,7 @@ class _Lane:
     async def _look_for(self, batch: _Open) -> None:
         """A batch still without the provider's id: being sent by another process (wait),
         or the send ended without one (look for it at the provider; its calls are sent
-        again only where it made none)."""
+        again only where it made none, and the send is still unrenewed then)."""
         row = await self.journal.row(batch.row.id)
         if row is not None and row.provider_id is not None:
             batch.row = row
@@ -437,19 +467,31 @@ class _Lane:
         if row is not None and not row.stale(time.time(), self._lease_s):
             return
         found = None if row is None else await self._find(batch.api, row)
-        if found is _UNKNOWN:
-            return  # asked again at the next poll
+        if found == FIND_LATER:
+            return  # (the batches that could be it are still running)
+        if isinstance(found, _Lost):
+            batch.looks += 1
+            if batch.looks < self._attempts:
+                return  # asked again at the next poll
+            self.journal.note(f"cannot look for a lost batch ({found.error.message})")
+            found = None
         if isinstance(found, str):
             assert row is not None
             batch.row = row
-            await self._made(batch, found)
-            batch.due = 0.0
-            self.journal.note(f"found batch {found} of {row.spec}, whose sending was cut short")
+            if await self._made(batch, found):
+                batch.due = 0.0
+                self.journal.note(f"found batch {found} of {row.spec}, whose send was cut short")
             return
-        if row is not None:
-            await self.journal.drop(row.id)
+        if row is not None and not await self.journal.drop_stale(row.id, self._lease_s):
+            return  # renewed, or its id written, meanwhile: it goes on
         del self.open[batch.row.id]
-        self._gather(self.items[key] for key in batch.keys)  # claimed again, or found done
+        error = batch.error or MalformedResponseError("a batch send that made no batch")
+        for key in batch.keys:  # sent again (claimed anew, or found done)
+            item = self.items[key]
+            if self.attempts[key] >= self._attempts:
+                self._end(item, error=error)
+            else:
+                self._gather([item])
 
     async def _unreadable(self, batch: _Open, exc: ProviderError) -> None:
         """A batch whose status or results could not be read: polled again if that may

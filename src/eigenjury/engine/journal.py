@@ -17,11 +17,13 @@ never send one call, and never one whose success is already committed; the provi
 id is written the moment it answers. While a batch is being sent its sender renews the
 claim (`touch`); one not renewed for SUBMIT_LEASE_S, still without a provider id, is
 a sender that died or lost the provider's answer: the batch is looked for at the
-provider before its calls are sent again. A claim goes when its call's success is
-committed (`prune`, as every batch stream starts) or when its batch ended with an error
-for it (the call is then sent again, as any failed call is); an ended batch is
-forgotten once it holds no claim, or after RESULTS_KEPT_S (the providers keep results
-about a month).
+provider before its calls are sent again, and the send is given up only if it is still
+unrenewed and without an id then (`drop_stale`). A sender that comes back to find its
+send given up (`submitted` is False) cancels the batch it made. A claim goes when its
+call's success is committed (`prune`, as every batch stream starts) or when its batch
+ended with an error for it (the call is then sent again, as any failed call is); an
+ended batch is forgotten once it holds no claim, or after RESULTS_KEPT_S (the providers
+keep results about a month).
 """
 
 from __future__ import annotations
@@ -163,16 +165,16 @@ def touch(db: sqlite3.Connection, batch: str) -> None:
     db.execute("UPDATE batches SET updated_at = ? WHERE id = ?", (time.time(), batch))
 
 
-def submitted(db: sqlite3.Connection, batch: BatchRow, provider_id: str) -> None:
-    """The provider made the batch. Where its row is gone (another process judged the
-    send dead), it is written again, so its results are still read."""
-    now = time.time()
-    changed = db.execute(
-        "UPDATE batches SET provider_id = ?, state = 'submitted', updated_at = ? WHERE id = ?",
-        (provider_id, now, batch.id),
-    ).rowcount
-    if not changed:
-        _insert(db, replace(batch, provider_id=provider_id, state="submitted", updated_at=now))
+def submitted(db: sqlite3.Connection, batch: str, provider_id: str) -> bool:
+    """The provider made the batch; False where its row is gone: another process took
+    the send for dead and its calls over (the batch is then to be cancelled)."""
+    return (
+        db.execute(
+            "UPDATE batches SET provider_id = ?, state = 'submitted', updated_at = ? WHERE id = ?",
+            (provider_id, time.time(), batch),
+        ).rowcount
+        > 0
+    )
 
 
 def ended(db: sqlite3.Connection, batch: str, released: Sequence[str]) -> None:
@@ -195,6 +197,35 @@ def drop(db: sqlite3.Connection, batch: str) -> None:
     _transaction(db, lambda: _drop(db, batch))
 
 
+def drop_stale(db: sqlite3.Connection, batch: str, lease_s: float) -> bool:
+    """Give up a send found not to have made its batch, unless meanwhile its sender
+    renewed it or wrote the provider's id (then it goes on); whether it was given up."""
+
+    def work() -> bool:
+        still = db.execute(
+            "SELECT 1 FROM batches WHERE id = ? AND provider_id IS NULL AND updated_at < ?",
+            (batch, time.time() - lease_s),
+        ).fetchone()
+        if still:
+            _drop(db, batch)
+        return still is not None
+
+    return _transaction(db, work)
+
+
+def keys(db: sqlite3.Connection, batch: str) -> list[str]:
+    """The calls claimed for a batch."""
+    return [k for (k,) in db.execute("SELECT key FROM batch_calls WHERE batch = ?", (batch,))]
+
+
+def provider_ids(db: sqlite3.Connection) -> set[str]:
+    """The provider's ids of every batch the store knows of (a lost send's batch is
+    looked for among the others)."""
+    return {
+        i for (i,) in db.execute("SELECT provider_id FROM batches WHERE provider_id IS NOT NULL")
+    }
+
+
 def row(db: sqlite3.Connection, batch: str) -> BatchRow | None:
     found = db.execute(f"SELECT {_ROW} FROM batches b WHERE b.id = ?", (batch,)).fetchone()
     return None if found is None else BatchRow(*found)
@@ -205,9 +236,10 @@ def prune(db: sqlite3.Connection) -> None:
     claim left or too old for the provider to still hold their results."""
 
     def work() -> None:
-        db.execute(
-            "DELETE FROM batch_calls WHERE EXISTS (SELECT 1 FROM results r "
-            "WHERE r.key = batch_calls.key AND r.status = 'ok')"
+        db.execute(  # (a success with unusable scores reads as an error: it is sent again)
+            "DELETE FROM batch_calls WHERE EXISTS (SELECT 1 FROM results r WHERE "
+            "r.key = batch_calls.key AND r.status = 'ok' "
+            "AND NOT stored_scores_unusable(r.choice_logprobs))"
         )
         old = time.time() - RESULTS_KEPT_S
         for (batch,) in db.execute(
@@ -258,8 +290,17 @@ class Journal:
     async def touch(self, batch: str) -> None:
         await self._do("record a provider batch", touch, batch)
 
-    async def submitted(self, batch: BatchRow, provider_id: str) -> None:
-        await self._do("record a provider batch", submitted, batch, provider_id)
+    async def submitted(self, batch: str, provider_id: str) -> bool:
+        return await self._do("record a provider batch", submitted, batch, provider_id)
+
+    async def drop_stale(self, batch: str, lease_s: float) -> bool:
+        return await self._do("record a provider batch", drop_stale, batch, lease_s)
+
+    async def keys(self, batch: str) -> list[str]:
+        return await self._do("read provider batches", keys, batch)
+
+    async def provider_ids(self) -> set[str]:
+        return await self._do("read provider batches", provider_ids)
 
     async def ended(self, batch: str, released: Sequence[str]) -> None:
         await self._do("record a provider batch", ended, batch, released)

@@ -40,6 +40,8 @@ from eigenjury.models.types import ChatRequest, Completion, Provider
 
 PRICE_FACTOR = 0.5  # both providers charge half for a batched call
 FIND_SLACK_S = 300.0  # clocks differ: a batch made this long before our send still fits
+FIND_PAGES = 20  # pages of a hundred batches read back for a lost send's batch
+FIND_LATER = ""  # what `find` says where it can tell only once some batches have ended
 TYPICAL_S = 3600.0  # most batches end within the hour (as Anthropic says of its own)
 WINDOW_S = 86400.0  # and every one within 24 hours
 CHAT_PATH = "/v1/chat/completions"  # what an OpenAI batch's lines are calls of
@@ -74,7 +76,11 @@ class BatchApi(Protocol):
 
     async def submit(self, lines: Sequence[bytes], tag: str) -> str: ...
 
-    async def find(self, tag: str, calls: int, since: float) -> str | None: ...
+    async def find(
+        self, tag: str, keys: Sequence[str], since: float, until: float, known: set[str]
+    ) -> str | None: ...
+
+    async def cancel(self, batch_id: str) -> None: ...
 
     async def status(self, batch_id: str) -> BatchStatus: ...
 
@@ -175,18 +181,31 @@ class OpenAIBatches:
         made = p.json_of(await p.send("POST", "/batches", p.headers(), payload=batch))
         return _field(p, made, "id", "a new batch")
 
-    async def find(self, tag: str, calls: int, since: float) -> str | None:
-        """The batch sent with `tag` (in its metadata) among the latest hundred: a send
-        whose answer was lost, where it made one."""
+    async def find(
+        self, tag: str, keys: Sequence[str], since: float, until: float, known: set[str]
+    ) -> str | None:
+        """The batch sent with `tag` in its metadata (a send whose answer was lost), read
+        from the newest back to those made before `since` (the list is the whole
+        organisation's: other work may have made many since)."""
         p = self.provider
-        listed = p.json_of(await p.send("GET", "/batches", p.headers(), params={"limit": "100"}))
-        for batch in listed.get("data") or ():
-            if (
-                isinstance(batch, dict)
-                and (batch.get("metadata") or {}).get("eigenjury_batch") == tag
-            ):
-                return _field(p, batch, "id", "a batch in its list")
+        after: str | None = None
+        for _ in range(FIND_PAGES):
+            params = {"limit": "100", **({"after": after} if after else {})}
+            listed = p.json_of(await p.send("GET", "/batches", p.headers(), params=params))
+            page = [b for b in listed.get("data") or () if isinstance(b, dict)]
+            for batch in page:
+                if (batch.get("metadata") or {}).get("eigenjury_batch") == tag:
+                    return _field(p, batch, "id", "a batch in its list")
+            made = [b.get("created_at") for b in page]
+            older = any(isinstance(t, int | float) and t < since - FIND_SLACK_S for t in made)
+            if not page or older or not listed.get("has_more"):
+                return None
+            after = _field(p, page[-1], "id", "a batch in its list")
         return None
+
+    async def cancel(self, batch_id: str) -> None:
+        p = self.provider
+        await p.send("POST", f"/batches/{batch_id}/cancel", p.headers())
 
     async def status(self, batch_id: str) -> BatchStatus:
         p = self.provider
@@ -294,19 +313,22 @@ class AnthropicBatches:
         made = p.json_of(await p.send("POST", "/messages/batches", headers, data=body))
         return _field(p, made, "id", "a new batch")
 
-    async def find(self, tag: str, calls: int, since: float) -> str | None:
-        """The one batch among the latest hundred made from `since` (our clock, with
-        FIND_SLACK_S either side) with as many calls: its batches carry nothing of ours,
-        so that is the best sign of one a send whose answer was lost made. None where
-        none or several fit (several: sending again is the lesser harm than reading
-        another batch's results)."""
+    async def find(
+        self, tag: str, keys: Sequence[str], since: float, until: float, known: set[str]
+    ) -> str | None:
+        """The batch a send of `keys` whose answer was lost made: among the latest
+        hundred, those made between `since` and `until` (the send's start and its last
+        renewal, our clock, with FIND_SLACK_S either side) with as many calls, that the
+        store does not know (`known`; its batches carry nothing of ours). One that fits
+        is it; of several, the one whose results hold our calls, once they have ended
+        (FIND_LATER until then); None where none fits."""
         p = self.provider
         listed = p.json_of(
             await p.send("GET", "/messages/batches", p.headers(), params={"limit": "100"})
         )
         fitting = []
         for batch in listed.get("data") or ():
-            if not isinstance(batch, dict):
+            if not isinstance(batch, dict) or batch.get("id") in known:
                 continue
             counts = batch.get("request_counts")
             total = sum(
@@ -314,9 +336,27 @@ class AnthropicBatches:
                 for k in ("processing", "succeeded", "errored", "canceled", "expired")
             )
             made = _timestamp(batch.get("created_at"))
-            if total == calls and made is not None and made >= since - FIND_SLACK_S:
-                fitting.append(_field(p, batch, "id", "a batch in its list"))
-        return fitting[0] if len(fitting) == 1 else None
+            if (
+                total == len(keys)
+                and made is not None
+                and since - FIND_SLACK_S <= made <= until + FIND_SLACK_S
+            ):
+                fitting.append((_field(p, batch, "id", "a batch in its list"), batch))
+        if len(fitting) <= 1:
+            return fitting[0][0] if fitting else None
+        ours, later = set(keys), False
+        for batch_id, batch in fitting:
+            if batch.get("processing_status") != "ended":
+                later = True
+                continue
+            body = await p.send("GET", f"/messages/batches/{batch_id}/results", p.headers())
+            if any(line["custom_id"] in ours for line in _jsonl(body)):
+                return batch_id
+        return FIND_LATER if later else None
+
+    async def cancel(self, batch_id: str) -> None:
+        p = self.provider
+        await p.send("POST", f"/messages/batches/{batch_id}/cancel", p.headers())
 
     async def status(self, batch_id: str) -> BatchStatus:
         p = self.provider

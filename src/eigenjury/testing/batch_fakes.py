@@ -23,6 +23,7 @@ twice.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import json
@@ -52,6 +53,7 @@ class BatchSettings:
     fail_batches: int = 0
     quiet_cancel: bool = False
     fail_lists: int = 0
+    send_delay_s: float = 0.0
 
 
 def _share(custom_id: str) -> float:
@@ -106,6 +108,7 @@ class BatchFakes:
         app.router.add_get("/v1/messages/batches", self._anthropic_list)
         app.router.add_get("/v1/messages/batches/{id}", self._anthropic_get)
         app.router.add_get("/v1/messages/batches/{id}/results", self._anthropic_results)
+        app.router.add_post("/v1/messages/batches/{id}/cancel", self._anthropic_cancel)
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -212,6 +215,7 @@ class BatchFakes:
         refused = self._authorized(request) or self._refused_send()
         if refused is not None:
             return refused
+        await asyncio.sleep(self.settings.send_delay_s)
         asked = await request.json()
         data = self.files.get(asked.get("input_file_id"))
         if data is None or asked.get("endpoint") != CHAT_PATH:
@@ -249,11 +253,27 @@ class BatchFakes:
         return self._lost() or web.json_response(_openai_view(batch))
 
     async def _openai_list(self, request: web.Request) -> web.Response:
+        """The newest first, `limit` at a time, from after the batch `after` names."""
         refused = self._listing(request)
         if refused is not None:
             return refused
-        latest = [b for b in self.batches.values() if b.kind == "openai"][::-1][:100]
-        return web.json_response({"object": "list", "data": [_openai_view(b) for b in latest]})
+        newest = [b for b in self.batches.values() if b.kind == "openai"][::-1]
+        for batch in newest:
+            self._advance(batch)
+        after = request.query.get("after")
+        if after is not None:
+            ids = [b.id for b in newest]
+            newest = newest[ids.index(after) + 1 :] if after in ids else []
+        limit = int(request.query.get("limit", "20"))
+        page = newest[:limit]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [_openai_view(b) for b in page],
+                "has_more": len(newest) > limit,
+                "last_id": page[-1].id if page else None,
+            }
+        )
 
     async def _openai_get(self, request: web.Request) -> web.Response:
         refused = self._authorized(request)
@@ -264,6 +284,20 @@ class BatchFakes:
         if refused is not None:
             return refused
         batch = self._batch(request, "openai")
+        self._cancel(batch)
+        return web.json_response(_openai_view(batch))
+
+    async def _anthropic_cancel(self, request: web.Request) -> web.Response:
+        refused = self._authorized(request)
+        if refused is not None:
+            return refused
+        batch = self._batch(request, "anthropic")
+        self._cancel(batch)
+        return web.json_response(_anthropic_view(batch, request))
+
+    def _cancel(self, batch: _Batch) -> None:
+        """Cancelled before it ended: none of its calls is answered (or, with
+        `quiet_cancel`, listed)."""
         if batch.results is None:
             batch.results = [
                 {"custom_id": c, "outcome": "cancelled", "reply": None} for c, _ in batch.calls
@@ -271,8 +305,8 @@ class BatchFakes:
             if self.settings.quiet_cancel:
                 batch.results = []
             batch.state = "cancelled"
-            self._openai_files(batch)
-        return web.json_response(_openai_view(batch))
+            if batch.kind == "openai":
+                self._openai_files(batch)
 
     def _openai_files(self, batch: _Batch) -> None:
         output, errors = [], []
@@ -325,6 +359,8 @@ class BatchFakes:
         if refused is not None:
             return refused
         latest = [b for b in self.batches.values() if b.kind == "anthropic"][::-1][:100]
+        for batch in latest:
+            self._advance(batch)
         return web.json_response({"data": [_anthropic_view(b, request) for b in latest]})
 
     async def _anthropic_get(self, request: web.Request) -> web.Response:
@@ -395,6 +431,7 @@ def _openai_view(batch: _Batch) -> dict[str, Any]:
             "failed": len(results) - answered,
         },
         "metadata": batch.metadata,
+        "created_at": int(batch.made_at),
     }
 
 
