@@ -136,9 +136,9 @@ class _Open:
 
     row: BatchRow
     api: BatchApi
+    interval: float  # the wait before the next poll, doubled at each up to poll_s
     keys: set[str] = field(default_factory=set)
     due: float = 0.0  # when to poll it next
-    interval: float = 0.0
     error: ProviderError | None = None  # why its send got no clear answer
     looks: int = 0  # looks for it at the provider that got no answer
 
@@ -258,8 +258,7 @@ class _Lane:
     def _wait_on(self, row: BatchRow, item: WorkItem) -> None:
         batch = self.open.get(row.id)
         if batch is None:
-            batch = self.open[row.id] = _Open(row, self._api(item.spec))
-            batch.interval = self.backend.first_poll_s
+            batch = self.open[row.id] = _Open(row, self._api(item.spec), self.backend.first_poll_s)
             if row.provider_id is not None:
                 self.journal.note(
                     f"waiting for batch {row.provider_id} of {row.spec}, sent earlier; "
@@ -340,9 +339,8 @@ class _Lane:
             for item, _ in ours:
                 self._end(item, error=sent)
             return
-        batch = self.open[row.id] = _Open(row, api)
+        batch = self.open[row.id] = _Open(row, api, self.backend.first_poll_s)
         batch.keys.update(item.key for item, _ in ours)
-        batch.interval = self.backend.first_poll_s
         if isinstance(sent, _Lost):  # the row stays as it is, and is looked for once stale
             batch.error = sent.error
             batch.due = asyncio.get_running_loop().time() + self._lease_s
@@ -560,7 +558,8 @@ class _Lane:
         with no latency of its own (0: what it waited is its batch's, not the model's)."""
         if completion is not None:
             price = self.caller.price(item.spec)
-            cost = None if price is None else price.cost(completion.usage) * PRICE_FACTOR
+            factor = self.backend.price_factor(item.spec)
+            cost = None if price is None else price.cost(completion.usage) * factor
             completion = replace(completion, cost_usd=cost, latency_s=0.0)
         attempts = max(1, self.attempts[item.key])
         self.done.append(self.caller.stored(item, completion, error, attempts))

@@ -42,7 +42,6 @@ T = TypeVar("T")
 SUBMIT_LEASE_S = 120.0  # a send not renewed for this long has ended (renewed every 20 s)
 RESULTS_KEPT_S = 29 * 86400.0  # Anthropic keeps results 29 days (OpenAI's files longer)
 _CHUNK = 500  # keys per SELECT ... IN (...)
-STATES = ("submitting", "submitted", "ended")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
@@ -146,18 +145,14 @@ def claim(db: sqlite3.Connection, batch: BatchRow, keys: Sequence[str]) -> Claim
     def work() -> Claims:
         found = claims(db, keys)
         free = [k for k in keys if k not in found.held and k not in found.done]
-        _insert(db, replace(batch, calls=len(free)))
+        values = astuple(replace(batch, calls=len(free)))
+        db.execute(f"INSERT INTO batches VALUES ({','.join('?' * len(values))})", values)
         db.executemany(
             "INSERT INTO batch_calls (key, batch) VALUES (?, ?)", [(k, batch.id) for k in free]
         )
         return found
 
     return _transaction(db, work)
-
-
-def _insert(db: sqlite3.Connection, batch: BatchRow) -> None:
-    values = astuple(batch)
-    db.execute(f"INSERT OR REPLACE INTO batches VALUES ({','.join('?' * len(values))})", values)
 
 
 def touch(db: sqlite3.Connection, batch: str) -> None:
@@ -252,13 +247,6 @@ def prune(db: sqlite3.Connection) -> None:
         )
 
     _transaction(db, work)
-
-
-def open_batches(db: sqlite3.Connection) -> list[BatchRow]:
-    """Every batch the store knows of, oldest first (none where none was ever sent)."""
-    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone() is None:
-        return []
-    return [BatchRow(*r) for r in db.execute(f"SELECT {_ROW} FROM batches b ORDER BY created_at")]
 
 
 class Journal:

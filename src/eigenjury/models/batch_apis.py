@@ -50,13 +50,13 @@ CHAT_PATH = "/v1/chat/completions"  # what an OpenAI batch's lines are calls of
 @dataclass(frozen=True)
 class BatchStatus:
     """Where a batch stands: `ended` once nothing more will be answered; `problem`:
-    why the batch as a whole failed, where it did."""
+    why the batch as a whole failed, where it did; `files`: where its results are
+    (OpenAI's output and error files)."""
 
     state: str
     ended: bool
-    answered: int = 0
-    total: int = 0
     problem: str | None = None
+    files: tuple[str, ...] = ()
 
 
 # One call's result: its key, and its completion or its error.
@@ -157,7 +157,7 @@ class OpenAIBatches:
         return dict(self.provider.features)
 
     def line(self, key: str, request: ChatRequest, features: Mapping[str, str]) -> bytes:
-        body = self.provider.batch_body(request, self.provider.batch_form(request, features))
+        body = self.provider.batch_body(request, self.provider.verdict_form(request, features))
         call = {"custom_id": key, "method": "POST", "url": CHAT_PATH, "body": body}
         return json.dumps(call, ensure_ascii=False).encode() + b"\n"
 
@@ -211,7 +211,6 @@ class OpenAIBatches:
         p = self.provider
         batch = p.json_of(await p.send("GET", f"/batches/{batch_id}", p.headers()))
         state = str(batch.get("status"))
-        counts = batch.get("request_counts")
         problem = None
         if state == "failed":
             errors = (batch.get("errors") or {}).get("data") or []
@@ -219,12 +218,12 @@ class OpenAIBatches:
             problem = f"{p.public_base} refused the batch: " + (
                 "; ".join(said[:3]) or "no reason given"
             )
+        files = (batch.get("output_file_id"), batch.get("error_file_id"))
         return BatchStatus(
             state,
             state in ("completed", "failed", "expired", "cancelled"),
-            _count(counts, "completed") + _count(counts, "failed"),
-            _count(counts, "total"),
             problem,
+            tuple(f for f in files if isinstance(f, str) and f),
         )
 
     async def outcomes(
@@ -235,13 +234,9 @@ class OpenAIBatches:
         features: Mapping[str, str],
     ) -> list[Outcome]:
         p = self.provider
-        batch = p.json_of(await p.send("GET", f"/batches/{batch_id}", p.headers()))
-        forms = {key: p.batch_form(request, features) for key, request in requests.items()}
+        forms = {key: p.verdict_form(request, features) for key, request in requests.items()}
         found: list[Outcome] = []
-        for name in ("output_file_id", "error_file_id"):
-            file_id = batch.get(name)
-            if not isinstance(file_id, str) or not file_id:
-                continue
+        for file_id in status.files:
             body = await p.send("GET", f"/files/{file_id}/content", p.headers())
             for line in _jsonl(body):
                 key = line["custom_id"]
@@ -349,8 +344,7 @@ class AnthropicBatches:
             if batch.get("processing_status") != "ended":
                 later = True
                 continue
-            body = await p.send("GET", f"/messages/batches/{batch_id}/results", p.headers())
-            if any(line["custom_id"] in ours for line in _jsonl(body)):
+            if any(line["custom_id"] in ours for line in await self._results(batch_id)):
                 return batch_id
         return FIND_LATER if later else None
 
@@ -362,10 +356,7 @@ class AnthropicBatches:
         p = self.provider
         batch = p.json_of(await p.send("GET", f"/messages/batches/{batch_id}", p.headers()))
         state = str(batch.get("processing_status"))
-        counts = batch.get("request_counts")
-        answered = sum(_count(counts, k) for k in ("succeeded", "errored", "canceled", "expired"))
-        total = answered + _count(counts, "processing")
-        return BatchStatus(state, state == "ended", answered, total)
+        return BatchStatus(state, state == "ended")
 
     async def outcomes(
         self,
@@ -374,14 +365,17 @@ class AnthropicBatches:
         requests: Mapping[str, ChatRequest],
         features: Mapping[str, str],
     ) -> list[Outcome]:
-        p = self.provider
-        body = await p.send("GET", f"/messages/batches/{batch_id}/results", p.headers())
         found: list[Outcome] = []
-        for line in _jsonl(body):
+        for line in await self._results(batch_id):
             key = line["custom_id"]
             if key in requests:
                 found.append((key, *self._outcome(line.get("result"), requests[key])))
         return found
+
+    async def _results(self, batch_id: str) -> Iterator[dict[str, Any]]:
+        """An ended batch's result lines, read from the endpoint it was sent to."""
+        p = self.provider
+        return _jsonl(await p.send("GET", f"/messages/batches/{batch_id}/results", p.headers()))
 
     def _outcome(
         self, result: Any, request: ChatRequest

@@ -84,19 +84,31 @@ class OpenAICompatibleProvider(HttpProvider):
         return await self._verdict(request)
 
     async def _verdict(self, request: ChatRequest) -> Completion:
-        mode = request.verdict_format
-        if mode == "text":
-            return await self._send(request, self.payload(request))
-        if mode == "logprobs":
-            return await self._text_verdict(request, label_scores=True)
-        known = self.features.get("structured")
-        if mode == "structured" or known not in ("refused", "ignored"):
-            form = known if known in STRUCTURED_FORMS else "json_schema"
+        label_scores, form = self.verdict_form(request, self.features)
+        if form is not None:
             return await self._structured(request, form)
-        return await self._text_verdict(request, label_scores=self._label_scores(request))
+        return await self._text_verdict(request, label_scores=label_scores)
 
     def _label_scores(self, request: ChatRequest) -> bool:
         return request.logprobs and self.features.get("logprobs") != "absent"
+
+    def verdict_form(
+        self, request: ChatRequest, features: Mapping[str, str]
+    ) -> tuple[bool, str | None]:
+        """How a request asks for its verdict (label scores; the structured form, or None
+        for free text), from what is known of the endpoint (`features`: the provider's
+        own for a live call, those of when its batch was sent for a batched one). A live
+        call then falls back where the endpoint refuses the form; a batch cannot."""
+        if request.choices is None:
+            return False, None
+        mode = request.verdict_format
+        if mode in ("text", "logprobs"):
+            return mode == "logprobs", None
+        scores = request.logprobs and features.get("logprobs") != "absent"
+        known = features.get("structured")
+        if mode == "structured" or known not in ("refused", "ignored"):
+            return scores, known if known in STRUCTURED_FORMS else "json_schema"
+        return scores, None
 
     async def _text_verdict(self, request: ChatRequest, *, label_scores: bool) -> Completion:
         body = self.payload(request, label_scores=label_scores)
@@ -150,26 +162,8 @@ class OpenAICompatibleProvider(HttpProvider):
         bearer = self._key and not self.url_credentials
         return {"Authorization": f"Bearer {self._key}"} if bearer else {}
 
-    def batch_form(
-        self, request: ChatRequest, features: Mapping[str, str]
-    ) -> tuple[bool, str | None]:
-        """How a batched request asks for its verdict (label scores; the structured form,
-        or None): as a live one would, from what was known of the endpoint (`features`,
-        as when the batch was sent), but without trying anything first: a batch cannot
-        fall back on a refusal."""
-        if request.choices is None:
-            return False, None
-        mode = request.verdict_format
-        if mode in ("text", "logprobs"):
-            return mode == "logprobs", None
-        scores = request.logprobs and features.get("logprobs") != "absent"
-        known = features.get("structured")
-        if mode == "structured" or known not in ("refused", "ignored"):
-            return scores, known if known in STRUCTURED_FORMS else "json_schema"
-        return scores, None
-
     def batch_body(self, request: ChatRequest, form: tuple[bool, str | None]) -> dict[str, Any]:
-        """The body of a batched request asked in `form` (batch_form)."""
+        """The body of a batched request asked in `form` (verdict_form)."""
         label_scores, structured = form
         return self.payload(request, structured=structured, label_scores=label_scores)
 
