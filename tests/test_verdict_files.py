@@ -101,7 +101,7 @@ def _same_counts(a: VerdictTable, b: VerdictTable, *, scenarios: bool = True) ->
         np.testing.assert_allclose(getattr(ca, field), getattr(cb, field), err_msg=field)
     if scenarios:
         sa, sb = ScenarioCounts.from_table(a), ScenarioCounts.from_table(b)
-        for field in ("entry_scenario", "entry_slot", "entry_weight"):
+        for field in ("entry_scenario", "entry_cell", "entry_label", "entry_weight"):
             np.testing.assert_allclose(getattr(sa, field), getattr(sb, field), err_msg=field)
         assert sa.n_scenarios == sb.n_scenarios
 

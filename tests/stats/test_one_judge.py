@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cell_orders import out_of_order
+from cell_orders import out_of_order, reweighted, styled_cells
 from eigenjury.stats import one_judge, verdicts
 from eigenjury.stats.btd import DEFAULT_PRIOR, LowRankBTD, ScorePrior
 from eigenjury.stats.consensus import PeerRanking
@@ -179,14 +179,7 @@ def _style_hides_strength() -> VerdictCounts:
             cells.append((f, s, 2.0 * sign, (1, 2, 0) if sign > 0 else (1, 0, 2)))
             cells.append((f, s, 0.0, (1, 0, 2) if sign > 0 else (1, 2, 0)))
     first, second, z, n = zip(*cells, strict=True)
-    return VerdictCounts(
-        np.full(len(first), 4),
-        np.array(first),
-        np.array(second),
-        np.array(n, float),
-        names,
-        np.array(z)[:, None],
-    )
+    return styled_cells([4] * len(first), first, second, n, names, np.array(z)[:, None])
 
 
 @pytest.mark.parametrize("counts", [_balanced_counts(), _style_hides_strength()])
@@ -206,9 +199,9 @@ def test_a_start_at_the_kink_is_never_taken_for_the_optimum(counts: VerdictCount
 
 def _round(counts: VerdictCounts, seed: int) -> VerdictCounts:
     """The counts of one bootstrap round, each battle its own scenario."""
-    drawn = np.random.default_rng(seed).integers(counts.n_cells, size=counts.n_cells)
-    weight = np.bincount(drawn, minlength=counts.n_cells).astype(np.float64)
-    return counts.with_n(counts.n * weight[:, None])
+    size = counts.n_terms
+    drawn = np.random.default_rng(seed).integers(size, size=size)
+    return reweighted(counts, np.bincount(drawn, minlength=size).astype(np.float64))
 
 
 @pytest.mark.parametrize("position_bias", [False, True])
@@ -268,8 +261,8 @@ def test_an_objective_that_rounds_never_hands_the_fit_over(
 def test_a_pass_in_runs_of_cells_is_a_pass_over_all_of_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The expansion summed run by run (each a few groups of cells) equals the one
-    summed over every cell at once, and over cells out of group order."""
+    """The expansion summed run by run (each a few groups of verdicts) equals the one
+    summed over every verdict at once, and over verdicts out of group order."""
     table = _battles(3000, 13)
     counts = _counts(table, style=True)
     model = LowRankBTD(dim=1)
@@ -284,33 +277,38 @@ def test_a_pass_in_runs_of_cells_is_a_pass_over_all_of_them(
         return problem.expand(one_judge._start(problem, judge, cells.shown, start))
 
     whole = expansion(counts)
-    assert len(counts.pairs.runs) == 1
-    monkeypatch.setattr(verdicts, "RUN_CELLS", 50)
+    assert counts.style is not None and len(counts.style.runs) == 1
+    monkeypatch.setattr(verdicts, "RUN_ENTRIES", 50)
     in_runs = _counts(table, style=True)
-    assert len(in_runs.pairs.runs) > 20
+    assert in_runs.style is not None and len(in_runs.style.runs) > 20
     shuffled = out_of_order(counts)
-    assert len(shuffled.pairs.runs) == 1 and shuffled.pairs.runs[0].starts is None
+    assert shuffled.style is not None and len(shuffled.style.runs) > 20
+    assert all(run.starts is None for run in shuffled.style.runs)
     for other in (expansion(in_runs), expansion(shuffled)):
         assert other[0] == pytest.approx(whole[0], rel=1e-13)
         for a, b in zip(whole[2:], other[2:], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
 
 
-def test_runs_partition_the_cells_into_whole_groups(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(verdicts, "RUN_CELLS", 40)
+def test_runs_partition_the_verdicts_into_whole_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verdicts, "RUN_ENTRIES", 40)
     counts = _counts(_battles(2000, 14), style=True)
-    pairs = counts.pairs
-    covered = np.concatenate([np.arange(r.cells.start, r.cells.stop) for r in pairs.runs])
-    np.testing.assert_array_equal(covered, np.arange(counts.n_cells))
-    for run in pairs.runs:
-        groups = pairs.group[run.cells]
-        assert groups[0] == run.groups.start and groups[-1] == run.groups.stop - 1
+    entries = counts.style
+    assert entries is not None
+    runs = entries.runs
+    covered = np.concatenate([np.arange(r.entries.start, r.entries.stop) for r in runs])
+    np.testing.assert_array_equal(covered, np.arange(len(entries)))
+    seen = np.concatenate([np.asarray(r.cells) for r in runs])
+    np.testing.assert_array_equal(seen, np.arange(counts.n_cells))  # each cell in one run
+    for run in runs:
+        cells = entries.cell[run.entries]
         assert run.starts is not None
         np.testing.assert_array_equal(
-            run.starts, np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+            run.starts, np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
         )
-        # a run is about RUN_CELLS long, unless one group is longer
-        assert len(groups) < 40 + np.bincount(groups).max()
+        np.testing.assert_array_equal(run.cells, cells[run.starts])
+        # a run is about RUN_ENTRIES long, unless one cell has more verdicts
+        assert len(cells) < 40 + np.bincount(cells).max()
 
 
 def test_a_near_perfect_record_at_a_million_verdicts_a_cell_is_still_solved() -> None:

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cell_orders import out_of_order
+from cell_orders import out_of_order, reweighted
 from eigenjury.stats import btd, verdicts
 from eigenjury.stats.btd import (
     DEFAULT_PRIOR,
@@ -104,7 +104,7 @@ def test_expansion_is_the_objective_to_second_order(
     per_judge: bool, prior: ScorePrior | None, position_bias: bool, external: int
 ) -> None:
     counts = _counts(_two_features(_styled(3, external=external, n_scenarios=40), 4))
-    assert counts.pairs.layout.n_cells < counts.n_cells
+    assert counts.n_cells < counts.n_terms
     problem = _Problem(counts, 2, 1e-3, position_bias, per_judge, prior)
     fit = LowRankBTD(2, prior=prior, position_bias=position_bias, style_per_judge=per_judge)
     x = fit.fit(counts).params_.pack()
@@ -165,7 +165,7 @@ def test_the_pair_solver_takes_a_handful_of_passes_where_lbfgs_takes_dozens() ->
     warm = {
         solver: LowRankBTD(2, solver=solver).fit(counts, init=start) for solver in ("auto", "lbfgs")
     }
-    resampled = counts.with_n(counts.n * np.random.default_rng(2).poisson(1.0, counts.n.shape))
+    resampled = reweighted(counts, np.random.default_rng(2).poisson(1.0, counts.n_terms) * 1.0)
     moved = {
         solver: LowRankBTD(2, solver=solver).fit(resampled, init=start)
         for solver in ("auto", "lbfgs")
@@ -179,7 +179,7 @@ def test_the_pair_solver_takes_a_handful_of_passes_where_lbfgs_takes_dozens() ->
 def test_cells_that_do_not_lie_together_sum_the_same() -> None:
     counts = _counts(_styled(13, n_scenarios=50))
     shuffled = out_of_order(counts)
-    np.testing.assert_allclose(shuffled.without_style().n, counts.without_style().n)
+    np.testing.assert_allclose(shuffled.without_style().total, counts.without_style().total)
     fits = [LowRankBTD(2).fit(c) for c in (counts, shuffled)]
     np.testing.assert_allclose(fits[0].scores(), fits[1].scores(), atol=1e-6)
 
@@ -235,17 +235,17 @@ def test_a_dimension_of_noise_does_not_slow_newton_to_a_crawl(
 def test_an_expansion_in_runs_is_the_expansion_over_all_cells(
     per_judge: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Summed a run of whole groups at a time, in order or out of it, the expansion is
-    the same as over every cell at once."""
+    """Summed a run of whole cells at a time, in order or out of it, the expansion is
+    the same as over every verdict at once."""
     table = _two_features(_styled(9, external=1, n_scenarios=60), 10)
     counts = _counts(table)
-    assert len(counts.pairs.runs) == 1
+    assert counts.style is not None and len(counts.style.runs) == 1
     problem = _Problem(counts, 2, 1e-3, True, per_judge, DEFAULT_PRIOR)
     x = LowRankBTD(2, style_per_judge=per_judge).fit(counts).params_.pack()
     whole = _expand(problem, x)
-    monkeypatch.setattr(verdicts, "RUN_CELLS", 37)
+    monkeypatch.setattr(verdicts, "RUN_ENTRIES", 37)
     in_runs = _counts(table)
-    assert len(in_runs.pairs.runs) > 10
+    assert in_runs.style is not None and len(in_runs.style.runs) > 10
     for cells in (in_runs, out_of_order(counts)):
         other = _expand(_Problem(cells, 2, 1e-3, True, per_judge, DEFAULT_PRIOR), x)
         assert other.value == pytest.approx(whole.value, rel=1e-13)

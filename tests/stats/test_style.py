@@ -115,19 +115,50 @@ def test_objective_gradient_with_style(per_judge: bool, position_bias: bool) -> 
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-6)
 
 
-def test_cells_keep_rows_with_different_style_apart() -> None:
+def test_style_keeps_each_verdict_with_its_differences_under_its_cell() -> None:
     table = VerdictTable.from_columns(
         ["s1", "s1", "s2", "s2"], ["j"] * 4, ["a", "a", "a", "a"], ["b"] * 4, [1, 2, 1, 1]
     )
     style = np.array([[0.5], [0.5], [-1.0], [0.5]])
     counts = VerdictCounts.from_table(table, style)
-    assert counts.n_cells == 2
-    by_style = {float(z): n.tolist() for z, n in zip(counts.style[:, 0], counts.n, strict=True)}  # type: ignore[index]
-    assert by_style == {0.5: [0.0, 2.0, 1.0], -1.0: [0.0, 1.0, 0.0]}
+    entries = counts.style
+    assert entries is not None and counts.n_cells == 1 and counts.n_terms == 4
+    assert counts.n.tolist() == [[0.0, 3.0, 1.0]] and entries.weight is None
+    assert (
+        entries.label.tolist() == [1, 2, 1, 1]
+        and entries.differences(slice(None))[0].tolist() == style[:, 0].tolist()
+    )
     plain = counts.without_style()
     assert plain.style is None and plain.n.tolist() == [[0.0, 3.0, 1.0]]
     scenario = ScenarioCounts.from_table(table, style)
-    np.testing.assert_allclose(scenario.counts(np.array([0.0, 1.0])).n.sum(), 2.0)
+    second = scenario.counts(np.array([0.0, 1.0]))
+    assert second.n.tolist() == [[0.0, 2.0, 0.0]]
+    assert second.style is not None and second.style.weights().tolist() == [0, 0, 1, 1]
+
+
+def test_style_entries_lie_in_cell_order_with_their_scenarios() -> None:
+    rng = np.random.default_rng(4)
+    rows = 3000
+    names = ["a", "b", "c", "d"]
+    judge, first = rng.integers(4, size=rows), rng.integers(4, size=rows)
+    second = (first + rng.integers(1, 4, size=rows)) % 4
+    scenario = rng.integers(50, size=rows)
+    table = VerdictTable.from_codes(
+        scenario, judge, first, second, rng.integers(3, size=rows),
+        models=tuple(names), scenarios=[f"s{i}" for i in range(50)],
+    )  # fmt: skip
+    style = rng.standard_normal((rows, 2))
+    data = ScenarioCounts.from_table(table, style)
+    entries = data.cells.style
+    assert entries is not None and np.all(np.diff(entries.cell) >= 0)
+    cells = data.cells
+    # every row once, with its own scenario, cell, verdict and differences
+    key = (cells.judge * 4 + cells.first) * 4 + cells.second
+    got = np.column_stack(
+        [data.entry_scenario, key[entries.cell], entries.label, entries.differences(slice(None)).T]
+    )
+    want = np.column_stack([scenario, (judge * 4 + first) * 4 + second, table.verdict, style])
+    np.testing.assert_array_equal(np.unique(got, axis=0), np.unique(want, axis=0))
 
 
 @pytest.mark.slow
@@ -233,3 +264,68 @@ def test_the_model_with_style_predicts_with_and_without_the_differences() -> Non
     moved = btd.predict_proba(j, a, b, style=np.array([[1.0], [-1.0]]))
     assert (moved[0, 1] > held[0, 1]) == (btd.style_coef_[0] > 0)
     np.testing.assert_allclose(moved.sum(axis=1), 1.0)
+
+
+def _beyond_memory(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+    """Style differences computed run by run from the features, the verdicts in the
+    order given (as for more than STYLE_IN_MEMORY verdicts), in runs of `rows`, and the
+    style design's passes in chunks of `rows`."""
+    from eigenjury.stats import style, verdicts
+
+    monkeypatch.setattr(verdicts, "STYLE_IN_MEMORY", 10)
+    monkeypatch.setattr(style, "STYLE_IN_MEMORY", 10)
+    monkeypatch.setattr(verdicts, "RUN_ENTRIES", rows)
+    monkeypatch.setattr(style, "_CHUNK", rows)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"bootstrap": 40, "seed": 1},
+        {"bootstrap": 40, "seed": 1, "interval": "sandwich", "style_per_judge": True},
+        {"bootstrap": 0, "cv": 3},
+    ],
+)
+def test_a_fit_beyond_memory_is_the_fit_in_memory(
+    settings: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the verdicts are too many to keep their style differences (1e8), the fit,
+    its intervals and its checks are the same to rounding, the passes taken over runs
+    of verdicts in file order and the differences made as each run is taken."""
+    table = _styled(seed=8, verbosity=0.8)
+    names = ("length",)
+    kept = PeerRanking(style=names, **settings).fit(table)  # type: ignore[arg-type]
+    _beyond_memory(monkeypatch, 97)
+    ranking = PeerRanking(style=names, **settings)  # type: ignore[arg-type]
+    streamed = ranking.fit(table)
+    entries = streamed._scenario_counts.cells.style
+    assert entries is not None and entries.source.kept is None  # nothing kept, nothing sorted
+    assert len(entries.runs) > 10 and all(r.starts is None for r in entries.runs)
+    np.testing.assert_allclose(streamed.elo_, kept.elo_, atol=1e-8)
+    np.testing.assert_allclose(streamed.style_coef_, kept.style_coef_, atol=1e-10)
+    np.testing.assert_allclose(streamed.style_scale_, kept.style_scale_, rtol=1e-14)
+    assert streamed.btd_.loglik_ == pytest.approx(kept.btd_.loglik_, rel=1e-12)
+    np.testing.assert_allclose(
+        streamed.btd_.self_bias_upper_, kept.btd_.self_bias_upper_, atol=1e-8
+    )
+    if kept.bootstrap:
+        np.testing.assert_allclose(streamed.elo_ci_, kept.elo_ci_, atol=1e-6)
+        np.testing.assert_allclose(streamed.style_ci_, kept.style_ci_, atol=1e-8)
+    if kept.cv:
+        np.testing.assert_allclose(streamed.heldout_.per_fold, kept.heldout_.per_fold, atol=1e-12)
+
+
+def test_soft_verdicts_beyond_memory_find_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _styled(seed=9)
+    rng = np.random.default_rng(9)
+    probs = rng.dirichlet(np.ones(3), size=len(table))
+    probs[::3] = np.eye(3)[table.verdict[::3]]  # some hard: one entry each
+    soft = dataclasses.replace(table, probs=probs)
+    kept = PeerRanking(style=("length",), bootstrap=0).fit(soft)
+    _beyond_memory(monkeypatch, 53)
+    streamed = PeerRanking(style=("length",), bootstrap=0).fit(soft)
+    entries = streamed._scenario_counts.cells.style
+    assert entries is not None and entries.row is not None
+    assert len(entries) == int(np.count_nonzero(probs))
+    np.testing.assert_allclose(streamed.elo_, kept.elo_, atol=1e-8)
+    np.testing.assert_allclose(streamed.style_coef_, kept.style_coef_, atol=1e-10)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from eigenjury.stats import (
     PeerRanking,
@@ -12,7 +11,6 @@ from eigenjury.stats import (
     VerdictTable,
     check_design,
 )
-from eigenjury.stats.verdicts import _style_cells
 
 
 def _small() -> VerdictTable:
@@ -144,20 +142,3 @@ def test_a_perfect_record_is_flagged() -> None:
     won = "'d' won all 40 of the verdicts (in 20 scenarios) against"  # 2 a scenario
     assert any(w.startswith(won) for w in ranking.warnings_)
     assert ranking.separation_.unbounded_above.tolist() == [False, False, False, True]
-
-
-@pytest.mark.parametrize("columns", [1, 4])
-def test_rows_share_a_cell_exactly_when_key_and_style_are_equal(columns: int) -> None:
-    rng = np.random.default_rng(columns)
-    rows = 4000
-    key = rng.integers(5, size=rows)
-    style = rng.integers(6, size=(rows, columns)).astype(np.float64) / 7.0
-    style[::5] = style[1::5]  # plenty of repeated rows
-    style[style == 0.0] = -0.0  # a signed zero equals zero, as it does in the fit
-    cell, first_row = _style_cells(key, style)
-    assert np.all(np.diff(key[first_row]) >= 0)  # a key's cells lie together
-    np.testing.assert_array_equal(cell[first_row], np.arange(len(first_row)))
-    reference = np.unique(np.column_stack([key, style + 0.0]), axis=0, return_inverse=True)[1]
-    # the same partition of the rows: each cell is one reference kind and back
-    pairs = np.unique(np.stack([cell, reference.ravel()], axis=1), axis=0)
-    assert len(pairs) == len(first_row) == len(np.unique(reference))

@@ -249,17 +249,11 @@ def style_shape(counts: VerdictCounts, per_judge: bool) -> tuple[int, ...]:
 def first_offset(
     params: BTDParams, counts: VerdictCounts, position_bias: bool = True
 ) -> FloatArray:
-    """Per cell, the first slot's advantage: position bias, the judge's preference for
-    its own reply (+ when it is shown first, - second) and the style terms."""
+    """Per cell, the first slot's advantage: position bias and the judge's preference
+    for its own reply (+ when it is shown first, - second); with style, each verdict
+    adds its style terms to its cell's (_Offsets)."""
     gamma = params.position_bias[counts.judge] if position_bias else np.zeros(counts.n_cells)
-    gamma = gamma + params.self_bias[counts.judge] * counts.self_side
-    if counts.style is None:
-        return np.asarray(gamma, dtype=np.float64)
-    if params.style.ndim == 2:  # per judge
-        terms = np.sum(counts.style * params.style[counts.judge], axis=1)
-    else:
-        terms = counts.style @ params.style
-    return np.asarray(gamma + terms, dtype=np.float64)
+    return np.asarray(gamma + params.self_bias[counts.judge] * counts.self_side, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -328,23 +322,31 @@ def btd_objective(
 ) -> tuple[float, FloatArray]:
     """(NLL + the prior's -log p) per verdict + (l2/2)(|U|^2 + |V|^2 + |beta|^2), and
     its exact gradient. The prior is on the judges present in the cells' layout and the
-    models shown in it, so that resampled counts keep one prior."""
+    models shown in it, so that resampled counts keep one prior. With style the
+    verdicts are taken a run at a time (_entry_pass)."""
     p = BTDParams.unpack(x, counts.n_models, dim, style_shape(counts, per_judge_style))
     scores = p.lenses @ p.dispositions.T  # (judge, evaluee)
-    nll, g, g_tie = davidson_nll(
-        scores.ravel()[counts.judge_first],
-        scores.ravel()[counts.judge_second],
-        p.log_tie[counts.judge],
-        first_offset(p, counts, position_bias),
-        counts.n,
-    )
+    if counts.style is None:
+        nll, g, g_tie = davidson_nll(
+            scores.ravel()[counts.judge_first],
+            scores.ravel()[counts.judge_second],
+            p.log_tie[counts.judge],
+            first_offset(p, counts, position_bias),
+            counts.n,
+        )
+        g_style = np.zeros(0)
+    else:
+        problem = _Problem(counts, dim, l2, position_bias, per_judge_style, prior)
+        nll, sums = _entry_pass(problem, p, scores, second_order=False)
+        g, g_tie = sums[0], sums[1]
+        g_style = _group_style_gradient(sums[2:].T, counts, per_judge_style)
     penalty, grad = _chain(
         p,
         scores,
         counts,
         g,
         g_tie,
-        _style_gradient(counts, g, per_judge_style),
+        g_style,
         total=counts.total,
         l2=l2,
         position_bias=position_bias,
@@ -401,19 +403,6 @@ def _l2_penalty(p: BTDParams, l2: float) -> float:
     return 0.5 * l2 * float(np.sum(p.lenses**2) + np.sum(p.dispositions**2) + np.sum(p.style**2))
 
 
-def _style_gradient(counts: VerdictCounts, g_offset: FloatArray, per_judge: bool) -> FloatArray:
-    """d nll / d beta from the gradient per cell of the first slot's offset."""
-    if counts.style is None:
-        return np.zeros(0)
-    if not per_judge:
-        return np.asarray(counts.style.T @ g_offset)
-    weighted = counts.style * g_offset[:, None]
-    return np.stack(
-        [tally(counts.judge, weighted[:, f], counts.n_models) for f in range(counts.n_style)],
-        axis=1,
-    )
-
-
 @dataclass(frozen=True)
 class _Problem:
     """One posterior to minimise: the counts and everything fixed about the fit."""
@@ -458,80 +447,107 @@ class _Expansion:
         return float(np.max(np.abs(np.diag(self.outer)), initial=1e-300))
 
 
-def _style_rows(counts: VerdictCounts) -> FloatArray:
-    """The cells' style differences (cells x features; no columns without style)."""
-    return np.zeros((counts.n_cells, 0)) if counts.style is None else counts.style
-
-
 class _Offsets:
-    """Per (judge, pair) group: the first slot's offset (scores, position and self
-    terms) and tie logit, and each group's style coefficients where they are per
-    judge; `at` gives them for rows (cells, or single verdicts) of given groups."""
+    """Per (judge, first, second) cell: the first slot's offset (scores, position and
+    self terms) and tie logit, and each cell's style coefficients where they are per
+    judge; `at` gives them for verdicts (style entries) of given cells."""
 
     def __init__(self, problem: _Problem, p: BTDParams, scores: FloatArray) -> None:
-        groups = problem.counts.pairs.layout
-        self.offset = scores.ravel()[groups.judge_first] - scores.ravel()[groups.judge_second]
-        self.offset += first_offset(p, groups, problem.position_bias)
-        self.log_tie = p.log_tie[groups.judge]
-        self.style = p.style[groups.judge] if problem.per_judge_style else p.style
+        cells = problem.counts
+        self.offset = scores.ravel()[cells.judge_first] - scores.ravel()[cells.judge_second]
+        self.offset += first_offset(p, cells, problem.position_bias)
+        self.log_tie = p.log_tie[cells.judge]
+        self.style = p.style[cells.judge] if problem.per_judge_style else p.style
 
-    def at(self, group: IntArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Per row of group `group` with style differences `z`: its offset (its group's
-        plus its style terms) and its tie logit."""
+    def at(self, cell: NDArray[np.integer], z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per verdict of cell `cell` with style differences `z` (features x
+        verdicts): its offset (its cell's plus its style terms) and its tie logit."""
         if self.style.ndim == 2:
-            terms = np.einsum("rf,rf->r", z, self.style[group])
+            terms = np.einsum("rf,fr->r", self.style[cell], z)
         else:
-            terms = z @ self.style
-        return self.offset[group] + terms, self.log_tie[group]
+            terms = self.style @ z
+        return self.offset[cell] + terms, self.log_tie[cell]
+
+
+def _entry_pass(
+    problem: _Problem, p: BTDParams, scores: FloatArray, *, second_order: bool
+) -> tuple[float, FloatArray]:
+    """One pass over the style entries, a run at a time (StyleEntries.runs, so that
+    the pass needs no memory beyond a run's): the negative log-likelihood, and per
+    cell (as rows x cells) the sums of its verdicts' slopes by the offset a and the
+    tie logit and of the offset's slope times each feature (the slope by that
+    feature's coefficient b); with `second_order`, then their curvatures (a a, tie tie,
+    a tie, then per feature a b, tie b, and b b' for each pair of features)."""
+    counts = problem.counts
+    offsets = _Offsets(problem, p, scores)
+    entries = counts.style
+    if entries is None:  # each cell its own entry
+        nll, rows = _entry_terms(
+            offsets.offset, offsets.log_tie, counts.outcomes, None, second_order
+        )
+        return nll, np.stack(rows)
+    k = entries.n_features
+    size = 2 + k + (3 + 2 * k + k * (k + 1) // 2 if second_order else 0)
+    per_cell = np.zeros((size, counts.n_cells))
+    nll = 0.0
+    for run in entries.runs:
+        z = entries.differences(run.entries)
+        offset, log_tie = offsets.at(entries.cell[run.entries], z)
+        run_nll, rows = _entry_terms(
+            offset, log_tie, entries.outcomes(run.entries), z, second_order
+        )
+        nll += run_nll
+        per_cell[:, run.cells] += run.sums(rows)
+    return nll, per_cell
+
+
+def _entry_terms(
+    offset: FloatArray,
+    log_tie: FloatArray,
+    n: OutcomeSums,
+    z: FloatArray | None,
+    second_order: bool,
+) -> tuple[float, list[FloatArray]]:
+    """The negative log-likelihood of verdicts (or cells) with these offsets, tie
+    logits, counts and style differences (features x verdicts; None: none), and
+    their terms in the order _entry_pass gives them, one row per term."""
+    nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(offset, log_tie, n)
+    z = np.zeros((0, len(offset))) if z is None else z
+    k = len(z)
+    rows = [g_a, g_tie, *(g_a * z)]
+    if second_order:
+        rows += [h_aa, h_tt, h_at]
+        for f in range(k):
+            weighted = h_aa * z[f]
+            rows += [weighted, h_at * z[f]]
+            rows += [weighted * z[e] for e in range(f, k)]
+    return float(nll.sum()), rows
 
 
 def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
-    """One pass over the cells: the objective, its gradient and its exact Hessian.
+    """One pass over the verdicts (_entry_pass): the objective, its gradient and its
+    exact Hessian.
 
-    Every cell's loss depends on the parameters through its group's offset a (style
-    excepted), tie logit and style coefficients b only, so the cells' curvature sums
-    per group into a (2 + features)-square block; the Hessian is those blocks carried
-    through the Jacobian of (a, log_tie, b), plus the second-order terms of the scores
-    u_i . v_j (in the loss and the prior), the prior's own curvature and the L2 terms.
-    The cells are taken a run of whole groups at a time (Pairs.runs), whose arrays stay
-    in cache.
+    Every verdict's loss depends on the parameters through its cell's offset a (style
+    excepted), tie logit and style coefficients b only, so the verdicts' curvature
+    sums per cell into a (2 + features)-square block; the Hessian is those blocks
+    carried through the Jacobian of (a, log_tie, b), plus the second-order terms of
+    the scores u_i . v_j (in the loss and the prior), the prior's own curvature and the
+    L2 terms.
     """
     counts = problem.counts
-    pairs = counts.pairs
-    groups = pairs.layout
-    size = groups.n_cells
+    size = counts.n_cells
     p = problem.unpack(x)
     scores = p.lenses @ p.dispositions.T
-    z_all = _style_rows(counts)
-    n_style = z_all.shape[1]
-    offsets = _Offsets(problem, p, scores)
+    n_style = counts.n_style
+    nll, per_cell = _entry_pass(problem, p, scores, second_order=True)
     k = 2 + n_style
-    # per group: slope (a, log tie, b); curvature (a a, tie tie, a tie, then per feature
-    # a b, tie b, and b b' for each pair of features)
-    per_group = np.empty((5 + 3 * n_style + n_style * (n_style + 1) // 2, size))
-    nll = 0.0
-    for run in pairs.runs:
-        cells = run.cells
-        z = z_all[cells]
-        offset, log_tie = offsets.at(pairs.group[cells], z)
-        run_nll, g_a, g_tie, h_aa, h_at, h_tt = davidson_curvature(
-            offset, log_tie, counts.outcomes[cells]
-        )
-        nll += float(run_nll.sum())
-        rows = [g_a, g_tie, h_aa, h_tt, h_at]
-        for f in range(n_style):
-            weighted = h_aa * z[:, f]
-            rows += [g_a * z[:, f], weighted, h_at * z[:, f]]
-            rows += [weighted * z[:, e] for e in range(f, n_style)]
-        per_group[:, run.groups] = run.sums(rows)
-    sums = iter(per_group)
-    slope = np.empty((size, k))
+    slope = np.ascontiguousarray(per_cell[:k].T)
+    sums = iter(per_cell[k:])
     block = np.empty((size, k, k))
-    slope[:, 0], slope[:, 1] = next(sums), next(sums)
     block[:, 0, 0], block[:, 1, 1] = next(sums), next(sums)
     block[:, 0, 1] = block[:, 1, 0] = next(sums)
     for f in range(n_style):
-        slope[:, 2 + f] = next(sums)
         block[:, 0, 2 + f] = block[:, 2 + f, 0] = next(sums)
         block[:, 1, 2 + f] = block[:, 2 + f, 1] = next(sums)
         for e in range(f, n_style):
@@ -539,16 +555,16 @@ def _expand(problem: _Problem, x: FloatArray) -> _Expansion:
     penalty, grad = _chain(
         p,
         scores,
-        groups,
+        counts,
         slope[:, 0],
         slope[:, 1],
-        _group_style_gradient(slope[:, 2:], groups, problem.per_judge_style),
+        _group_style_gradient(slope[:, 2:], counts, problem.per_judge_style),
         total=counts.total,
         l2=problem.l2,
         position_bias=problem.position_bias,
         prior=problem.prior,
     )
-    outer, second = _hessian(problem, p, scores, groups, slope[:, 0], block)
+    outer, second = _hessian(problem, p, scores, counts, slope[:, 0], block)
     return _Expansion(x, nll / counts.total + penalty, grad, outer, second)
 
 
@@ -734,9 +750,9 @@ _NEWTON_PARAMS = 2000
 
 def _newton_pays(counts: VerdictCounts, n_params: int) -> bool:
     """Whether the pair solver beats L-BFGS-B on these counts: cells that style splits
-    (a pass costs what an L-BFGS evaluation does, and it needs a few instead of dozens),
-    and a Hessian small enough to decompose."""
-    split = counts.style is not None and counts.pairs.layout.n_cells < counts.n_cells
+    into verdicts (a pass costs what an L-BFGS evaluation does, and it needs a few
+    instead of dozens), and a Hessian small enough to decompose."""
+    split = counts.style is not None and len(counts.style) > counts.n_cells
     return split and n_params <= _NEWTON_PARAMS
 
 
@@ -992,7 +1008,7 @@ class LowRankBTD:
         )
         self.style_coef_ = params.style
         self.n_verdicts_ = counts.total
-        self.n_cells_ = counts.n_cells
+        self.n_cells_ = counts.n_terms
         self.loglik_ = self.loglik(counts) if best.loglik is None else best.loglik
         return self
 
@@ -1137,6 +1153,11 @@ class LowRankBTD:
     def loglik(self, counts: VerdictCounts) -> float:
         """Total log-likelihood of `counts` under the fitted parameters."""
         s = self.scores()
+        if counts.style is not None:
+            problem = _Problem(
+                counts, self.dim, self.l2, self.position_bias, self.style_per_judge, self.prior
+            )
+            return -_entry_pass(problem, self.params_, s, second_order=False)[0]
         nll = davidson_nll(
             s[counts.judge, counts.first],
             s[counts.judge, counts.second],
@@ -1193,11 +1214,18 @@ def self_bias_upper(
     own = np.flatnonzero(counts.self_side != 0)
     if own.size == 0:
         return upper
+    dim = params.lenses.shape[1]
+    problem = _Problem(counts, dim, 0.0, position_bias, params.style.ndim == 2, None)
+    offsets = _Offsets(problem, params, params.lenses @ params.dispositions.T)
+    entries = counts.style
+    if entries is None:
+        apart, n = offsets.offset[own], OutcomeSums.of(counts.n[own])
+    else:  # each verdict on oneself, with its style terms
+        verdicts = np.flatnonzero(counts.self_side[entries.cell] != 0)
+        own = np.asarray(entries.cell[verdicts], dtype=np.int64)
+        apart, n = offsets.at(own, entries.differences(verdicts))[0], entries.outcomes(verdicts)
     judge, side = counts.judge[own], counts.self_side[own]
-    n = OutcomeSums.of(counts.n[own])
-    scores = (params.lenses @ params.dispositions.T).ravel()
-    apart = scores[counts.judge_first[own]] - scores[counts.judge_second[own]]
-    apart += first_offset(params, counts, position_bias)[own] - params.self_bias[judge] * side
+    apart -= params.self_bias[judge] * side
     log_tie = params.log_tie[judge]
     prior_var = math.inf if prior is None else prior.self_sd**2
 

@@ -380,7 +380,7 @@ class PeerRanking:
             table = self._without_judges(table)
         start = time.perf_counter()
         style = self._style_design(table)
-        data = ScenarioCounts.from_table(table, style.z if style.names else None)
+        data = ScenarioCounts.from_table(table, style if style.names else None)
         counts = data.counts()
         design = check_design(counts, min_verdicts=self.min_verdicts)
         errors = list(design.errors)
@@ -686,7 +686,7 @@ class PeerRanking:
             twice = sorted({n for n in names if names.count(n) > 1})
             raise SettingError(f"style feature(s) {', '.join(twice)} named twice", "style")
         if not names:
-            design = StyleDesign((), np.zeros(0), np.zeros((len(table), 0)), {})
+            design = StyleDesign((), np.zeros(0), {})
         elif table.features is None:
             raise SettingError(
                 "style control needs the replies' features, and these verdicts carry none "

@@ -63,10 +63,10 @@ def sole_external_judge(counts: VerdictCounts) -> int | None:
 class _ScoresProblem:
     """The posterior in the judge's scores' space. Parameters, in order: the scores
     of the shown models, the tie logit, the position bias (where fitted), the style
-    coefficients. A cell's offset moves with e_first - e_second (+ the position bias)
-    and its style differences; its (judge, pair) group's cells share the first part,
-    so the Hessian is summed per group (Pairs.sums) and per feature, never per cell
-    and parameter."""
+    coefficients. A verdict's offset moves with e_first - e_second (+ the position
+    bias) and its style differences; the verdicts of a (judge, first, second) cell (a
+    group) share the first part, so the Hessian is summed per group (Run.sums) and per
+    feature, never per verdict and parameter."""
 
     counts: VerdictCounts
     first: IntArray  # per group, the first model's place among the scores
@@ -114,38 +114,47 @@ class _ScoresProblem:
     def expand(self, theta: FloatArray) -> tuple[float, float, FloatArray, FloatArray]:
         """The objective, the negative log-likelihood (total), the objective's gradient
         and its Hessian at `theta`, from one pass over the cells, a run of whole groups
-        at a time (Pairs.runs)."""
+        at a time (StyleEntries.runs)."""
         counts, e = self.counts, self.scores
-        features = counts.style_columns
-        k = len(features)
+        k = counts.n_style
         beta = theta[self.style_at :]
         tie = float(theta[self.tie_at])
         group_offset = theta[self.first] - theta[self.second]
         if self.position_bias:
             group_offset += theta[self.scores + 1]
         # per group: slope, curvature, tie cross and curvature times each feature
-        per_group = np.empty((3 + k, len(self.first)))
+        per_group = np.zeros((3 + k, len(self.first)))
         nll = g_tie = h_tie = 0.0
-        # summed over the cells, times each feature: slope, tie cross and curvature
+        # summed over the verdicts, times each feature: slope, tie cross and curvature
         z_slope, z_cross, z_gram = np.zeros(k), np.zeros(k), np.zeros((k, k))
-        outcomes = counts.outcomes
-        for run in counts.pairs.runs:
-            cells = run.cells
-            z = features[:, cells]
-            offset = group_offset[counts.pairs.group[cells]]
-            if k:
-                offset += beta @ z
-            run_nll, g, run_g_tie, h, h_cross, run_h_tie = davidson_curvature(
-                offset, tie, outcomes[cells]
-            )
+
+        def taken(z: FloatArray, terms: tuple[FloatArray, ...]) -> list[FloatArray]:
+            """Adds the verdicts' `terms` (davidson_curvature's) with style differences
+            `z` to the sums over them; returns their rows to be summed per group."""
+            nonlocal nll, g_tie, h_tie
+            run_nll, g, run_g_tie, h, h_cross, run_h_tie = terms
             hz = z * h
-            per_group[:, run.groups] = run.sums([g, h, h_cross, *hz])
             nll += float(run_nll.sum())
             g_tie += float(run_g_tie.sum())
             h_tie += float(run_h_tie.sum())
-            z_slope += z @ g
-            z_cross += z @ h_cross
-            z_gram += hz @ z.T
+            z_slope[:] += z @ g
+            z_cross[:] += z @ h_cross
+            z_gram[:] += hz @ z.T
+            return [g, h, h_cross, *hz]
+
+        entries = counts.style
+        if entries is None:  # each cell its own verdict
+            terms = davidson_curvature(group_offset, tie, counts.outcomes)
+            per_group[:] = taken(np.zeros((0, len(group_offset))), terms)
+        else:
+            for run in entries.runs:
+                z = entries.differences(run.entries)
+                offset = group_offset[entries.cell[run.entries]]
+                if k:
+                    offset += beta @ z
+                terms = davidson_curvature(offset, tie, entries.outcomes(run.entries))
+                per_group[:, run.cells] += run.sums(taken(z, terms))
+
         # the same summed without the features (the position bias's)
         plain_slope, plain_h, plain_cross = per_group[:3].sum(axis=1)
         z_curve = per_group[3:].sum(axis=1)
@@ -295,12 +304,11 @@ def _problem(counts: VerdictCounts, model: LowRankBTD) -> _ScoresProblem:
     shown = counts.shown
     index = np.full(counts.n_models, -1)
     index[shown] = np.arange(len(shown))
-    layout = counts.pairs.layout
     prior = model.prior
     return _ScoresProblem(
         counts,
-        index[layout.first],
-        index[layout.second],
+        index[counts.first],
+        index[counts.second],
         len(shown),
         model.position_bias,
         model.l2,
@@ -322,7 +330,7 @@ def _start(
     e = problem.scores
     if init is None:
         counts = problem.counts
-        first, second = problem.first[counts.pairs.group], problem.second[counts.pairs.group]
+        first, second = problem.first, problem.second
         tie, won, lost = counts.n[:, TIE], counts.n[:, FIRST], counts.n[:, SECOND]
         both = np.concatenate([first, second])
         wins = tally(both, np.concatenate([won, lost]) + 0.5 * np.tile(tie, 2), e)

@@ -37,15 +37,11 @@ from eigenjury.stats.btd import (
     _off_gauge,
     _Offsets,
     _Problem,
-    _style_rows,
     davidson_curvature,
     group_jacobian,
     through_jacobian,
 )
 from eigenjury.stats.verdicts import (
-    FIRST,
-    SECOND,
-    TIE,
     DataError,
     FloatArray,
     OutcomeSums,
@@ -70,11 +66,16 @@ class ClusterCovariance:
     clusters: int
 
     def draw(self, params: BTDParams, rounds: int, seed: int | None) -> list[BTDParams]:
-        """`rounds` parameter sets drawn from N(params, V)."""
+        """`rounds` parameter sets drawn from N(params, V), through the symmetric
+        square root of V carried to the parameters (basis V^1/2 basis^T): unlike V's
+        eigenvectors and the basis itself (whose signs and rotation LAPACK picks, and
+        rounding can flip), it moves only as much as the fit does, so a seed draws the
+        same sets on any machine."""
         values, vectors = np.linalg.eigh(self.covariance)
-        root = vectors * np.sqrt(np.maximum(values, 0.0))
+        root = (vectors * np.sqrt(np.maximum(values, 0.0))) @ vectors.T
+        spread = self.basis @ root @ self.basis.T
         rng = np.random.default_rng(seed)
-        steps = rng.standard_normal((rounds, len(values))) @ root.T @ self.basis.T
+        steps = rng.standard_normal((rounds, len(spread))) @ spread
         centre = params.pack()
         shape = params.style.shape
         m, d = params.lenses.shape
@@ -152,25 +153,16 @@ def _cluster_scores(
     battle) adds its outer product, summed per (judge, pair) group and carried through
     the group's Jacobian as the Hessian's blocks are; larger clusters (a peer
     scenario) go through a sparse matrix by cluster."""
-    counts = problem.counts
-    pairs = counts.pairs
-    groups = pairs.layout
+    groups = problem.counts
     size = params.pack().size
     scores = params.lenses @ params.dispositions.T
-    z = _style_rows(counts)
-    cell, verdict = np.divmod(data.entry_slot, 3)
-    group = pairs.group[cell]
-    weight = data.entry_weight
-    n = OutcomeSums(
-        weight,
-        weight * (verdict == FIRST) - weight * (verdict == SECOND),
-        weight * (verdict == TIE),
-    )
-    z_entry = z[cell]
-    offset, log_tie = _Offsets(problem, params, scores).at(group, z_entry)
+    z = data.entry_style()
+    group = data.entry_cell
+    n = OutcomeSums.of_labels(data.entry_label, data.entry_weight)
+    offset, log_tie = _Offsets(problem, params, scores).at(group, z)
     _, g_offset, g_tie, *_ = davidson_curvature(offset, log_tie, n)
     # gradient of the log-likelihood: minus that of the negative log-likelihood
-    local = -np.column_stack([g_offset, g_tie, g_offset[:, None] * z_entry])
+    local = -np.column_stack([g_offset, g_tie, (g_offset * z).T])
     k = local.shape[1]
     where, jacobian = group_jacobian(params, groups, problem.per_judge_style)
     per_cluster = np.bincount(data.entry_scenario, minlength=data.n_scenarios)
@@ -194,7 +186,7 @@ def _cluster_scores(
         # the Jacobian's rows for the tie logit and the style coefficients are unit
         # vectors (group_jacobian): only the offset's row differs by group
         values = own[:, :1] * jacobian[mine, 0, :]
-        lead = where.shape[1] - 1 - z.shape[1]  # the tie logit's column
+        lead = where.shape[1] - 1 - len(z)  # the tie logit's column
         values[:, lead] += own[:, 1]
         values[:, lead + 1 :] += own[:, 2:]
         rows = np.repeat(data.entry_scenario[rest], where.shape[1])

@@ -114,7 +114,7 @@ def scenarios_won(
     `win_graph`. Each is one trial of a perfect record: the verdicts of one scenario
     (the same two replies, several judges, both orders) are not independent."""
     cells = data.cells
-    cell, verdict = np.divmod(data.entry_slot, 3)
+    cell, verdict = data.entry_cell, data.entry_label
     first, second = cells.first[cell], cells.second[cell]
     won = ((verdict == FIRST) & winners[first] & losers[second]) | (
         (verdict == SECOND) & winners[second] & losers[first]

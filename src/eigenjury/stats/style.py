@@ -15,11 +15,19 @@ the position bias's to take.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
-from eigenjury.stats.verdicts import DataError, FloatArray, IntArray, ReplyFeatures
+from eigenjury.stats.verdicts import (
+    STYLE_IN_MEMORY,
+    DataError,
+    FloatArray,
+    IntArray,
+    ReplyFeatures,
+    tally,
+)
 
 # A feature whose normalised difference varies less than this (standard deviation)
 # carries no style signal: its coefficient would not be identified.
@@ -30,28 +38,56 @@ _CONFOUNDED = 1e-8
 
 # Up to this many (lower, higher) evaluee pairs, a pair's index is computed, not sorted for.
 _DENSE_PAIRS = 1_000_000
+# Rows per chunk of style_design's passes over the features.
+_CHUNK = 1 << 20
 
 CONSTANT = "the same difference in every verdict"
 PER_PAIR = "one difference per pair of evaluees: its effect cannot be told from theirs"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StyleDesign:
     """The style covariates of a verdict table: the features kept, each one's standard
     deviation of normalised difference (`scale`), and per row the differences divided
-    by it (`z`, rows x features). `dropped` gives each feature left out and why."""
+    by it (`z`, rows x features), kept in memory up to STYLE_IN_MEMORY rows; beyond
+    them (None) a row's are computed when asked for, from `features` (the kept
+    features' values), so that they take no memory of their own. `dropped` gives each
+    feature left out and why. Called with rows, it gives theirs as features x rows (a
+    StyleSource)."""
 
     names: tuple[str, ...]
     scale: FloatArray
-    z: FloatArray
     dropped: dict[str, str]
+    features: ReplyFeatures | None = None
+    columns: FloatArray | None = None  # z's features x rows (z is its transpose)
+
+    @property
+    def z(self) -> FloatArray | None:
+        return None if self.columns is None else self.columns.T
+
+    @property
+    def n_features(self) -> int:
+        return len(self.names)
+
+    @property
+    def kept(self) -> FloatArray | None:
+        return self.columns
+
+    def __call__(self, rows: slice | NDArray[np.integer]) -> FloatArray:
+        if self.columns is not None:
+            return self.columns[:, rows]
+        assert self.features is not None
+        first, second = self.features.first[rows], self.features.second[rows]
+        return (normalised_difference(first, second) / self.scale).T
 
 
 def normalised_difference(first: FloatArray, second: FloatArray) -> FloatArray:
     """(a - b) / (|a| + |b|), 0 where both are 0. Where |a| + |b| overflows (finite
     values near the float limit, 1e308 and -1e308) both are first divided by the larger
     of |a| and |b|, which leaves the ratio unchanged, so they give their difference,
-    not NaN."""
+    not NaN. Single-precision values (counts read compactly) are taken in double."""
+    first = np.asarray(first, dtype=np.float64)
+    second = np.asarray(second, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         total = np.abs(first) + np.abs(second)
         out = np.asarray((first - second) / total, dtype=np.float64)
@@ -79,22 +115,40 @@ def style_design(
     whose difference never varies between verdicts on the same two evaluees (every
     reply of a model equally long, or one scenario only): its effect is then
     identified by nothing but the model's form, and would be taken from the evaluees'
-    own scores."""
-    unknown = ~(np.isfinite(features.first) & np.isfinite(features.second))
-    if unknown.any():
-        f = int(np.flatnonzero(unknown.any(axis=0))[0])
-        raise DataError(
-            f"style feature '{features.names[f]}' is unknown for "
-            f"{int(unknown[:, f].sum()):,} of {len(features):,} verdicts (a reply without its "
-            "text or value); every verdict needs it to control for it: give the values, or "
-            "leave the feature out of style control"
+    own scores. The rows are taken _CHUNK at a time, so that a table of 1e8 verdicts
+    needs no whole-length temporaries."""
+    n_rows, n_features = len(features), len(features.names)
+    chunks = [slice(a, min(a + _CHUNK, n_rows)) for a in range(0, n_rows, _CHUNK)]
+
+    def differences(rows: slice) -> FloatArray:
+        return normalised_difference(features.first[rows], features.second[rows])
+
+    unknown = np.zeros(n_features, dtype=np.int64)
+    total, sums = 0.0, np.zeros(n_features)
+    for rows in chunks:
+        unknown += np.sum(
+            ~(np.isfinite(features.first[rows]) & np.isfinite(features.second[rows])), axis=0
         )
-    diff = normalised_difference(features.first, features.second)
-    total = float(weight.sum())
-    mean = weight @ diff / total
-    scale = np.sqrt(np.maximum(weight @ (diff - mean) ** 2 / total, 0.0))
+        w = weight[rows]
+        total += float(w.sum())
+        sums += w @ differences(rows)
+    if unknown.any():
+        f = int(np.flatnonzero(unknown)[0])
+        raise DataError(
+            f"style feature '{features.names[f]}' is unknown for {int(unknown[f]):,} of "
+            f"{n_rows:,} verdicts (a reply without its text or value); every verdict needs "
+            "it to control for it: give the values, or leave the feature out of style control"
+        )
+    mean = sums / total
+    pairs = _Pairs(first, second, n_models, chunks)
+    squares = np.zeros(n_features)
+    for rows in chunks:
+        diff = differences(rows)
+        squares += weight[rows] @ (diff - mean) ** 2
+        pairs.add(rows, diff, weight[rows])
+    scale = np.sqrt(np.maximum(squares / total, 0.0))
     constant = scale <= _CONSTANT
-    per_pair = ~constant & (_within_pairs(diff, weight, first, second, n_models) < _CONFOUNDED)
+    per_pair = ~constant & (pairs.within() < _CONFOUNDED)
     kept = ~(constant | per_pair)
     names = tuple(n for n, k in zip(features.names, kept, strict=True) if k)
     dropped = {
@@ -102,27 +156,54 @@ def style_design(
         for f, name in enumerate(features.names)
         if not kept[f]
     }
-    return StyleDesign(names, scale[kept], diff[:, kept] / scale[kept], dropped)
+    used = features.only(names)
+    design = StyleDesign(names, scale[kept], dropped, used)
+    if n_rows > STYLE_IN_MEMORY:
+        return design
+    columns = np.empty((len(names), n_rows))
+    for rows in chunks:
+        columns[:, rows] = design(rows)
+    return replace(design, columns=columns)
 
 
-def _within_pairs(
-    diff: FloatArray, weight: FloatArray, first: IntArray, second: IntArray, n_models: int
-) -> FloatArray:
+class _Pairs:
     """Per feature, the share of the differences' weighted sum of squares left around
     their mean per unordered pair of evaluees (a difference seen from the pair's lower
-    index, so the two orders agree): the total sum of squares less the pairs' own. The
-    subtraction loses about 1e-16 of the total, far below the 1e-8 share that marks a
-    feature as the pair's."""
-    low, high = np.minimum(first, second), np.maximum(first, second)
-    if n_models**2 <= _DENSE_PAIRS:
-        pair, pairs = low * n_models + high, n_models**2
-    else:
-        _, pair = np.unique(low * n_models + high, return_inverse=True)
-        pair, pairs = pair.ravel(), int(pair.max()) + 1
-    seen = np.where(first == low, 1.0, -1.0)[:, None] * diff
-    total = np.bincount(pair, weight, pairs)
-    sums = np.stack([np.bincount(pair, weight * seen[:, f], pairs) for f in range(diff.shape[1])])
-    between = (sums**2) @ (1.0 / np.maximum(total, 1e-300))
-    spread = weight @ seen**2
-    residual = np.maximum(spread - between, 0.0)
-    return np.where(spread > 0, residual / np.where(spread > 0, spread, 1.0), 1.0)
+    index, so the two orders agree): the total sum of squares less the pairs' own,
+    summed chunk by chunk (`add`). The subtraction loses about 1e-16 of the total, far
+    below the 1e-8 share that marks a feature as the pair's."""
+
+    def __init__(self, first: IntArray, second: IntArray, n_models: int, chunks: list[slice]):
+        self.first, self.second, self.n_models = first, second, n_models
+        self.keys: IntArray | None = None
+        if n_models**2 > _DENSE_PAIRS:  # the pairs present, in order
+            found = [np.unique(self._key(rows)) for rows in chunks]
+            self.keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+        size = n_models**2 if self.keys is None else len(self.keys)
+        self.total = np.zeros(size)
+        self.sums: FloatArray | None = None
+        self.spread: FloatArray | None = None
+
+    def _key(self, rows: slice) -> IntArray:
+        first = self.first[rows].astype(np.int64)
+        second = self.second[rows].astype(np.int64)
+        return np.minimum(first, second) * self.n_models + np.maximum(first, second)
+
+    def add(self, rows: slice, diff: FloatArray, weight: FloatArray) -> None:
+        key = self._key(rows)
+        pair = key if self.keys is None else np.searchsorted(self.keys, key)
+        size = len(self.total)
+        seen = np.where(self.first[rows] <= self.second[rows], 1.0, -1.0)[:, None] * diff
+        sums = np.stack([tally(pair, weight * seen[:, f], size) for f in range(diff.shape[1])])
+        spread = np.asarray(weight @ seen**2, dtype=np.float64)
+        self.total += np.bincount(pair, weight, size)
+        self.sums = sums if self.sums is None else self.sums + sums
+        self.spread = spread if self.spread is None else self.spread + spread
+
+    def within(self) -> FloatArray:
+        if self.sums is None or self.spread is None:
+            return np.ones(0)
+        between = (self.sums**2) @ (1.0 / np.maximum(self.total, 1e-300))
+        residual = np.maximum(self.spread - between, 0.0)
+        spread = self.spread
+        return np.where(spread > 0, residual / np.where(spread > 0, spread, 1.0), 1.0)

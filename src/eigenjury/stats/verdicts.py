@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cached_property
 from itertools import pairwise
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,7 +41,7 @@ _CROWD = 100
 _DENSE_KEY_LIMIT = 50_000_000
 
 
-def tally(index: IntArray, weights: FloatArray | None, size: int) -> FloatArray:
+def tally(index: NDArray[np.integer], weights: FloatArray | None, size: int) -> FloatArray:
     """Sum `weights` (default 1) per index value in [0, size): the scatter-add behind
     every count and gradient here."""
     return np.asarray(np.bincount(index, weights, minlength=size), dtype=np.float64)
@@ -78,6 +79,16 @@ class OutcomeSums:
         total += ties
         return cls(total, first - second, np.ascontiguousarray(ties))
 
+    @classmethod
+    def of_labels(cls, label: NDArray[np.integer], weight: FloatArray | None) -> OutcomeSums:
+        """Of verdicts one by one: labels (TIE, FIRST, SECOND) and weights (None: 1)."""
+        wins = (label == FIRST).astype(np.float64)
+        wins -= label == SECOND
+        ties = (label == TIE).astype(np.float64)
+        if weight is None:
+            return cls(np.ones(len(label)), wins, ties)
+        return cls(weight, wins * weight, ties * weight)
+
     def __getitem__(self, cells: slice) -> OutcomeSums:
         return OutcomeSums(self.total[cells], self.wins[cells], self.ties[cells])
 
@@ -113,10 +124,13 @@ class ReplyFeatures:
         return ReplyFeatures(self.names, self.first[mask], self.second[mask])
 
     def only(self, names: Sequence[str]) -> ReplyFeatures:
-        """These features, in this order (a KeyError names one that is absent)."""
+        """These features, in this order (a KeyError names one that is absent); all of
+        them in their order: these same arrays."""
         missing = [n for n in names if n not in self.names]
         if missing:
             raise KeyError(", ".join(missing))
+        if tuple(names) == self.names:
+            return self
         index = [self.names.index(n) for n in names]
         return ReplyFeatures(tuple(names), self.first[:, index], self.second[:, index])
 
@@ -359,80 +373,153 @@ def judgment_weights(table: VerdictTable) -> FloatArray:
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """Whole groups of cells that lie together, taken in one go by a pass over the
-    cells: `cells` and `groups` are their ranges; `starts`, where each group starts
-    within the run (None: the cells do not lie in group order, and the one run of all
-    of them sums each group by `group`, the cells' groups)."""
+    """Entries taken in one go by a pass over a styled fit's verdicts (StyleEntries):
+    `entries` is their range and `cells` the cells their sums go to. `starts`, where
+    each cell's entries start within the run, where the entries lie in cell order (a
+    running sum per cell, `cells` those cells); None where they do not, and each cell
+    is summed by `cell`, the entries' cells (`cells` then every cell)."""
 
-    cells: slice
-    groups: slice
+    entries: slice
+    cells: IntArray | slice
     starts: IntArray | None
-    group: IntArray
+    cell: NDArray[np.integer]
+    n_cells: int
 
     def sums(self, rows: Sequence[FloatArray]) -> FloatArray:
-        """Per group of the run, the sums of each of `rows` (one value per cell of the
-        run), as rows x groups."""
+        """Per cell of `cells`, the sums of each of `rows` (one value per entry of the
+        run), as rows x cells."""
         if self.starts is not None:
             return np.stack([np.add.reduceat(row, self.starts) for row in rows])
-        size = self.groups.stop - self.groups.start
-        return np.stack([tally(self.group, row, size) for row in rows])
+        cell = self.cell[self.entries]
+        return np.stack([tally(cell, row, self.n_cells) for row in rows])
 
 
-# About this many cells make a run (Run): a run's arrays and the dozens of temporaries
-# a pass makes of them stay in a core's cache, where whole arrays of a million cells
-# send every operation to memory (a pass over 1.67 M arena battles: 2.5x faster).
-RUN_CELLS = 32_768
+# About this many entries make a run (Run): a run's arrays and the dozens of
+# temporaries a pass makes of them stay in a core's cache, where whole arrays of a
+# million entries send every operation to memory (a pass over 1.67 M arena battles:
+# 2.5x faster), and a pass over 1e8 verdicts needs no memory beyond them.
+RUN_ENTRIES = 32_768
+# Up to this many styled verdicts their style differences are kept in memory, and the
+# verdicts put in cell order, so that a run sums each cell's entries as they lie.
+# Beyond it a run's differences are computed from the replies' features as the run is
+# taken, and the verdicts stay in the order given (sorting would need a permutation as
+# large as they are), each run counting into every cell: memory then follows the
+# verdict table alone (1e8 styled verdicts in 4 GB).
+STYLE_IN_MEMORY = 1 << 24
+
+
+class StyleSource(Protocol):
+    """Style differences of a table's rows: features x rows for `rows` when called;
+    `kept`, all of them (features x rows) where they are kept in memory, else None."""
+
+    @property
+    def n_features(self) -> int: ...
+
+    @property
+    def kept(self) -> FloatArray | None: ...
+
+    def __call__(self, rows: slice | NDArray[np.integer]) -> FloatArray: ...
 
 
 @dataclass(frozen=True, eq=False)
-class Pairs:
-    """Cells grouped by (judge, first, second): each cell's `group`, and `layout`, the
-    groups as cells (no style, no counts)."""
+class KeptStyle:
+    """Style differences kept in memory, features x rows (a StyleSource)."""
 
-    group: IntArray
-    layout: VerdictCounts
+    kept: FloatArray
 
-    @cached_property
-    def _starts(self) -> IntArray | None:
-        """Where each group's cells start, when they lie together in group order (as
-        the collapse leaves them); else None."""
-        group = self.group
-        if group.size and np.all(group[1:] >= group[:-1]):
-            return np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-        return None
+    @property
+    def n_features(self) -> int:
+        return int(self.kept.shape[0])
 
-    @cached_property
-    def _every_cell(self) -> Run:
-        """All the cells as one run."""
-        every = slice(0, len(self.group))
-        return Run(every, slice(0, self.layout.n_cells), self._starts, self.group)
+    def __call__(self, rows: slice | NDArray[np.integer]) -> FloatArray:
+        return self.kept[:, rows]
+
+
+@dataclass(frozen=True, eq=False)
+class StyleEntries:
+    """The verdicts of styled counts one by one, under their (judge, first, second)
+    cell: style control gives every verdict its own style differences, so they are
+    not summed. Entry e is verdict `label[e]` (TIE, FIRST, SECOND) in cell `cell[e]`,
+    weighing `weight[e]` (None: 1 each), with the style differences of row `row[e]`
+    of `source` (None: row e). A soft verdict is an entry per label it gives weight
+    to."""
+
+    cell: NDArray[np.integer]
+    label: NDArray[np.integer]
+    weight: FloatArray | None
+    source: StyleSource
+    n_cells: int
+    row: NDArray[np.integer] | None = None
+
+    def __len__(self) -> int:
+        return len(self.cell)
+
+    @property
+    def n_features(self) -> int:
+        return self.source.n_features
+
+    def differences(self, entries: slice | NDArray[np.integer]) -> FloatArray:
+        """The style differences of `entries`, features x entries."""
+        return self.source(entries if self.row is None else self.row[entries])
+
+    def weights(self) -> FloatArray:
+        """Each entry's weight (1 each where none is kept)."""
+        return np.ones(len(self)) if self.weight is None else self.weight
+
+    def outcomes(self, entries: slice | NDArray[np.integer]) -> OutcomeSums:
+        """What the likelihood reads of `entries` (OutcomeSums), made for them alone."""
+        weight = None if self.weight is None else self.weight[entries]
+        return OutcomeSums.of_labels(self.label[entries], weight)
+
+    def counts(self, weight: FloatArray | None = None) -> FloatArray:
+        """The (tie, first, second) counts per cell (cells x 3) of the entries under
+        `weight` (default their own)."""
+        weight = self.weight if weight is None else weight
+        slot = self.cell * np.int64(3) + self.label
+        return tally(slot, weight, 3 * self.n_cells).reshape(self.n_cells, 3)
+
+    def with_weight(self, weight: FloatArray) -> StyleEntries:
+        """The same entries under other weights (runs kept)."""
+        out = replace(self, weight=weight)
+        if "runs" in self.__dict__:
+            out.__dict__["runs"] = self.__dict__["runs"]
+        return out
 
     @cached_property
     def runs(self) -> tuple[Run, ...]:
-        """The cells in runs of whole groups of about RUN_CELLS cells each (a group
-        larger than that is a run of its own); one run of every cell where they do not
-        lie in group order."""
-        starts, n_cells = self._starts, len(self.group)
-        if starts is None:
-            return (self._every_cell,)
-        # each run from the first group starting at or after a multiple of RUN_CELLS
-        bounds = np.searchsorted(starts, np.arange(0, n_cells, RUN_CELLS))
+        """The entries in runs of about RUN_ENTRIES: of whole cells where they lie in
+        cell order (a cell larger than that is a run of its own), else in the order
+        given, each run counting into every cell."""
+        cell, n = self.cell, len(self)
+        if not (n and np.all(cell[1:] >= cell[:-1])):
+            every = slice(0, self.n_cells)
+            return tuple(
+                Run(slice(a, min(a + RUN_ENTRIES, n)), every, None, cell, self.n_cells)
+                for a in range(0, n, RUN_ENTRIES)
+            )
+        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        # each run from the first cell starting at or after a multiple of RUN_ENTRIES
+        bounds = np.searchsorted(starts, np.arange(0, n, RUN_ENTRIES))
         bounds = np.unique(np.r_[bounds, len(starts)])
-        cell_at = np.r_[starts, n_cells]
+        entry_at = np.r_[starts, n]
         return tuple(
             Run(
-                slice(int(cell_at[a]), int(cell_at[b])),
-                slice(int(a), int(b)),
+                slice(int(entry_at[a]), int(entry_at[b])),
+                np.asarray(cell[starts[a:b]], dtype=np.int64),
                 starts[a:b] - starts[a],
-                self.group,
+                cell,
+                self.n_cells,
             )
             for a, b in pairwise(bounds)
         )
 
     def sums(self, rows: Sequence[FloatArray]) -> FloatArray:
-        """Per group, the sums of each of `rows` (each one value per cell), as rows x
-        groups: a running sum over cells that lie together, a count otherwise."""
-        return self._every_cell.sums(rows)
+        """Per cell, the sums of each of `rows` (each one value per entry), as rows x
+        cells."""
+        out = np.zeros((len(rows), self.n_cells))
+        for run in self.runs:
+            out[:, run.cells] += run.sums([row[run.entries] for row in rows])
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -441,8 +528,9 @@ class VerdictCounts:
 
     `n[c]` holds the (tie, first, second) counts of cell c. Cells with zero weight are
     allowed and contribute nothing, so resampled counts can share one cell layout. With
-    style control, `style[c]` holds the cell's style differences (stats.style), and a
-    cell is a distinct (judge, first, second, style) instead.
+    style control, `style` holds the cells' verdicts one by one with their style
+    differences (StyleEntries), which is what the likelihood reads; `n` is still their
+    sum per cell, for everything that reads only who judged whom and how.
     """
 
     judge: IntArray
@@ -450,12 +538,16 @@ class VerdictCounts:
     second: IntArray
     n: FloatArray
     models: tuple[str, ...]
-    style: FloatArray | None = None  # (cells, features)
+    style: StyleEntries | None = None
 
     @classmethod
-    def from_table(cls, table: VerdictTable, style: FloatArray | None = None) -> VerdictCounts:
-        """The counts of `table`; `style` gives each row's style differences."""
-        return _collapse(table, style)[0]
+    def from_table(
+        cls, table: VerdictTable, style: FloatArray | StyleSource | None = None
+    ) -> VerdictCounts:
+        """The counts of `table`; `style` gives each row's style differences (rows x
+        features, or a StyleSource)."""
+        plain, cell = _cells(table)
+        return plain if style is None else _styled(table, plain, cell, style)[0]
 
     @cached_property
     def judge_first(self) -> IntArray:
@@ -473,14 +565,6 @@ class VerdictCounts:
             (self.judge == self.first).astype(np.float64) - (self.judge == self.second),
             dtype=np.float64,
         )
-
-    @cached_property
-    def style_columns(self) -> FloatArray:
-        """The style differences as features x cells, each feature's contiguous (what
-        a pass over runs of cells reads); no rows without style."""
-        if self.style is None:
-            return np.zeros((0, self.n_cells))
-        return np.ascontiguousarray(self.style.T)
 
     @cached_property
     def outcomes(self) -> OutcomeSums:
@@ -507,42 +591,26 @@ class VerdictCounts:
         return len(self.judge)
 
     @property
+    def n_terms(self) -> int:
+        """What the likelihood sums over: the cells, or with style the entries."""
+        return self.n_cells if self.style is None else len(self.style)
+
+    @property
     def n_style(self) -> int:
-        return 0 if self.style is None else int(self.style.shape[1])
+        return 0 if self.style is None else self.style.n_features
 
     @cached_property
     def total(self) -> float:
         """The verdicts' total weight (read by every objective evaluation)."""
         return float(self.n.sum())
 
-    @cached_property
-    def pairs(self) -> Pairs:
-        """The cells that style control splits, joined again per (judge, first, second)."""
-        m = self.n_models
-        key = (self.judge * m + self.first) * m + self.second
-        if key.size and np.all(key[1:] >= key[:-1]):  # in key order, as the collapse leaves them
-            new = np.r_[True, key[1:] != key[:-1]]
-            keys, group = key[new], np.cumsum(new) - 1
-        else:
-            keys, group = np.unique(key, return_inverse=True)
-        judge, rest = np.divmod(keys, m * m)
-        first, second = np.divmod(rest, m)
-        layout = VerdictCounts(judge, first, second, np.zeros((len(keys), 3)), self.models)
-        return Pairs(np.asarray(group.ravel(), dtype=np.int64), layout)
-
-    def with_n(self, n: FloatArray) -> VerdictCounts:
-        """Same cells, other counts (keeps the cached index arrays)."""
-        out = VerdictCounts(self.judge, self.first, self.second, n, self.models, self.style)
-        cached = (
-            "judge_first",
-            "judge_second",
-            "self_side",
-            "judges_present",
-            "shown",
-            "pairs",
-            "style_columns",
-        )
-        for name in cached:
+    def with_n(self, n: FloatArray, style: StyleEntries | None = None) -> VerdictCounts:
+        """Same cells, other counts (keeps the cached index arrays), and the style
+        entries whose weights sum to `n` (styled counts are reweighted with them)."""
+        if self.style is not None and style is None:
+            raise ValueError("styled counts are reweighted with their entries")
+        out = VerdictCounts(self.judge, self.first, self.second, n, self.models, style)
+        for name in ("judge_first", "judge_second", "self_side", "judges_present", "shown"):
             if name in self.__dict__:
                 out.__dict__[name] = self.__dict__[name]
         return out
@@ -555,7 +623,11 @@ class VerdictCounts:
     def _without_style(self) -> VerdictCounts:
         if self.style is None:
             return self
-        return self.pairs.layout.with_n(self.pairs.sums(list(self.n.T)).T)
+        plain = VerdictCounts(self.judge, self.first, self.second, self.n, self.models)
+        for name in ("judge_first", "judge_second", "self_side", "judges_present", "shown"):
+            if name in self.__dict__:
+                plain.__dict__[name] = self.__dict__[name]
+        return plain
 
     def judge_totals(self) -> FloatArray:
         """Verdict weight each model gave as a judge (read-only)."""
@@ -590,19 +662,26 @@ class ScenarioCounts:
     """Counts kept per scenario, so that scenarios (clusters) can be reweighted.
 
     The cluster bootstrap and scenario-split validation both need counts under a
-    weight per scenario; with this layout each such count is one `bincount`.
+    weight per scenario; with this layout each such count is one `bincount`. Without
+    style an entry is a (scenario, cell, verdict) with its summed weight; with style
+    it is the counts' own StyleEntries entry, and `entry_scenario` says whose.
     """
 
     cells: VerdictCounts  # cell layout; its `n` holds the full-data counts
-    entry_scenario: IntArray  # per (scenario, cell, verdict) entry
-    entry_slot: IntArray  # cell * 3 + verdict
-    entry_weight: FloatArray
+    entry_scenario: NDArray[np.integer]  # per entry
     n_scenarios: int
+    plain: tuple[IntArray, FloatArray] | None = None  # without style: (slot, weight)
 
     @classmethod
-    def from_table(cls, table: VerdictTable, style: FloatArray | None = None) -> ScenarioCounts:
-        """Per-scenario counts of `table`; `style` gives each row's style differences."""
-        cells, cell = _collapse(table, style)
+    def from_table(
+        cls, table: VerdictTable, style: FloatArray | StyleSource | None = None
+    ) -> ScenarioCounts:
+        """Per-scenario counts of `table`; `style` gives each row's style differences
+        (rows x features, or a StyleSource)."""
+        cells, cell = _cells(table)
+        n_scenarios = len(table.scenarios)
+        if style is not None:
+            return cls(*_styled(table, cells, cell, style), n_scenarios)
         n_cells = cells.n_cells
         scenario = table.scenario
         if table.probs is None:
@@ -619,71 +698,69 @@ class ScenarioCounts:
             uniq, inverse = np.unique(entry, return_inverse=True)
             weight = tally(inverse, row_weight, len(uniq))
         scen, slot_u = np.divmod(uniq, 3 * n_cells)
-        return cls(cells, scen, slot_u, weight, len(table.scenarios))
+        return cls(cells, scen, n_scenarios, (slot_u, weight))
+
+    @cached_property
+    def _cell_label(self) -> tuple[NDArray[np.integer], NDArray[np.integer]]:
+        if self.plain is None:
+            style = self.cells.style
+            assert style is not None
+            return style.cell, style.label
+        cell, label = np.divmod(self.plain[0], 3)
+        return cell, label
+
+    @property
+    def entry_cell(self) -> NDArray[np.integer]:
+        """Each entry's cell."""
+        return self._cell_label[0]
+
+    @property
+    def entry_label(self) -> NDArray[np.integer]:
+        """Each entry's verdict (TIE, FIRST, SECOND)."""
+        return self._cell_label[1]
+
+    @property
+    def entry_weight(self) -> FloatArray:
+        """Each entry's weight in the full data."""
+        if self.plain is None:
+            style = self.cells.style
+            assert style is not None
+            return style.weights()
+        return self.plain[1]
+
+    def entry_style(self) -> FloatArray:
+        """Each entry's style differences (features x entries; no rows without
+        style)."""
+        style = self.cells.style
+        if style is None:
+            return np.zeros((0, len(self.entry_scenario)))
+        return style.differences(slice(None))
 
     def counts(self, scenario_weight: FloatArray | None = None) -> VerdictCounts:
         """Counts with each scenario's verdicts multiplied by its weight (default 1)."""
         if scenario_weight is None:
             return self.cells
         w = self.entry_weight * scenario_weight[self.entry_scenario]
-        n = tally(self.entry_slot, w, 3 * self.cells.n_cells)
+        style = self.cells.style
+        if style is not None:
+            return self.cells.with_n(style.counts(w), style.with_weight(w))
+        assert self.plain is not None
+        n = tally(self.plain[0], w, 3 * self.cells.n_cells)
         return self.cells.with_n(n.reshape(-1, 3))
 
 
-def _style_cells(key: IntArray, style: FloatArray) -> tuple[IntArray, IntArray]:
-    """Each row's cell, and each cell's first row, for rows that share a cell when
-    their (judge, first, second) `key` and their style differences are equal; cells
-    in key order, so that a key's cells lie together. Rows are sorted by key, then by
-    a hash of their style, and a cell starts wherever the key or the style changes: two
-    sorts of integers (np.unique over rows of floats sorts them as records, ten times
-    slower at a million rows). Equal rows hash alike, so they end up side by side and
-    share a cell; rows whose hashes collide only split a cell that could have been
-    one, which changes nothing in the likelihood."""
-    bits = np.ascontiguousarray(style + 0.0).view(np.uint64)  # -0.0 as 0.0
-    digest = np.zeros(len(key), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for column in bits.T:
-            digest ^= column
-            digest *= np.uint64(0x9E3779B97F4A7C15)
-            digest ^= digest >> np.uint64(29)
-    key_bits = int(key.max()).bit_length() if len(key) else 0
-    if key_bits <= 40:
-        # one sort of (key, the hash's top bits), 3x faster than sorting by both in turn;
-        # rows whose shortened hashes collide are compared below and split where unequal
-        spare = np.uint64(64 - key_bits)
-        combined = (key.astype(np.uint64) << spare) | (digest >> np.uint64(key_bits))
-        order = np.argsort(combined)
-    else:
-        order = np.lexsort((digest, key))
-    ordered_key, ordered_style = key[order], style[order]
-    starts = np.empty(len(key), dtype=bool)
-    starts[:1] = True
-    starts[1:] = (ordered_key[1:] != ordered_key[:-1]) | np.any(
-        ordered_style[1:] != ordered_style[:-1], axis=1
-    )
-    cell = np.empty(len(key), dtype=np.int64)
-    cell[order] = np.cumsum(starts) - 1
-    return cell, order[starts]
-
-
-def _collapse(
-    table: VerdictTable, style: FloatArray | None = None
-) -> tuple[VerdictCounts, IntArray]:
-    """Cell counts, and each row's cell. With `style` (per row), rows share a cell only
-    when their style differences are equal too."""
+def _cells(table: VerdictTable) -> tuple[VerdictCounts, IntArray]:
+    """The counts of `table` per (judge, first, second) cell, and each row's cell."""
     m = table.n_models
     key = (table.judge * m + table.first) * m + table.second
-    cell_style = None
-    if style is not None:
-        cell, first_row = _style_cells(key, style)
-        cell_keys = key[first_row]
-        cell_style = style[first_row]
-    elif m**3 <= _DENSE_KEY_LIMIT:
+    if m**3 <= _DENSE_KEY_LIMIT:
         present = np.bincount(key, minlength=m**3) > 0
         cell = (np.cumsum(present) - 1)[key]
         cell_keys = np.flatnonzero(present)
     else:
         cell_keys, cell = np.unique(key, return_inverse=True)
+        cell = cell.ravel()
+    del key
     n_cells = len(cell_keys)
     if table.probs is None:
         n = tally(cell * 3 + table.verdict, table.weight, 3 * n_cells).reshape(n_cells, 3)
@@ -692,7 +769,39 @@ def _collapse(
         n = np.stack([tally(cell, label[:, r], n_cells) for r in range(3)], axis=1)
     judge, rest = np.divmod(cell_keys, m * m)
     first, second = np.divmod(rest, m)
-    return VerdictCounts(judge, first, second, n, table.models, cell_style), cell
+    return VerdictCounts(judge, first, second, n, table.models), cell
+
+
+def _styled(
+    table: VerdictTable, plain: VerdictCounts, cell: IntArray, style: FloatArray | StyleSource
+) -> tuple[VerdictCounts, NDArray[np.integer]]:
+    """`plain`, the counts of `table` whose rows lie in cells `cell`, with the rows as
+    style entries (style differences `style`: rows x features, or a StyleSource; a soft
+    verdict an entry per label it gives weight to), in cell order where the
+    differences are kept in memory and at most STYLE_IN_MEMORY. And each entry's
+    scenario."""
+    source = KeptStyle(np.ascontiguousarray(style.T)) if isinstance(style, np.ndarray) else style
+    index = cell.astype(np.int32) if plain.n_cells < 2**31 else cell
+    scenario, label, weights = table.scenario, table.verdict, table.weight
+    row = None
+    if table.probs is not None:
+        spread = table.label_weights()
+        row, label = np.nonzero(spread)
+        index, scenario, weights = index[row], scenario[row], spread[row, label]
+    kept = source.kept
+    if kept is not None and len(index) <= STYLE_IN_MEMORY and not np.all(index[1:] >= index[:-1]):
+        order = np.argsort(index, kind="stable")
+        index, label, scenario, weights = (
+            index[order],
+            label[order],
+            scenario[order],
+            weights[order],
+        )
+        source = KeptStyle(kept[:, order if row is None else row[order]])
+        row = None
+    weight = None if np.all(weights == 1.0) else weights
+    entries = StyleEntries(index, label, weight, source, plain.n_cells, row)
+    return plain.with_n(plain.n, entries), scenario
 
 
 @dataclass(frozen=True)
