@@ -234,9 +234,9 @@ def _from_verdicts(path: Path) -> ScoreSet:
     preference = np.array([_PREFERENCE_OF[int(v)] for v in table.verdict])
     # a reply is an evaluee's answer to a scenario: it feeds every row showing it
     n_models = len(table.models)
-    replies = n_models * np.concatenate([table.scenario, table.scenario]) + np.concatenate(
-        [table.first, table.second]
-    )
+    replies = n_models * np.concatenate([table.scenario, table.scenario]).astype(
+        np.int64
+    ) + np.concatenate([table.first, table.second])
 
     def reply(key: int) -> str:
         scenario, evaluee = divmod(key, n_models)

@@ -24,6 +24,7 @@ def pair_counts(
 ) -> tuple[FloatArray, FloatArray]:
     """Collapse battles to (wins, ties) matrices: wins[j, k] = times j beat k."""
     m = n_models
+    first, second = np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
     key_fs = first * m + second
     key_sf = second * m + first
     wins = tally(key_fs[verdict == 1], None, m * m) + tally(key_sf[verdict == 2], None, m * m)

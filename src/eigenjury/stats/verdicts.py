@@ -39,6 +39,8 @@ _CROWD = 100
 
 # Above this many (judge, first, second) keys the collapse sorts instead of counting densely.
 _DENSE_KEY_LIMIT = 50_000_000
+# Rows per chunk of the collapse into cells.
+_CHUNK_ROWS = 1 << 20
 
 
 def tally(index: NDArray[np.integer], weights: FloatArray | None, size: int) -> FloatArray:
@@ -685,12 +687,16 @@ class ScenarioCounts:
         n_cells = cells.n_cells
         scenario = table.scenario
         if table.probs is None:
-            slot, row_weight = cell * 3 + table.verdict, table.weight
+            slot, row_weight = cell * np.int64(3) + table.verdict, table.weight
         else:  # a soft verdict is an entry per label
             label = table.label_weights()
             row, verdict = np.nonzero(label)
-            scenario, slot, row_weight = scenario[row], cell[row] * 3 + verdict, label[row, verdict]
-        entry = scenario * (3 * n_cells) + slot
+            scenario, slot, row_weight = (
+                scenario[row],
+                cell[row] * np.int64(3) + verdict,
+                label[row, verdict],
+            )
+        entry = scenario.astype(np.int64) * (3 * n_cells) + slot
         if np.all(row_weight == 1.0):
             uniq, count = np.unique(entry, return_counts=True)
             weight = count.astype(np.float64)
@@ -749,31 +755,59 @@ class ScenarioCounts:
         return self.cells.with_n(n.reshape(-1, 3))
 
 
-def _cells(table: VerdictTable) -> tuple[VerdictCounts, IntArray]:
-    """The counts of `table` per (judge, first, second) cell, and each row's cell."""
+def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
+    """The counts of `table` per (judge, first, second) cell, and each row's cell;
+    the rows taken _CHUNK_ROWS at a time, so that 1e8 of them need no whole-length
+    temporaries."""
     m = table.n_models
-    key = (table.judge * m + table.first) * m + table.second
+    chunks = [slice(a, a + _CHUNK_ROWS) for a in range(0, len(table), _CHUNK_ROWS)]
+
+    def keys(rows: slice) -> IntArray:
+        judge = table.judge[rows].astype(np.int64)
+        return (judge * m + table.first[rows]) * m + table.second[rows]
+
     if m**3 <= _DENSE_KEY_LIMIT:
-        present = np.bincount(key, minlength=m**3) > 0
-        cell = (np.cumsum(present) - 1)[key]
+        present = np.zeros(m**3, dtype=bool)
+        for rows in chunks:
+            present[keys(rows)] = True
         cell_keys = np.flatnonzero(present)
+        lookup = np.cumsum(present, dtype=_index_type(len(cell_keys))) - 1
+        del present
+
+        def cells(rows: slice) -> NDArray[np.integer]:
+            return lookup[keys(rows)]
     else:
-        cell_keys, cell = np.unique(key, return_inverse=True)
-        cell = cell.ravel()
-    del key
+        found = [np.unique(keys(rows)) for rows in chunks]
+        cell_keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+
+        def cells(rows: slice) -> NDArray[np.integer]:
+            return np.searchsorted(cell_keys, keys(rows)).astype(_index_type(len(cell_keys)))
+
     n_cells = len(cell_keys)
-    if table.probs is None:
-        n = tally(cell * 3 + table.verdict, table.weight, 3 * n_cells).reshape(n_cells, 3)
-    else:
-        label = table.label_weights()
-        n = np.stack([tally(cell, label[:, r], n_cells) for r in range(3)], axis=1)
+    cell = np.empty(len(table), dtype=_index_type(n_cells))
+    n = np.zeros(3 * n_cells)
+    for rows in chunks:
+        cell[rows] = here = cells(rows)
+        if table.probs is None:
+            n += tally(here * np.int64(3) + table.verdict[rows], table.weight[rows], 3 * n_cells)
+        else:
+            label = table.weight[rows, None] * table.probs[rows]
+            n += np.stack([tally(here, label[:, r], n_cells) for r in range(3)], axis=1).ravel()
     judge, rest = np.divmod(cell_keys, m * m)
     first, second = np.divmod(rest, m)
-    return VerdictCounts(judge, first, second, n, table.models), cell
+    return VerdictCounts(judge, first, second, n.reshape(n_cells, 3), table.models), cell
+
+
+def _index_type(size: int) -> type[np.signedinteger]:
+    """The narrower of int32 and int64 that indexes `size` things."""
+    return np.int32 if size < 2**31 else np.int64
 
 
 def _styled(
-    table: VerdictTable, plain: VerdictCounts, cell: IntArray, style: FloatArray | StyleSource
+    table: VerdictTable,
+    plain: VerdictCounts,
+    cell: NDArray[np.integer],
+    style: FloatArray | StyleSource,
 ) -> tuple[VerdictCounts, NDArray[np.integer]]:
     """`plain`, the counts of `table` whose rows lie in cells `cell`, with the rows as
     style entries (style differences `style`: rows x features, or a StyleSource; a soft
@@ -781,7 +815,7 @@ def _styled(
     differences are kept in memory and at most STYLE_IN_MEMORY. And each entry's
     scenario."""
     source = KeptStyle(np.ascontiguousarray(style.T)) if isinstance(style, np.ndarray) else style
-    index = cell.astype(np.int32) if plain.n_cells < 2**31 else cell
+    index = cell
     scenario, label, weights = table.scenario, table.verdict, table.weight
     row = None
     if table.probs is not None:

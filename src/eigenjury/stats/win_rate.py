@@ -71,7 +71,7 @@ def baseline_win_rates(
     present = np.unique(other)
     n_models, n_scenarios = len(present), len(table.scenarios)
     column = np.searchsorted(present, other)
-    cell = table.scenario[rows] * n_models + column  # (question, model) sums
+    cell = table.scenario[rows].astype(np.int64) * n_models + column  # (question, model) sums
 
     def per_question(values: FloatArray) -> FloatArray:
         return tally(cell, values, n_scenarios * n_models).reshape(n_scenarios, n_models)

@@ -45,9 +45,25 @@ class KeptRows:
         self.parts, self.merged, self.waiting = [merged], len(merged["count"]), 0
 
     def _joined(self) -> dict[str, NDArray[Any]]:
-        if len(self.parts) == 1:
-            return self.parts[0]
-        return {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
+        """The parts as one, each column copied into place a part at a time and the
+        part's copy let go, so that joining needs a part's memory, not the rows'."""
+        if len(self.parts) > 1:
+            joined: dict[str, NDArray[Any]] = {}
+            for key in list(self.parts[0]):
+                pieces = [part[key] for part in self.parts]
+                column = np.empty(
+                    (sum(len(p) for p in pieces), *pieces[0].shape[1:]),
+                    dtype=np.result_type(*pieces),
+                )
+                del pieces
+                start = 0
+                for part in self.parts:
+                    piece = part.pop(key)
+                    column[start : start + len(piece)] = piece
+                    start += len(piece)
+                joined[key] = column
+            self.parts = [joined]
+        return self.parts[0]
 
     def columns(self) -> dict[str, NDArray[Any]] | None:
         if not self.parts:

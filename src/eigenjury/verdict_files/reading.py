@@ -95,24 +95,27 @@ class ColumnarReader:
         def kept(values: NDArray[Any]) -> NDArray[Any]:
             return values if every else values[keep]
 
+        names = _code_type(self.models.size)
         part = {
-            r: kept(codes[x]) for r, x in zip(_ROLES, (c.judge, c.first, c.second), strict=True)
+            r: kept(codes[x]).astype(names)
+            for r, x in zip(_ROLES, (c.judge, c.first, c.second), strict=True)
         }
-        part["verdict"] = kept(verdict)
+        part["verdict"] = kept(verdict).astype(np.int8)
         if replies is not None:
-            part["first_features"], part["second_features"] = map(kept, replies)
+            part["first_features"], part["second_features"] = (_compact(kept(r)) for r in replies)
         m = len(part["verdict"])
         if self.numbered:
-            part["scenario"] = np.arange(self.kept, self.kept + m)
+            part["scenario"] = np.arange(self.kept, self.kept + m, dtype=_code_type(self.kept + m))
         else:
-            part["scenario"] = kept(codes[c.scenario])
+            part["scenario"] = kept(codes[c.scenario]).astype(_code_type(self.scenarios.size))
         if self.cells:
             if not self.numbered:
                 used = np.bincount(part["scenario"], minlength=self.scenarios.size) > 0
                 used[: len(self.seen_scenarios)] |= self.seen_scenarios
                 self.seen_scenarios = used
-            part["scenario"] = np.zeros(m, dtype=np.int64)
-        part["count"] = np.ones(m)
+            part["scenario"] = np.zeros(m, dtype=np.int32)
+        if self.rows.merge or self.strong_weight is not None or self.soft:
+            part["count"] = np.ones(m)  # else every kept row weighs 1: no count is kept
         if strong is not None and self.strong_weight is not None:  # graded: strong ones count more
             part["count"][kept(strong)] = self.strong_weight
         self.kept += m
@@ -323,14 +326,17 @@ class ColumnarReader:
         else:
             kept = np.bincount(scenario, minlength=self.scenarios.size) > 0
             scenarios, new_scenario = self.scenarios.ordered(kept)
-            scenario = new_scenario[scenario]
-        judge, first, second = (new_model[rows[r]] for r in _ROLES)
-        verdict, weight = rows["verdict"], rows["count"]
+            scenario = new_scenario.astype(_code_type(len(scenarios)))[scenario]
+        new_model = new_model.astype(_code_type(len(models)))
+        judge, first, second = (new_model[rows.pop(r)] for r in _ROLES)
+        verdict = rows.pop("verdict")
+        count = rows.pop("count", None)
+        weight = np.broadcast_to(1.0, len(verdict)) if count is None else count
         if self.rows.merge:  # in key order, whatever the batches were
             distinct, group = distinct_rows([scenario, judge, first, second, verdict])
             scenario, judge, first, second, verdict = distinct
-            weight = np.empty_like(weight)
-            weight[group] = rows["count"]
+            weight = np.empty_like(count)
+            weight[group] = count
         if self.weigh_judgments:
             _, judgment = distinct_rows([scenario, judge, first, second])
             weight = weight / tally(judgment, weight, int(judgment.max()) + 1)[judgment]
@@ -350,6 +356,22 @@ class ColumnarReader:
             ),
             probs=rows.get("probs"),
         )
+
+
+def _code_type(size: int) -> type[np.signedinteger]:
+    """The narrowest integer type that holds the codes of `size` names (a table of 1e8
+    verdicts over some thousand models holds its names in 2 bytes a row, not 8)."""
+    if size < 2**15:
+        return np.int16
+    return np.int32 if size < 2**31 else np.int64
+
+
+def _compact(values: FloatArray) -> NDArray[np.floating]:
+    """Features in single precision where that holds every value exactly (counts of
+    tokens, headers, list items: 4 bytes a value, not 8), else as they are."""
+    single = values.astype(np.float32)
+    exact = np.array_equal(single, values, equal_nan=True)
+    return single if exact else values
 
 
 def _bytes(texts: Any) -> int:
