@@ -94,7 +94,7 @@ def test_a_compact_table_gives_what_a_wide_one_does(tmp_path: Path) -> None:
     table = read_verdicts(_battles(tmp_path / "battles.parquet"))
     assert table.judge.dtype == np.int16 and table.verdict.dtype == np.int8
     assert table.scenario.dtype == np.int16 and table.weight.strides == (0,)
-    assert table.features is not None and table.features.first.dtype == np.float32
+    assert table.features is not None and table.features.first.dtype == np.int16
     wide = _wide(table)
     settings = FitSettings(bootstrap=0, dim=1)
     rankings = [peer_ranking(settings, t).fit(t) for t in (table, wide)]
@@ -112,3 +112,23 @@ def test_a_compact_table_gives_what_a_wide_one_does(tmp_path: Path) -> None:
         agreement_table(t, ["judge-a"], bootstrap=40, ci=0.95, seed=1) for t in (table, wide)
     ]
     _close(*(a.model_dump() for a in agreements))
+
+
+@pytest.mark.parametrize(
+    ("values", "kept"),
+    [
+        ([0.0, 12.0, 32767.0], np.int16),  # counts
+        ([0.0, 40000.0], np.float32),  # a count past 2^15
+        ([-1.0, 3.0], np.float32),  # a difference could overflow 2 bytes
+        ([0.5, 1.25, np.nan], np.float32),  # halves and a missing value
+        ([0.1, 2.0], np.float64),  # 0.1 has no single-precision double
+        ([1e300, 2.0], np.float64),
+    ],
+)
+def test_features_are_kept_in_the_narrowest_exact_type(values: list[float], kept: type) -> None:
+    from eigenjury.verdict_files.reading import _compact
+
+    array = np.array(values)[:, None]
+    compact = _compact(array)
+    assert compact.dtype == kept
+    np.testing.assert_array_equal(compact.astype(np.float64), array)

@@ -64,7 +64,31 @@ def sigterm_as_ctrl_c() -> Iterator[list[int]]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# glibc's mallopt parameter for the size from which blocks are mapped, not heaped.
+_M_MMAP_THRESHOLD = -3
+
+
+def large_blocks_given_back() -> None:
+    """glibc serves blocks of a freed large block's size from its heap from then on
+    (its threshold for mapping them rises with each such free, up to 32 MB), and freed
+    heap memory stays with the process: reading 2e7 verdicts a chunk at a time left
+    0.6 GB of freed chunks resident, a third of the peak. A fixed threshold of 1 MiB
+    keeps blocks of that size and more mapped, and given back when freed. Other C
+    libraries (musl, macOS) are left as they are."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 (glibc only)
+        libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+    except (OSError, AttributeError):
+        return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    large_blocks_given_back()
     args = build_parser().parse_args(argv)
     # soft_wrap: messages stay on one line, whole, for logs and grep; tables still fit.
     console = Console(soft_wrap=True)

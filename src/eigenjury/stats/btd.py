@@ -57,6 +57,7 @@ from eigenjury.stats.verdicts import (
     IntArray,
     OutcomeSums,
     VerdictCounts,
+    code_type,
     tally,
 )
 
@@ -93,6 +94,8 @@ SOLVERS: tuple[Solver, ...] = ("auto", "lbfgs")
 # on itself picks itself has no finite bound without the prior), and this many steps.
 _SELF_REACH = 4096.0
 _SELF_STEPS = 100
+# Verdicts on oneself per chunk of the bound's passes (a tenth of 1e8 peer verdicts).
+_SELF_CHUNK = 1 << 20
 
 
 def _normaliser(
@@ -1218,24 +1221,52 @@ def self_bias_upper(
     problem = _Problem(counts, dim, 0.0, position_bias, params.style.ndim == 2, None)
     offsets = _Offsets(problem, params, params.lenses @ params.dispositions.T)
     entries = counts.style
-    if entries is None:
-        apart, n = offsets.offset[own], OutcomeSums.of(counts.n[own])
-    else:  # each verdict on oneself, with its style terms
-        verdicts = np.flatnonzero(counts.self_side[entries.cell] != 0)
-        own = np.asarray(entries.cell[verdicts], dtype=np.int64)
-        apart, n = offsets.at(own, entries.differences(verdicts))[0], entries.outcomes(verdicts)
-    judge, side = counts.judge[own], counts.self_side[own]
-    apart -= params.self_bias[judge] * side
-    log_tie = params.log_tie[judge]
+
+    def cells(index: IntArray) -> IntArray:
+        return index if entries is None else np.asarray(entries.cell[index], dtype=np.int64)
+
+    def outcomes(index: IntArray) -> OutcomeSums:
+        return OutcomeSums.of(counts.n[index]) if entries is None else entries.outcomes(index)
+
+    def apart(index: IntArray) -> FloatArray:
+        """The offsets of `index` (cells or verdicts) less the judge's self-preference."""
+        cell = cells(index)
+        at = (
+            offsets.offset[cell]
+            if entries is None
+            else offsets.at(cell, entries.differences(index))[0]
+        )
+        return at - params.self_bias[counts.judge[cell]] * counts.self_side[cell]
+
+    if entries is None:  # the cells on oneself
+        parts = [(own, apart(own))]
+    else:  # each verdict on oneself, with its style terms, gathered a run at a time
+        mine = counts.self_side != 0
+        parts, found, size = [], [], 0
+        for run in entries.runs:
+            found.append(np.flatnonzero(mine[entries.cell[run.entries]]) + run.entries.start)
+            size += len(found[-1])
+            if size >= _SELF_CHUNK or run is entries.runs[-1]:
+                index = np.concatenate(found).astype(code_type(len(entries)))
+                parts.append((index, apart(index)))
+                found, size = [], 0
     prior_var = math.inf if prior is None else prior.self_sd**2
 
     def loglik(delta: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Each judge's log-likelihood (with the prior) at `delta`, and its first and
-        second derivatives."""
-        nll, g, _, h, _, _ = davidson_curvature(apart + delta[judge] * side, log_tie, n)
-        value = -tally(judge, nll, m) - 0.5 * delta**2 / prior_var
-        slope = -tally(judge, g * side, m) - delta / prior_var
-        return value, slope, -tally(judge, h, m) - 1.0 / prior_var
+        second derivatives, summed a chunk of verdicts on oneself at a time."""
+        value, slope = -0.5 * delta**2 / prior_var, -delta / prior_var
+        bend = np.full(m, -1.0 / prior_var)
+        for index, away in parts:
+            cell = cells(index)
+            judge, side = counts.judge[cell], counts.self_side[cell]
+            nll, g, _, h, _, _ = davidson_curvature(
+                away + delta[judge] * side, params.log_tie[judge], outcomes(index)
+            )
+            value = value - tally(judge, nll, m)
+            slope = slope - tally(judge, g * side, m)
+            bend = bend - tally(judge, h, m)
+        return value, slope, bend
 
     peak = np.asarray(params.self_bias, dtype=np.float64)
     top, _, bend = loglik(peak)
@@ -1245,7 +1276,7 @@ def self_bias_upper(
     low, high = peak.copy(), np.full(m, np.inf)
     delta = peak + np.minimum(z / np.sqrt(np.maximum(-bend, 1e-300)), _SELF_REACH)
     present = np.zeros(m, dtype=bool)
-    present[judge] = True
+    present[counts.judge[own]] = True
     for _ in range(_SELF_STEPS):
         value, slope, _ = loglik(delta)
         if np.all(

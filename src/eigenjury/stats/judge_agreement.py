@@ -46,6 +46,7 @@ from eigenjury.stats.agreement import ClusterBootstrap, Estimate
 from eigenjury.stats.verdicts import (
     FIRST,
     TIE,
+    Codes,
     DataError,
     FloatArray,
     IntArray,
@@ -235,7 +236,7 @@ def comparison_codes(table: VerdictTable) -> tuple[IntArray, IntArray]:
     return comparison, keys[0, starts]
 
 
-def _one_vote_each(judge: IntArray, comparison: IntArray, weight: FloatArray) -> FloatArray:
+def _one_vote_each(judge: Codes, comparison: IntArray, weight: FloatArray) -> FloatArray:
     """Row weights rescaled so that each judge's rows on a comparison sum to 1."""
     key = comparison * (int(judge.max()) + 1) + judge
     _, where = np.unique(key, return_inverse=True)
@@ -243,7 +244,7 @@ def _one_vote_each(judge: IntArray, comparison: IntArray, weight: FloatArray) ->
     return np.asarray(weight / np.where(total[where] > 0, total[where], 1.0))
 
 
-def _sharing(judge: IntArray, comparison: IntArray, n_comparisons: int) -> IntArray:
+def _sharing(judge: Codes, comparison: IntArray, n_comparisons: int) -> IntArray:
     """The judges that share a comparison with another judge."""
     pairs = np.unique(np.stack([comparison, judge]), axis=1)  # (comparison, judge) once
     shared = np.bincount(pairs[0], minlength=n_comparisons) > 1
@@ -269,7 +270,7 @@ def _outcomes(table: VerdictTable) -> IntArray:
 
 
 def _reference_codes(
-    table: VerdictTable, judges: IntArray, references: Sequence[str], comparison: IntArray
+    table: VerdictTable, judges: Codes, references: Sequence[str], comparison: IntArray
 ) -> IntArray:
     """The codes of the named reference judges, each checked to be a judge that shares a
     comparison with another judge (else there is nothing to agree with)."""

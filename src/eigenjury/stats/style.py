@@ -22,10 +22,12 @@ from numpy.typing import NDArray
 
 from eigenjury.stats.verdicts import (
     STYLE_IN_MEMORY,
+    Codes,
     DataError,
     FloatArray,
     IntArray,
     ReplyFeatures,
+    Values,
     tally,
 )
 
@@ -81,7 +83,7 @@ class StyleDesign:
         return (normalised_difference(first, second) / self.scale).T
 
 
-def normalised_difference(first: FloatArray, second: FloatArray) -> FloatArray:
+def normalised_difference(first: Values, second: Values) -> FloatArray:
     """(a - b) / (|a| + |b|), 0 where both are 0. Where |a| + |b| overflows (finite
     values near the float limit, 1e308 and -1e308) both are first divided by the larger
     of |a| and |b|, which leaves the ratio unchanged, so they give their difference,
@@ -105,8 +107,8 @@ def normalised_difference(first: FloatArray, second: FloatArray) -> FloatArray:
 def style_design(
     features: ReplyFeatures,
     weight: FloatArray,
-    first: IntArray,
-    second: IntArray,
+    first: Codes,
+    second: Codes,
     n_models: int,
 ) -> StyleDesign:
     """The covariates of `features` for rows (evaluees `first` and `second`) weighted by
@@ -173,7 +175,7 @@ class _Pairs:
     summed chunk by chunk (`add`). The subtraction loses about 1e-16 of the total, far
     below the 1e-8 share that marks a feature as the pair's."""
 
-    def __init__(self, first: IntArray, second: IntArray, n_models: int, chunks: list[slice]):
+    def __init__(self, first: Codes, second: Codes, n_models: int, chunks: list[slice]):
         self.first, self.second, self.n_models = first, second, n_models
         self.keys: IntArray | None = None
         if n_models**2 > _DENSE_PAIRS:  # the pairs present, in order

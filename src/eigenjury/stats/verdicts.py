@@ -29,6 +29,13 @@ TIE, FIRST, SECOND = 0, 1, 2
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
+# Codes as a file's reader keeps them: in the narrowest integer type that holds them
+# (code_type); whoever multiplies them widens them to 64 bits first
+Codes = NDArray[np.integer]
+# Feature values as a file's reader keeps them: in the narrowest type that holds every
+# value exactly (2-byte counts, single or double precision); whoever computes with them
+# takes them as double first
+Values = NDArray[np.integer] | NDArray[np.floating]
 
 # The fit holds judges x models matrices of scores and gradients: beyond this many
 # names they no longer fit in memory, or in time.
@@ -108,8 +115,8 @@ class ReplyFeatures:
     reply; NaN where unknown. Style control (stats.style) reads them."""
 
     names: tuple[str, ...]
-    first: FloatArray  # (rows, features)
-    second: FloatArray  # (rows, features)
+    first: Values  # (rows, features)
+    second: Values  # (rows, features)
 
     def __post_init__(self) -> None:
         shape = (self.first.shape[0], len(self.names))
@@ -136,7 +143,7 @@ class ReplyFeatures:
         index = [self.names.index(n) for n in names]
         return ReplyFeatures(tuple(names), self.first[:, index], self.second[:, index])
 
-    def get(self, name: str) -> tuple[FloatArray, FloatArray] | None:
+    def get(self, name: str) -> tuple[Values, Values] | None:
         """One feature's (first, second) columns, or None without it."""
         if name not in self.names:
             return None
@@ -163,11 +170,11 @@ class VerdictTable:
     verdicts (agreement, order consistency). A hard verdict is the row [0, 1, 0] etc.
     """
 
-    scenario: IntArray
-    judge: IntArray
-    first: IntArray
-    second: IntArray
-    verdict: IntArray
+    scenario: Codes
+    judge: Codes
+    first: Codes
+    second: Codes
+    verdict: Codes
     models: tuple[str, ...]
     scenarios: Sequence[str]
     weight: FloatArray
@@ -346,7 +353,7 @@ def label_probabilities(probs: Sequence[Sequence[float]] | FloatArray) -> FloatA
     return np.asarray(p / p.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
-def certain(verdict: Sequence[int] | IntArray) -> FloatArray:
+def certain(verdict: Sequence[int] | Codes) -> FloatArray:
     """Verdicts given without probabilities, as probabilities: one-hot rows (tie, first,
     second)."""
     return np.eye(3)[np.asarray(verdict, dtype=np.int64)]
@@ -370,7 +377,7 @@ def judgment_weights(table: VerdictTable) -> FloatArray:
     """
     key = np.stack([table.scenario, table.judge, table.first, table.second])
     _, inverse, sizes = np.unique(key, axis=1, return_inverse=True, return_counts=True)
-    return 1.0 / sizes[inverse.ravel()]
+    return np.asarray(1.0 / sizes[inverse.ravel()], dtype=np.float64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -771,7 +778,7 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
         for rows in chunks:
             present[keys(rows)] = True
         cell_keys = np.flatnonzero(present)
-        lookup = np.cumsum(present, dtype=_index_type(len(cell_keys))) - 1
+        lookup = np.cumsum(present, dtype=code_type(len(cell_keys))) - 1
         del present
 
         def cells(rows: slice) -> NDArray[np.integer]:
@@ -781,10 +788,10 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
         cell_keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
 
         def cells(rows: slice) -> NDArray[np.integer]:
-            return np.searchsorted(cell_keys, keys(rows)).astype(_index_type(len(cell_keys)))
+            return np.searchsorted(cell_keys, keys(rows)).astype(code_type(len(cell_keys)))
 
     n_cells = len(cell_keys)
-    cell = np.empty(len(table), dtype=_index_type(n_cells))
+    cell = np.empty(len(table), dtype=code_type(n_cells))
     n = np.zeros(3 * n_cells)
     for rows in chunks:
         cell[rows] = here = cells(rows)
@@ -798,8 +805,12 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
     return VerdictCounts(judge, first, second, n.reshape(n_cells, 3), table.models), cell
 
 
-def _index_type(size: int) -> type[np.signedinteger]:
-    """The narrower of int32 and int64 that indexes `size` things."""
+def code_type(size: int) -> type[np.signedinteger]:
+    """The narrowest integer type that holds the codes of `size` things (names,
+    cells): a table of 1e8 verdicts over some thousand models holds each code in 2
+    bytes, not 8."""
+    if size < 2**15:
+        return np.int16
     return np.int32 if size < 2**31 else np.int64
 
 

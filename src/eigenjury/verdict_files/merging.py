@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from eigenjury.stats.verdicts import tally
+from eigenjury.stats.verdicts import Codes, tally
 from eigenjury.verdict_files.columns import IntArray
 
 
@@ -73,7 +73,7 @@ class KeptRows:
         return self._joined()
 
 
-def distinct_rows(columns: Sequence[IntArray]) -> tuple[list[IntArray], IntArray]:
+def distinct_rows(columns: Sequence[Codes]) -> tuple[list[IntArray], IntArray]:
     """The distinct combinations of the columns' codes, in sorted order (as columns),
     and each row's: counted where the packed keys span a small range, else sorted."""
     sizes = [int(c.max()) + 1 for c in columns]

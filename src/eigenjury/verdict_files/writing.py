@@ -57,7 +57,7 @@ def _columns(
         replies = (table.features.first, table.features.second)
         for f, name in enumerate(table.features.names):
             for column, values in zip(VERDICT_TABLE.feature_columns(name), replies, strict=True):
-                columns[column] = [_written(v) for v in values[:, f].tolist()]
+                columns[column] = [_written(v) for v in values[:, f].astype(float).tolist()]
                 names.append(column)
     return names, columns
 
