@@ -12,8 +12,9 @@ side and interleaved, on files written here:
   resident memory of the process. Target: under 4 GB.
 - styled-parquet: peer verdicts as above with two reply features (first_length and
   second_length, log-normal token counts; first_headers and second_headers, Poisson),
-  1e6, 4e6 and 8e6 of them: `eigenjury fit DIR --bootstrap 0` with style control (on
-  by default), wall time and peak resident memory. Target (issue 33): 1e8 under 4 GB.
+  1e6, 4e6, 8e6 and 1e8 of them (files of 1e6): `eigenjury fit DIR --bootstrap 0`
+  with style control (on by default), wall time and peak resident memory. Target
+  (issue 33): 1e8 under 4 GB.
 - arena-csv: the same battles as CSV with a question id per battle (1.67 M distinct
   ids, 94 MB as LMArena's exports are). `eigenjury fit battles.csv --bootstrap 0`
   against a bare script that reads the file with `pyarrow.csv.read_csv`, encodes the
@@ -300,7 +301,7 @@ def write_battles(
 
 
 def styled_parquet_case(folder: Path, quick: bool) -> str:
-    rows, sizes = (100_000, (1, 4)) if quick else (1_000_000, (1, 4, 8))
+    rows, sizes = (100_000, (1, 4)) if quick else (1_000_000, (1, 4, 8, 100))
     lines = []
     for files in sizes:
         dataset = folder / f"styled-{files}"

@@ -338,8 +338,9 @@ class FitSummary(Sparse):
     verdicts: float
     """Total weight of the verdicts fitted (a judgment counts 1, shared among its criteria)."""
     cells: int
-    """Distinct (judge, first, second) cells of the verdicts (with style control, their style
-    differences too)."""
+    """The terms the likelihood sums: distinct (judge, first, second) cells of the verdicts;
+    with style control every verdict (a label of a soft one), each with its own style
+    differences."""
     scenarios: int
     """Scenarios in the verdicts."""
     bootstrap_converged: float | None

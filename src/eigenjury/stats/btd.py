@@ -762,10 +762,10 @@ def _newton_pays(counts: VerdictCounts, n_params: int) -> bool:
 def _pair_solve(
     problem: _Problem, x: FloatArray, limits: tuple[FloatArray, FloatArray], tol: float
 ) -> tuple[_Expansion, int]:
-    """Damped Newton steps with the exact Hessian (_expand): a style fit has a cell per
-    style difference (28,000 for 2,400 peer scenarios, a million on arena battles) but
-    few (judge, pair) groups, so one pass over the cells gives the whole second-order
-    model, and a handful of steps reach the tolerance L-BFGS needed 50-100 passes for.
+    """Damped Newton steps with the exact Hessian (_expand): a style fit has a term per
+    verdict (28,800 for 2,400 peer scenarios, a million on arena battles) but few
+    (judge, first, second) cells, so one pass over the verdicts gives the whole
+    second-order model, and a handful of steps reach the tolerance L-BFGS needed 50-100 passes for.
     Each step solves (H + mu I) step = -g over the free parameters off the gauge (H
     exact where it is definite, with its curvatures' sizes where it bends only slightly
     negative, else its Gauss-Newton part); mu
@@ -906,7 +906,8 @@ class LowRankBTD:
     the best is polished; with style features, explored on the model without them,
     whose cells are far fewer),
     ``n_agreeing_starts_`` (starts that reached the best optimum),
-    ``n_verdicts_``, ``n_cells_``, ``params_``, ``style_coef_`` (per feature, or judges x
+    ``n_verdicts_``, ``n_cells_`` (the terms of the likelihood: the cells, or with style
+    the verdicts), ``params_``, ``style_coef_`` (per feature, or judges x
     features; empty without style features), ``explored_start_`` (the best start,
     explored on the model without style, that the fit was polished from; None for a
     warm start: a fit of the same counts without style from it equals

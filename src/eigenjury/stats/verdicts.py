@@ -476,9 +476,18 @@ class StyleEntries:
         return np.ones(len(self)) if self.weight is None else self.weight
 
     def outcomes(self, entries: slice | NDArray[np.integer]) -> OutcomeSums:
-        """What the likelihood reads of `entries` (OutcomeSums), made for them alone."""
+        """What the likelihood reads of `entries` (OutcomeSums): up to STYLE_IN_MEMORY
+        entries from sums made once for every pass (a bootstrap round's three passes
+        over 1.67 M battles), beyond it made for these entries alone."""
+        if len(self) <= STYLE_IN_MEMORY:
+            whole = self._outcomes
+            return OutcomeSums(whole.total[entries], whole.wins[entries], whole.ties[entries])
         weight = None if self.weight is None else self.weight[entries]
         return OutcomeSums.of_labels(self.label[entries], weight)
+
+    @cached_property
+    def _outcomes(self) -> OutcomeSums:
+        return OutcomeSums.of_labels(self.label, self.weight)
 
     def counts(self, weight: FloatArray | None = None) -> FloatArray:
         """The (tie, first, second) counts per cell (cells x 3) of the entries under
