@@ -44,7 +44,6 @@ from eigenjury.stats.btd import (
 from eigenjury.stats.verdicts import (
     DataError,
     FloatArray,
-    OutcomeSums,
     ScenarioCounts,
     VerdictCounts,
     tally,
@@ -143,6 +142,10 @@ def _identified(params: BTDParams, counts: VerdictCounts, model: LowRankBTD) -> 
     return np.concatenate([np.repeat(judged, d), np.repeat(shown, d), judged, judged, own, style])
 
 
+# Verdicts per chunk of the cluster scores' pass (a chunk's temporaries: some 20 MB).
+_CHUNK = 1 << 17
+
+
 def _cluster_scores(
     problem: _Problem, params: BTDParams, data: ScenarioCounts
 ) -> tuple[FloatArray, FloatArray, int]:
@@ -152,49 +155,68 @@ def _cluster_scores(
     the two dispositions, the style coefficients): a cluster of one verdict (an arena
     battle) adds its outer product, summed per (judge, pair) group and carried through
     the group's Jacobian as the Hessian's blocks are; larger clusters (a peer
-    scenario) go through a sparse matrix by cluster."""
+    scenario) go through a sparse matrix by cluster. The verdicts are taken _CHUNK at
+    a time, so that 1e8 of them need no whole-length temporaries (the sparse matrix
+    holds a row per scenario, the parameters its verdicts touch)."""
     groups = problem.counts
     size = params.pack().size
-    scores = params.lenses @ params.dispositions.T
-    z = data.entry_style()
-    group = data.entry_cell
-    n = OutcomeSums.of_labels(data.entry_label, data.entry_weight)
-    offset, log_tie = _Offsets(problem, params, scores).at(group, z)
-    _, g_offset, g_tie, *_ = davidson_curvature(offset, log_tie, n)
-    # gradient of the log-likelihood: minus that of the negative log-likelihood
-    local = -np.column_stack([g_offset, g_tie, (g_offset * z).T])
-    k = local.shape[1]
+    offsets = _Offsets(problem, params, params.lenses @ params.dispositions.T)
     where, jacobian = group_jacobian(params, groups, problem.per_judge_style)
-    per_cluster = np.bincount(data.entry_scenario, minlength=data.n_scenarios)
-    alone = per_cluster[data.entry_scenario] == 1
-    n_groups = groups.n_cells
-    # sum of the scores: per group, then through the Jacobian
-    summed = np.stack([tally(group, local[:, a], n_groups) for a in range(k)], axis=1)
-    total = np.zeros(size)
-    np.add.at(total, where, np.einsum("gk,gkw->gw", summed, jacobian))
-    gram = np.zeros((size, size))
-    if alone.any():
+    n_groups, k = groups.n_cells, 2 + groups.n_style
+    lead = where.shape[1] - 1 - groups.n_style  # the tie logit's column
+    n_entries = len(data.entry_scenario)
+    chunks = [slice(a, min(a + _CHUNK, n_entries)) for a in range(0, n_entries, _CHUNK)]
+    seen, again = _seen(data, chunks)
+    summed = np.zeros((n_groups, k))
+    block = np.zeros((n_groups, k, k))
+    matrix = sparse.csr_array((data.n_scenarios, size))
+    for entries in chunks:
+        group = data.entry_cell[entries]
+        z = data.entry_style(entries)
+        offset, log_tie = offsets.at(group, z)
+        _, g_offset, g_tie, *_ = davidson_curvature(offset, log_tie, data.entry_outcomes(entries))
+        # gradient of the log-likelihood: minus that of the negative log-likelihood
+        local = -np.column_stack([g_offset, g_tie, (g_offset * z).T])
+        summed += np.stack([tally(group, local[:, a], n_groups) for a in range(k)], axis=1)
+        scenario = data.entry_scenario[entries]
+        alone = ~again[scenario]
         mine, own = group[alone], local[alone]
-        block = np.empty((n_groups, k, k))
         for a in range(k):
             for b in range(a, k):
-                block[:, a, b] = block[:, b, a] = tally(mine, own[:, a] * own[:, b], n_groups)
-        gram += through_jacobian(where, jacobian, block, size)
-    if not alone.all():
+                block[:, a, b] += tally(mine, own[:, a] * own[:, b], n_groups)
         rest = ~alone
-        mine, own = group[rest], local[rest]
-        # the Jacobian's rows for the tie logit and the style coefficients are unit
-        # vectors (group_jacobian): only the offset's row differs by group
-        values = own[:, :1] * jacobian[mine, 0, :]
-        lead = where.shape[1] - 1 - len(z)  # the tie logit's column
-        values[:, lead] += own[:, 1]
-        values[:, lead + 1 :] += own[:, 2:]
-        rows = np.repeat(data.entry_scenario[rest], where.shape[1])
-        matrix = sparse.csr_array(
-            (values.ravel(), (rows, where[mine].ravel())), shape=(data.n_scenarios, size)
-        )
+        if rest.any():
+            mine, own = group[rest], local[rest]
+            # the Jacobian's rows for the tie logit and the style coefficients are unit
+            # vectors (group_jacobian): only the offset's row differs by group
+            values = own[:, :1] * jacobian[mine, 0, :]
+            values[:, lead] += own[:, 1]
+            values[:, lead + 1 :] += own[:, 2:]
+            rows = np.repeat(scenario[rest], where.shape[1])
+            matrix += sparse.csr_array(
+                (values.ravel(), (rows, where[mine].ravel())), shape=(data.n_scenarios, size)
+            )
+    # sum of the scores: per group, then through the Jacobian
+    total = np.zeros(size)
+    np.add.at(total, where, np.einsum("gk,gkw->gw", summed, jacobian))
+    upper = np.triu_indices(k, 1)
+    block[:, upper[1], upper[0]] = block[:, upper[0], upper[1]]
+    gram = through_jacobian(where, jacobian, block, size)
+    if matrix.nnz:
         gram += (matrix.T @ matrix).toarray()
-    return gram, total, int(np.count_nonzero(per_cluster))
+    return gram, total, int(np.count_nonzero(seen))
+
+
+def _seen(data: ScenarioCounts, chunks: list[slice]) -> tuple[BoolArray, BoolArray]:
+    """Which scenarios have an entry, and which more than one (a byte each, where
+    counts would take eight: 1e8 arena battles are as many scenarios)."""
+    seen = np.zeros(data.n_scenarios, dtype=bool)
+    again = np.zeros(data.n_scenarios, dtype=bool)
+    for entries in chunks:
+        present, times = np.unique(data.entry_scenario[entries], return_counts=True)
+        again[present[(times > 1) | seen[present]]] = True
+        seen[present] = True
+    return seen, again
 
 
 def sandwich_draws(

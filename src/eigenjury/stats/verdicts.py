@@ -493,7 +493,7 @@ class StyleEntries:
         """The (tie, first, second) counts per cell (cells x 3) of the entries under
         `weight` (default their own)."""
         weight = self.weight if weight is None else weight
-        slot = self.cell * np.int64(3) + self.label
+        slot = self.cell.astype(np.int64) * 3 + self.label
         return tally(slot, weight, 3 * self.n_cells).reshape(self.n_cells, 3)
 
     def with_weight(self, weight: FloatArray) -> StyleEntries:
@@ -703,13 +703,13 @@ class ScenarioCounts:
         n_cells = cells.n_cells
         scenario = table.scenario
         if table.probs is None:
-            slot, row_weight = cell * np.int64(3) + table.verdict, table.weight
+            slot, row_weight = cell.astype(np.int64) * 3 + table.verdict, table.weight
         else:  # a soft verdict is an entry per label
             label = table.label_weights()
             row, verdict = np.nonzero(label)
             scenario, slot, row_weight = (
                 scenario[row],
-                cell[row] * np.int64(3) + verdict,
+                cell[row].astype(np.int64) * 3 + verdict,
                 label[row, verdict],
             )
         entry = scenario.astype(np.int64) * (3 * n_cells) + slot
@@ -750,13 +750,20 @@ class ScenarioCounts:
             return style.weights()
         return self.plain[1]
 
-    def entry_style(self) -> FloatArray:
-        """Each entry's style differences (features x entries; no rows without
+    def entry_style(self, entries: slice) -> FloatArray:
+        """The style differences of `entries` (features x entries; no rows without
         style)."""
         style = self.cells.style
         if style is None:
-            return np.zeros((0, len(self.entry_scenario)))
-        return style.differences(slice(None))
+            return np.zeros((0, len(self.entry_scenario[entries])))
+        return style.differences(entries)
+
+    def entry_outcomes(self, entries: slice) -> OutcomeSums:
+        """What the likelihood reads of `entries` (OutcomeSums)."""
+        style = self.cells.style
+        if style is not None:
+            return style.outcomes(entries)
+        return OutcomeSums.of_labels(self.entry_label[entries], self.entry_weight[entries])
 
     def counts(self, scenario_weight: FloatArray | None = None) -> VerdictCounts:
         """Counts with each scenario's verdicts multiplied by its weight (default 1)."""
@@ -805,7 +812,8 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
     for rows in chunks:
         cell[rows] = here = cells(rows)
         if table.probs is None:
-            n += tally(here * np.int64(3) + table.verdict[rows], table.weight[rows], 3 * n_cells)
+            slot = here.astype(np.int64) * 3 + table.verdict[rows]
+            n += tally(slot, table.weight[rows], 3 * n_cells)
         else:
             label = table.weight[rows, None] * table.probs[rows]
             n += np.stack([tally(here, label[:, r], n_cells) for r in range(3)], axis=1).ravel()
