@@ -493,14 +493,23 @@ class StyleEntries:
         """The (tie, first, second) counts per cell (cells x 3) of the entries under
         `weight` (default their own)."""
         weight = self.weight if weight is None else weight
-        slot = self.cell.astype(np.int64) * 3 + self.label
+        slot = self._slots if len(self) <= STYLE_IN_MEMORY else self._slot()
         return tally(slot, weight, 3 * self.n_cells).reshape(self.n_cells, 3)
 
+    def _slot(self) -> IntArray:
+        """Each entry's cell * 3 + label: its place among the cells' counts."""
+        return self.cell.astype(np.int64) * 3 + self.label
+
+    @cached_property
+    def _slots(self) -> IntArray:
+        return self._slot()
+
     def with_weight(self, weight: FloatArray) -> StyleEntries:
-        """The same entries under other weights (runs kept)."""
+        """The same entries under other weights (runs and slots kept)."""
         out = replace(self, weight=weight)
-        if "runs" in self.__dict__:
-            out.__dict__["runs"] = self.__dict__["runs"]
+        for kept in ("runs", "_slots"):
+            if kept in self.__dict__:
+                out.__dict__[kept] = self.__dict__[kept]
         return out
 
     @cached_property
@@ -769,8 +778,10 @@ class ScenarioCounts:
         """Counts with each scenario's verdicts multiplied by its weight (default 1)."""
         if scenario_weight is None:
             return self.cells
-        w = self.entry_weight * scenario_weight[self.entry_scenario]
         style = self.cells.style
+        w = scenario_weight[self.entry_scenario]
+        if style is None or style.weight is not None:
+            w *= self.entry_weight
         if style is not None:
             return self.cells.with_n(style.counts(w), style.with_weight(w))
         assert self.plain is not None
