@@ -329,3 +329,24 @@ def test_soft_verdicts_beyond_memory_find_their_rows(monkeypatch: pytest.MonkeyP
     assert len(entries) == int(np.count_nonzero(probs))
     np.testing.assert_allclose(streamed.elo_, kept.elo_, atol=1e-8)
     np.testing.assert_allclose(streamed.style_coef_, kept.style_coef_, atol=1e-10)
+
+
+def test_runs_out_of_cell_order_are_as_long_as_the_cells_are_many(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each run out of cell order counts into every cell: with more cells than a run
+    has verdicts, counting would cost more than the run, so the run is made longer."""
+    from eigenjury.stats import verdicts
+    from eigenjury.stats.verdicts import KeptStyle, StyleEntries
+
+    monkeypatch.setattr(verdicts, "RUN_ENTRIES", 100)
+    rng = np.random.default_rng(2)
+    cell = rng.integers(5000, size=20_000).astype(np.int16)
+    label = rng.integers(3, size=20_000)
+    entries = StyleEntries(cell, label, None, KeptStyle(np.zeros((1, 20_000))), 5000)
+    lengths = {r.entries.stop - r.entries.start for r in entries.runs}
+    assert lengths == {5000} and all(r.starts is None for r in entries.runs)
+    summed = np.zeros(5000)
+    for run in entries.runs:  # as a pass sums them
+        summed[run.cells] += run.sums([np.ones(run.entries.stop - run.entries.start)])[0]
+    np.testing.assert_array_equal(summed, entries.counts().sum(axis=1))

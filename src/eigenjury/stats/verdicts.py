@@ -408,6 +408,8 @@ class Run:
 # million entries send every operation to memory (a pass over 1.67 M arena battles:
 # 2.5x faster), and a pass over 1e8 verdicts needs no memory beyond them.
 RUN_ENTRIES = 32_768
+# The longest run of verdicts out of cell order (its temporaries: some 200 MB).
+_LONGEST_RUN = 1 << 20
 # Up to this many styled verdicts their style differences are kept in memory, and the
 # verdicts put in cell order, so that a run sums each cell's entries as they lie.
 # Beyond it a run's differences are computed from the replies' features as the run is
@@ -516,13 +518,15 @@ class StyleEntries:
     def runs(self) -> tuple[Run, ...]:
         """The entries in runs of about RUN_ENTRIES: of whole cells where they lie in
         cell order (a cell larger than that is a run of its own), else in the order
-        given, each run counting into every cell."""
+        given, each run counting into every cell (then at least as long as the cells
+        are many, up to _LONGEST_RUN, so that counting costs no more than the run)."""
         cell, n = self.cell, len(self)
         if not (n and np.all(cell[1:] >= cell[:-1])):
             every = slice(0, self.n_cells)
+            length = min(max(RUN_ENTRIES, self.n_cells), _LONGEST_RUN)
             return tuple(
-                Run(slice(a, min(a + RUN_ENTRIES, n)), every, None, cell, self.n_cells)
-                for a in range(0, n, RUN_ENTRIES)
+                Run(slice(a, min(a + length, n)), every, None, cell, self.n_cells)
+                for a in range(0, n, length)
             )
         starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
         # each run from the first cell starting at or after a multiple of RUN_ENTRIES
@@ -539,14 +543,6 @@ class StyleEntries:
             )
             for a, b in pairwise(bounds)
         )
-
-    def sums(self, rows: Sequence[FloatArray]) -> FloatArray:
-        """Per cell, the sums of each of `rows` (each one value per entry), as rows x
-        cells."""
-        out = np.zeros((len(rows), self.n_cells))
-        for run in self.runs:
-            out[:, run.cells] += run.sums([row[run.entries] for row in rows])
-        return out
 
 
 @dataclass(frozen=True, eq=False)
