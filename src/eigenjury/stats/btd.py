@@ -765,7 +765,8 @@ def _pair_solve(
     """Damped Newton steps with the exact Hessian (_expand): a style fit has a term per
     verdict (28,800 for 2,400 peer scenarios, a million on arena battles) but few
     (judge, first, second) cells, so one pass over the verdicts gives the whole
-    second-order model, and a handful of steps reach the tolerance L-BFGS needed 50-100 passes for.
+    second-order model, and a handful of steps reach the tolerance L-BFGS needed 50-100
+    passes for.
     Each step solves (H + mu I) step = -g over the free parameters off the gauge (H
     exact where it is definite, with its curvatures' sizes where it bends only slightly
     negative, else its Gauss-Newton part); mu
@@ -1158,10 +1159,7 @@ class LowRankBTD:
         """Total log-likelihood of `counts` under the fitted parameters."""
         s = self.scores()
         if counts.style is not None:
-            problem = _Problem(
-                counts, self.dim, self.l2, self.position_bias, self.style_per_judge, self.prior
-            )
-            return -_entry_pass(problem, self.params_, s, second_order=False)[0]
+            return -_entry_pass(self._problem(counts), self.params_, s, second_order=False)[0]
         nll = davidson_nll(
             s[counts.judge, counts.first],
             s[counts.judge, counts.second],

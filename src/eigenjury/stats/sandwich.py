@@ -46,6 +46,7 @@ from eigenjury.stats.verdicts import (
     FloatArray,
     ScenarioCounts,
     VerdictCounts,
+    chunks,
     tally,
 )
 
@@ -164,13 +165,12 @@ def _cluster_scores(
     where, jacobian = group_jacobian(params, groups, problem.per_judge_style)
     n_groups, k = groups.n_cells, 2 + groups.n_style
     lead = where.shape[1] - 1 - groups.n_style  # the tie logit's column
-    n_entries = len(data.entry_scenario)
-    chunks = [slice(a, min(a + _CHUNK, n_entries)) for a in range(0, n_entries, _CHUNK)]
-    seen, again = _seen(data, chunks)
+    parts = chunks(len(data.entry_scenario), _CHUNK)
+    seen, again = _seen(data, parts)
     summed = np.zeros((n_groups, k))
     block = np.zeros((n_groups, k, k))
     matrix = sparse.csr_array((data.n_scenarios, size))
-    for entries in chunks:
+    for entries in parts:
         group = data.entry_cell[entries]
         z = data.entry_style(entries)
         offset, log_tie = offsets.at(group, z)
@@ -207,12 +207,12 @@ def _cluster_scores(
     return gram, total, int(np.count_nonzero(seen))
 
 
-def _seen(data: ScenarioCounts, chunks: list[slice]) -> tuple[BoolArray, BoolArray]:
+def _seen(data: ScenarioCounts, parts: list[slice]) -> tuple[BoolArray, BoolArray]:
     """Which scenarios have an entry, and which more than one (a byte each, where
     counts would take eight: 1e8 arena battles are as many scenarios)."""
     seen = np.zeros(data.n_scenarios, dtype=bool)
     again = np.zeros(data.n_scenarios, dtype=bool)
-    for entries in chunks:
+    for entries in parts:
         present, times = np.unique(data.entry_scenario[entries], return_counts=True)
         again[present[(times > 1) | seen[present]]] = True
         seen[present] = True

@@ -28,6 +28,7 @@ from eigenjury.stats.verdicts import (
     IntArray,
     ReplyFeatures,
     Values,
+    chunks,
     tally,
 )
 
@@ -51,7 +52,8 @@ PER_PAIR = "one difference per pair of evaluees: its effect cannot be told from 
 class StyleDesign:
     """The style covariates of a verdict table: the features kept, each one's standard
     deviation of normalised difference (`scale`), and per row the differences divided
-    by it (`z`, rows x features), kept in memory up to STYLE_IN_MEMORY rows; beyond
+    by it (`z`, rows x features; `kept`, the same as features x rows), kept in memory up
+    to STYLE_IN_MEMORY rows; beyond
     them (None) a row's are computed when asked for, from `features` (the kept
     features' values), so that they take no memory of their own. `dropped` gives each
     feature left out and why. Called with rows, it gives theirs as features x rows (a
@@ -61,23 +63,19 @@ class StyleDesign:
     scale: FloatArray
     dropped: dict[str, str]
     features: ReplyFeatures | None = None
-    columns: FloatArray | None = None  # z's features x rows (z is its transpose)
+    kept: FloatArray | None = None  # z's features x rows (z is its transpose)
 
     @property
     def z(self) -> FloatArray | None:
-        return None if self.columns is None else self.columns.T
+        return None if self.kept is None else self.kept.T
 
     @property
     def n_features(self) -> int:
         return len(self.names)
 
-    @property
-    def kept(self) -> FloatArray | None:
-        return self.columns
-
     def __call__(self, rows: slice | NDArray[np.integer]) -> FloatArray:
-        if self.columns is not None:
-            return self.columns[:, rows]
+        if self.kept is not None:
+            return self.kept[:, rows]
         assert self.features is not None
         first, second = self.features.first[rows], self.features.second[rows]
         return (normalised_difference(first, second) / self.scale).T
@@ -120,14 +118,14 @@ def style_design(
     own scores. The rows are taken _CHUNK at a time, so that a table of 1e8 verdicts
     needs no whole-length temporaries."""
     n_rows, n_features = len(features), len(features.names)
-    chunks = [slice(a, min(a + _CHUNK, n_rows)) for a in range(0, n_rows, _CHUNK)]
+    parts = chunks(n_rows, _CHUNK)
 
     def differences(rows: slice) -> FloatArray:
         return normalised_difference(features.first[rows], features.second[rows])
 
     unknown = np.zeros(n_features, dtype=np.int64)
     total, sums = 0.0, np.zeros(n_features)
-    for rows in chunks:
+    for rows in parts:
         unknown += np.sum(
             ~(np.isfinite(features.first[rows]) & np.isfinite(features.second[rows])), axis=0
         )
@@ -142,9 +140,9 @@ def style_design(
             "it to control for it: give the values, or leave the feature out of style control"
         )
     mean = sums / total
-    pairs = _Pairs(first, second, n_models, chunks)
+    pairs = _Pairs(first, second, n_models, n_features, parts)
     squares = np.zeros(n_features)
-    for rows in chunks:
+    for rows in parts:
         diff = differences(rows)
         squares += weight[rows] @ (diff - mean) ** 2
         pairs.add(rows, diff, weight[rows])
@@ -163,9 +161,9 @@ def style_design(
     if n_rows > STYLE_IN_MEMORY:
         return design
     columns = np.empty((len(names), n_rows))
-    for rows in chunks:
+    for rows in parts:
         columns[:, rows] = design(rows)
-    return replace(design, columns=columns)
+    return replace(design, kept=columns)
 
 
 class _Pairs:
@@ -175,16 +173,18 @@ class _Pairs:
     summed chunk by chunk (`add`). The subtraction loses about 1e-16 of the total, far
     below the 1e-8 share that marks a feature as the pair's."""
 
-    def __init__(self, first: Codes, second: Codes, n_models: int, chunks: list[slice]):
+    def __init__(
+        self, first: Codes, second: Codes, n_models: int, n_features: int, parts: list[slice]
+    ):
         self.first, self.second, self.n_models = first, second, n_models
         self.keys: IntArray | None = None
         if n_models**2 > _DENSE_PAIRS:  # the pairs present, in order
-            found = [np.unique(self._key(rows)) for rows in chunks]
+            found = [np.unique(self._key(rows)) for rows in parts]
             self.keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
         size = n_models**2 if self.keys is None else len(self.keys)
         self.total = np.zeros(size)
-        self.sums: FloatArray | None = None
-        self.spread: FloatArray | None = None
+        self.sums = np.zeros((n_features, size))
+        self.spread = np.zeros(n_features)
 
     def _key(self, rows: slice) -> IntArray:
         first = self.first[rows].astype(np.int64)
@@ -196,16 +196,17 @@ class _Pairs:
         pair = key if self.keys is None else np.searchsorted(self.keys, key)
         size = len(self.total)
         seen = np.where(self.first[rows] <= self.second[rows], 1.0, -1.0)[:, None] * diff
-        sums = np.stack([tally(pair, weight * seen[:, f], size) for f in range(diff.shape[1])])
-        spread = np.asarray(weight @ seen**2, dtype=np.float64)
-        self.total += np.bincount(pair, weight, size)
-        self.sums = sums if self.sums is None else self.sums + sums
-        self.spread = spread if self.spread is None else self.spread + spread
+        self.total += tally(pair, weight, size)
+        self.sums += np.stack(
+            [tally(pair, weight * seen[:, f], size) for f in range(len(self.spread))]
+        )
+        self.spread += weight @ seen**2
 
     def within(self) -> FloatArray:
-        if self.sums is None or self.spread is None:
-            return np.ones(0)
         between = (self.sums**2) @ (1.0 / np.maximum(self.total, 1e-300))
         residual = np.maximum(self.spread - between, 0.0)
         spread = self.spread
-        return np.where(spread > 0, residual / np.where(spread > 0, spread, 1.0), 1.0)
+        return np.asarray(
+            np.where(spread > 0, residual / np.where(spread > 0, spread, 1.0), 1.0),
+            dtype=np.float64,
+        )

@@ -50,6 +50,12 @@ _DENSE_KEY_LIMIT = 50_000_000
 _CHUNK_ROWS = 1 << 20
 
 
+def chunks(n: int, size: int) -> list[slice]:
+    """[0, n) in slices of `size`: the passes over 1e8 verdicts go a slice at a time,
+    so that their temporaries are a slice's, not the table's."""
+    return [slice(a, min(a + size, n)) for a in range(0, n, size)]
+
+
 def tally(index: NDArray[np.integer], weights: FloatArray | None, size: int) -> FloatArray:
     """Sum `weights` (default 1) per index value in [0, size): the scatter-add behind
     every count and gradient here."""
@@ -524,10 +530,7 @@ class StyleEntries:
         if not (n and np.all(cell[1:] >= cell[:-1])):
             every = slice(0, self.n_cells)
             length = min(max(RUN_ENTRIES, self.n_cells), _LONGEST_RUN)
-            return tuple(
-                Run(slice(a, min(a + length, n)), every, None, cell, self.n_cells)
-                for a in range(0, n, length)
-            )
+            return tuple(Run(run, every, None, cell, self.n_cells) for run in chunks(n, length))
         starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
         # each run from the first cell starting at or after a multiple of RUN_ENTRIES
         bounds = np.searchsorted(starts, np.arange(0, n, RUN_ENTRIES))
@@ -632,6 +635,10 @@ class VerdictCounts:
         entries whose weights sum to `n` (styled counts are reweighted with them)."""
         if self.style is not None and style is None:
             raise ValueError("styled counts are reweighted with their entries")
+        return self._same_cells(n, style)
+
+    def _same_cells(self, n: FloatArray, style: StyleEntries | None) -> VerdictCounts:
+        """These cells with counts `n` and entries `style`, the cached index arrays kept."""
         out = VerdictCounts(self.judge, self.first, self.second, n, self.models, style)
         for name in ("judge_first", "judge_second", "self_side", "judges_present", "shown"):
             if name in self.__dict__:
@@ -644,13 +651,7 @@ class VerdictCounts:
 
     @cached_property
     def _without_style(self) -> VerdictCounts:
-        if self.style is None:
-            return self
-        plain = VerdictCounts(self.judge, self.first, self.second, self.n, self.models)
-        for name in ("judge_first", "judge_second", "self_side", "judges_present", "shown"):
-            if name in self.__dict__:
-                plain.__dict__[name] = self.__dict__[name]
-        return plain
+        return self if self.style is None else self._same_cells(self.n, None)
 
     def judge_totals(self) -> FloatArray:
         """Verdict weight each model gave as a judge (read-only)."""
@@ -790,7 +791,7 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
     the rows taken _CHUNK_ROWS at a time, so that 1e8 of them need no whole-length
     temporaries."""
     m = table.n_models
-    chunks = [slice(a, a + _CHUNK_ROWS) for a in range(0, len(table), _CHUNK_ROWS)]
+    parts = chunks(len(table), _CHUNK_ROWS)
 
     def keys(rows: slice) -> IntArray:
         judge = table.judge[rows].astype(np.int64)
@@ -798,7 +799,7 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
 
     if m**3 <= _DENSE_KEY_LIMIT:
         present = np.zeros(m**3, dtype=bool)
-        for rows in chunks:
+        for rows in parts:
             present[keys(rows)] = True
         cell_keys = np.flatnonzero(present)
         lookup = np.cumsum(present, dtype=code_type(len(cell_keys))) - 1
@@ -807,7 +808,7 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
         def cells(rows: slice) -> NDArray[np.integer]:
             return lookup[keys(rows)]
     else:
-        found = [np.unique(keys(rows)) for rows in chunks]
+        found = [np.unique(keys(rows)) for rows in parts]
         cell_keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
 
         def cells(rows: slice) -> NDArray[np.integer]:
@@ -816,7 +817,7 @@ def _cells(table: VerdictTable) -> tuple[VerdictCounts, NDArray[np.integer]]:
     n_cells = len(cell_keys)
     cell = np.empty(len(table), dtype=code_type(n_cells))
     n = np.zeros(3 * n_cells)
-    for rows in chunks:
+    for rows in parts:
         cell[rows] = here = cells(rows)
         if table.probs is None:
             slot = here.astype(np.int64) * 3 + table.verdict[rows]
@@ -850,8 +851,7 @@ def _styled(
     differences are kept in memory and at most STYLE_IN_MEMORY. And each entry's
     scenario."""
     source = KeptStyle(np.ascontiguousarray(style.T)) if isinstance(style, np.ndarray) else style
-    index = cell
-    scenario, label, weights = table.scenario, table.verdict, table.weight
+    index, scenario, label, weights = cell, table.scenario, table.verdict, table.weight
     row = None
     if table.probs is not None:
         spread = table.label_weights()

@@ -16,6 +16,7 @@ from eigenjury.stats.verdicts import (
     Values,
     VerdictTable,
     certain,
+    chunks,
     code_type,
     tally,
 )
@@ -371,7 +372,7 @@ class ColumnarReader:
 def _chunks(codes: NDArray[np.integer]) -> list[NDArray[np.integer]]:
     """`codes` in chunks: an index of 16 or 32 bits is widened to 64 bits where it
     indexes, and a chunk at a time that costs a chunk's memory, not the table's."""
-    return [codes[a : a + _CHUNK] for a in range(0, len(codes), _CHUNK)]
+    return [codes[part] for part in chunks(len(codes), _CHUNK)]
 
 
 def _recoded(codes: NDArray[np.integer], new: IntArray) -> NDArray[np.integer]:
